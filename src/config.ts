@@ -1,0 +1,103 @@
+// The one place the environment is read. Everything else receives a Config, so services never touch
+// process.env and tests can build any configuration they need. CONTRACT section 1 names the variables.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export type AppEnv = 'production' | 'development' | 'test';
+export type Role = 'api' | 'worker';
+
+export interface Config {
+  port: number;
+  host: string;
+  /** Trust X-Forwarded-For from the proxy in front (TRUST_PROXY=true); never by default. */
+  trustProxy: boolean;
+  appEnv: AppEnv;
+  /** postgres://… when a PostgreSQL server is used; undefined for embedded PGlite. */
+  databaseUrl?: string;
+  /** Where PGlite keeps its files; `memory://` keeps nothing. */
+  dataDir: string;
+  adminToken?: string;
+  redisUrl?: string;
+  smtpUrl?: string;
+  /** Signs session tokens; also the root from which the at-rest encryption key is derived. */
+  jwtSecret: string;
+  roles: Role[];
+  logLevel: string;
+  /** Public base URL used in links we mail out (password reset). */
+  publicUrl: string;
+}
+
+export class ConfigError extends Error {}
+
+const appEnvs: AppEnv[] = ['production', 'development', 'test'];
+
+/** Reads and validates the environment. Throws ConfigError with every problem at once. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const problems: string[] = [];
+
+  const appEnv = (env.APP_ENV ?? 'development') as AppEnv;
+  if (!appEnvs.includes(appEnv)) problems.push(`APP_ENV must be one of ${appEnvs.join(', ')}`);
+
+  const port = Number(env.PORT ?? 3000);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) problems.push('PORT must be an integer 0-65535');
+
+  const databaseUrl = env.DATABASE_URL || undefined;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    problems.push('DATABASE_URL must start with postgres:// or postgresql://');
+  }
+  const redisUrl = env.REDIS_URL || undefined;
+  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) problems.push('REDIS_URL must start with redis:// or rediss://');
+  const smtpUrl = env.SMTP_URL || undefined;
+  if (smtpUrl && !/^smtps?:\/\//.test(smtpUrl)) problems.push('SMTP_URL must start with smtp:// or smtps://');
+
+  const dataDir = env.DATA_DIR || './data';
+
+  const roles = (env.ROLES ?? 'api,worker').split(',').map((r) => r.trim()) as Role[];
+  if (roles.length === 0 || roles.some((r) => r !== 'api' && r !== 'worker')) {
+    problems.push('ROLES must be a comma-separated list of api and worker');
+  }
+
+  let jwtSecret = env.JWT_SECRET || '';
+  if (appEnv === 'production') {
+    if (!jwtSecret) problems.push('JWT_SECRET is required in production');
+    else if (jwtSecret.length < 32) problems.push('JWT_SECRET must be at least 32 characters');
+  }
+
+  if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n- ${problems.join('\n- ')}`);
+
+  if (!jwtSecret) jwtSecret = developmentSecret(dataDir);
+
+  return {
+    port,
+    host: env.HOST || '0.0.0.0',
+    trustProxy: env.TRUST_PROXY === 'true' || env.TRUST_PROXY === '1',
+    appEnv,
+    databaseUrl,
+    dataDir,
+    adminToken: env.ADMIN_TOKEN || undefined,
+    redisUrl,
+    smtpUrl,
+    jwtSecret,
+    roles,
+    logLevel: env.LOG_LEVEL || (appEnv === 'test' ? 'silent' : 'info'),
+    publicUrl: env.PUBLIC_URL || `http://localhost:${port}`,
+  };
+}
+
+/**
+ * Outside production the signing secret is generated once and kept in DATA_DIR, so sessions survive a
+ * restart without any set-up. With `memory://` nothing is kept, so a fresh secret per process is right.
+ */
+function developmentSecret(dataDir: string): string {
+  if (dataDir.startsWith('memory://')) return randomBytes(32).toString('base64url');
+  const file = join(dataDir, 'jwt-secret');
+  try {
+    return readFileSync(file, 'utf8').trim();
+  } catch {
+    mkdirSync(dataDir, { recursive: true });
+    const secret = randomBytes(32).toString('base64url');
+    writeFileSync(file, secret, { mode: 0o600 });
+    return secret;
+  }
+}

@@ -1,0 +1,42 @@
+// The running product's parts, built once per process (or per test app) and handed to routes. Services
+// receive what they need from here; none of them reads the environment or the wall clock.
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from './config.ts';
+import { Clock } from './platform/clock.ts';
+import type { Database } from './platform/db/index.ts';
+import { EventOutbox } from './platform/events.ts';
+import { JobQueue } from './platform/jobs.ts';
+import { UserService } from './modules/identity/users.ts';
+import { NumberService } from './modules/numbers/service.ts';
+import { OrganizationService } from './modules/organizations/service.ts';
+
+export interface AppContext {
+  config: Config;
+  db: Database;
+  clock: Clock;
+  jobs: JobQueue;
+  events: EventOutbox;
+  log: FastifyBaseLogger;
+  organizations: OrganizationService;
+  users: UserService;
+  numbers: NumberService;
+}
+
+export function createContext(config: Config, db: Database, log: FastifyBaseLogger, clock?: Clock): AppContext {
+  const theClock = clock ?? new Clock(config.appEnv === 'test');
+  const jobs = new JobQueue(db, theClock, {
+    onError: (error, job) => log.warn({ err: error, jobId: job.id, queue: job.queue }, 'job failed'),
+  });
+  const events = new EventOutbox(db, jobs, theClock);
+  return {
+    config,
+    db,
+    clock: theClock,
+    jobs,
+    events,
+    log,
+    organizations: new OrganizationService(db, theClock),
+    users: new UserService(db, theClock),
+    numbers: new NumberService(db, theClock),
+  };
+}

@@ -1,0 +1,57 @@
+// Starts the product: reads the configuration, opens and migrates the database, then starts the roles
+// asked for (ROLES=api,worker by default: the HTTP API and the background worker in one process).
+import { pino } from 'pino';
+import { buildApp } from './app.ts';
+import { ConfigError, loadConfig } from './config.ts';
+import { createContext } from './context.ts';
+import { printDemoCredentials, seedDemoIfEmpty } from './first-run.ts';
+import { openDatabase } from './platform/db/index.ts';
+import { migrate } from './platform/db/migrate.ts';
+
+async function main() {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+
+  const log = pino({
+    level: config.logLevel,
+    redact: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]'],
+  });
+  const db = await openDatabase(config);
+  const applied = await migrate(db);
+  if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');
+  log.info({ engine: db.engine, appEnv: config.appEnv }, 'database ready');
+
+  const ctx = createContext(config, db, log);
+  const app = config.roles.includes('api') ? await buildApp(ctx) : undefined;
+  const demo = await seedDemoIfEmpty(ctx);
+
+  if (app) await app.listen({ port: config.port, host: config.host });
+  if (config.roles.includes('worker')) ctx.jobs.start();
+  if (demo) printDemoCredentials(demo, `http://localhost:${config.port}`);
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    await app?.close();
+    await ctx.jobs.stop();
+    await db.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+main().catch((error) => {
+  process.stderr.write(`Fatal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,83 @@
+// Phone numbers an organization owns, in E.164. The first number an organization gets is its default sender.
+import { parsePhoneNumberFromString } from 'libphonenumber-js';
+import type { Clock } from '../../platform/clock.ts';
+import { isUniqueViolation, type Queryable } from '../../platform/db/index.ts';
+import { ApiError } from '../../platform/errors.ts';
+import { newId } from '../../platform/ids.ts';
+
+export const NUMBER_TYPES = ['local', 'toll_free', 'ca_local'] as const;
+export type NumberType = (typeof NUMBER_TYPES)[number];
+
+export interface PhoneNumber {
+  id: string;
+  organizationId: string;
+  number: string;
+  type: NumberType;
+  isDefault: boolean;
+  createdAt: Date;
+}
+
+interface PhoneNumberRow {
+  id: string;
+  organization_id: string;
+  number: string;
+  type: NumberType;
+  is_default: boolean;
+  created_at: Date;
+}
+
+export class NumberService {
+  constructor(
+    private readonly db: Queryable,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Adds a number; the organization must exist (callers check, so they can answer 404 in their shape). */
+  async add(organizationId: string, input: { number: string; type: NumberType }, tx: Queryable = this.db) {
+    const parsed = parsePhoneNumberFromString(input.number);
+    if (!parsed?.isValid()) throw ApiError.badRequest('number must be a valid phone number in E.164 form');
+    const now = this.clock.now();
+    try {
+      const [row] = await tx.query<PhoneNumberRow>(
+        `INSERT INTO phone_numbers (id, organization_id, number, type, is_default, created_at)
+         VALUES ($1, $2, $3, $4, NOT EXISTS (SELECT 1 FROM phone_numbers WHERE organization_id = $2), $5)
+         RETURNING *`,
+        [newId('num', now.getTime()), organizationId, parsed.number, input.type, now],
+      );
+      return toPhoneNumber(row!);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw ApiError.conflict('This number is already in use');
+      throw error;
+    }
+  }
+
+  async list(organizationId: string, tx: Queryable = this.db): Promise<PhoneNumber[]> {
+    const rows = await tx.query<PhoneNumberRow>(
+      'SELECT * FROM phone_numbers WHERE organization_id = $1 ORDER BY created_at, id',
+      [organizationId],
+    );
+    return rows.map(toPhoneNumber);
+  }
+}
+
+export function publicPhoneNumber(n: PhoneNumber) {
+  return {
+    id: n.id,
+    organizationId: n.organizationId,
+    number: n.number,
+    type: n.type,
+    isDefault: n.isDefault,
+    createdAt: n.createdAt.toISOString(),
+  };
+}
+
+function toPhoneNumber(row: PhoneNumberRow): PhoneNumber {
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    number: row.number,
+    type: row.type,
+    isDefault: row.is_default,
+    createdAt: row.created_at,
+  };
+}

@@ -1,0 +1,123 @@
+// One database layer, two engines: embedded PGlite (default) or a PostgreSQL server (DATABASE_URL).
+// Both speak the same dialect, run the same migrations and answer the same queries. Services write plain
+// parameterised SQL against `Queryable`, which is either the database or an open transaction.
+import { mkdirSync } from 'node:fs';
+import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
+import pg from 'pg';
+
+export interface Queryable {
+  query<Row = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<Row[]>;
+  /** Runs a script of several statements without parameters (migrations). */
+  exec(sql: string): Promise<void>;
+}
+
+export interface Database extends Queryable {
+  readonly engine: 'pglite' | 'postgres';
+  /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
+  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+// int8 (count(*), bigserial) arrives as a number on both engines; our counts stay far below 2^53.
+const INT8_OID = 20;
+pg.types.setTypeParser(INT8_OID, (value: string) => Number(value));
+
+export class PgliteDatabase implements Database {
+  readonly engine = 'pglite' as const;
+  constructor(readonly client: PGlite) {}
+
+  static async open(dataDir: string): Promise<PgliteDatabase> {
+    if (!dataDir.startsWith('memory://')) mkdirSync(dataDir, { recursive: true });
+    const client = await PGlite.create(dataDir, {
+      parsers: { [pgliteTypes.INT8]: (value: string) => Number(value) },
+    });
+    return new PgliteDatabase(client);
+  }
+
+  async query<Row>(sql: string, params: unknown[] = []): Promise<Row[]> {
+    const result = await this.client.query<Row>(sql, params);
+    return result.rows;
+  }
+
+  async exec(sql: string): Promise<void> {
+    await this.client.exec(sql);
+  }
+
+  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    // PGlite is one connection; its transaction() holds the instance exclusively until it ends.
+    return this.client.transaction(async (tx) =>
+      work({
+        query: async <Row>(sql: string, params: unknown[] = []) => (await tx.query<Row>(sql, params)).rows,
+        exec: async (sql: string) => {
+          await tx.exec(sql);
+        },
+      }),
+    );
+  }
+
+  /** A copy of the whole database; tests use it to start from an already-migrated template. */
+  async clone(): Promise<PgliteDatabase> {
+    return new PgliteDatabase((await this.client.clone()) as PGlite);
+  }
+
+  async close(): Promise<void> {
+    if (!this.client.closed) await this.client.close();
+  }
+}
+
+export class PostgresDatabase implements Database {
+  readonly engine = 'postgres' as const;
+  constructor(readonly pool: pg.Pool) {}
+
+  static open(url: string, poolSize = 10): PostgresDatabase {
+    const pool = new pg.Pool({ connectionString: url, max: poolSize });
+    // An idle client losing its connection must not crash the process; the pool replaces it.
+    pool.on('error', () => {});
+    return new PostgresDatabase(pool);
+  }
+
+  async query<Row>(sql: string, params: unknown[] = []): Promise<Row[]> {
+    const result = await this.pool.query(sql, params as unknown[]);
+    return result.rows as Row[];
+  }
+
+  async exec(sql: string): Promise<void> {
+    await this.pool.query(sql);
+  }
+
+  async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const result = await work({
+        query: async <Row>(sql: string, params: unknown[] = []) =>
+          (await client.query(sql, params as unknown[])).rows as Row[],
+        exec: async (sql: string) => {
+          await client.query(sql);
+        },
+      });
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
+
+export async function openDatabase(options: { databaseUrl?: string; dataDir: string }): Promise<Database> {
+  if (options.databaseUrl) return PostgresDatabase.open(options.databaseUrl);
+  return PgliteDatabase.open(options.dataDir);
+}
+
+/** True when a PostgreSQL error is a unique-constraint violation (SQLSTATE 23505), on either engine. */
+export function isUniqueViolation(error: unknown, constraint?: string): boolean {
+  const e = error as { code?: string; constraint?: string };
+  return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
+}
