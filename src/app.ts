@@ -1,17 +1,24 @@
 // Builds the Fastify app: platform behaviour first (errors, versioning, OpenAPI), then every module's routes.
 // The app holds no state of its own; everything it needs comes in through the AppContext.
+
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import scalar from '@scalar/fastify-api-reference';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyBaseLogger } from 'fastify';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import type { AppContext } from './context.ts';
 import { adminRoutes } from './modules/admin/routes.ts';
 import { systemRoutes } from './modules/system/routes.ts';
 import { ApiError, renderError, shapeForPath } from './platform/errors.ts';
 import { CURRENT_VERSION, KNOWN_VERSIONS } from './platform/version.ts';
 
-export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
+export type App = FastifyInstance<
+  Server,
+  IncomingMessage,
+  ServerResponse,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -2,13 +2,14 @@
 // receive what they need from here; none of them reads the environment or the wall clock.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from './config.ts';
+import { UserService } from './modules/identity/users.ts';
+import { NumberService } from './modules/numbers/service.ts';
+import { OrganizationService } from './modules/organizations/service.ts';
 import { Clock } from './platform/clock.ts';
 import type { Database } from './platform/db/index.ts';
 import { EventOutbox } from './platform/events.ts';
 import { JobQueue } from './platform/jobs.ts';
-import { UserService } from './modules/identity/users.ts';
-import { NumberService } from './modules/numbers/service.ts';
-import { OrganizationService } from './modules/organizations/service.ts';
+import { createCounterStore, RateLimiter } from './platform/rate-limit.ts';
 
 export interface AppContext {
   config: Config;
@@ -16,24 +17,34 @@ export interface AppContext {
   clock: Clock;
   jobs: JobQueue;
   events: EventOutbox;
+  rateLimiter: RateLimiter;
   log: FastifyBaseLogger;
   organizations: OrganizationService;
   users: UserService;
   numbers: NumberService;
 }
 
-export function createContext(config: Config, db: Database, log: FastifyBaseLogger, clock?: Clock): AppContext {
+export function createContext(
+  config: Config,
+  db: Database,
+  log: FastifyBaseLogger,
+  clock?: Clock,
+): AppContext {
   const theClock = clock ?? new Clock(config.appEnv === 'test');
   const jobs = new JobQueue(db, theClock, {
     onError: (error, job) => log.warn({ err: error, jobId: job.id, queue: job.queue }, 'job failed'),
   });
   const events = new EventOutbox(db, jobs, theClock);
+  const counters = createCounterStore(config.redisUrl, (error) =>
+    log.error({ err: error }, "Redis unreachable: rate limits fall back to this instance's own counters"),
+  );
   return {
     config,
     db,
     clock: theClock,
     jobs,
     events,
+    rateLimiter: new RateLimiter(counters, theClock),
     log,
     organizations: new OrganizationService(db, theClock),
     users: new UserService(db, theClock),

@@ -2,14 +2,14 @@
 // asked for (ROLES=api,worker by default: the HTTP API and the background worker in one process).
 import { pino } from 'pino';
 import { buildApp } from './app.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import { type Config, ConfigError, loadConfig } from './config.ts';
 import { createContext } from './context.ts';
 import { printDemoCredentials, seedDemoIfEmpty } from './first-run.ts';
 import { openDatabase } from './platform/db/index.ts';
 import { migrate } from './platform/db/migrate.ts';
 
 async function main() {
-  let config;
+  let config: Config;
   try {
     config = loadConfig();
   } catch (error) {
@@ -44,6 +44,7 @@ async function main() {
     log.info({ signal }, 'shutting down');
     await app?.close();
     await ctx.jobs.stop();
+    await ctx.rateLimiter.store.close();
     await db.close();
     process.exit(0);
   };

@@ -73,7 +73,10 @@ export function renderError(error: unknown, shape: ErrorShape): RenderedError {
 
   if (shape === 'A') {
     if (status >= 500) {
-      const body: Record<string, unknown> = { message: INTERNAL_ERROR_MESSAGE, error: INTERNAL_ERROR_MESSAGE };
+      const body: Record<string, unknown> = {
+        message: INTERNAL_ERROR_MESSAGE,
+        error: INTERNAL_ERROR_MESSAGE,
+      };
       if (apiError?.code && CODES_KEPT_ON_5XX.has(apiError.code)) body.code = apiError.code;
       return { status, body, headers };
     }

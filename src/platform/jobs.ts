@@ -105,7 +105,12 @@ export class JobQueue {
   }
 
   /** Adds a job, in the caller's transaction when `q` is one, so the job exists only if the change commits. */
-  async enqueue(q: Queryable, queue: string, payload: unknown, options: EnqueueOptions = {}): Promise<string> {
+  async enqueue(
+    q: Queryable,
+    queue: string,
+    payload: unknown,
+    options: EnqueueOptions = {},
+  ): Promise<string> {
     const now = this.clock.now();
     const id = newId('job', now.getTime());
     const maxAttempts = options.maxAttempts ?? this.queues.get(queue)?.options.maxAttempts ?? 10;
@@ -114,7 +119,15 @@ export class JobQueue {
        VALUES ($1, $2, $3::jsonb, $4, $5, $6, $7)
        ON CONFLICT (dedupe_key) DO NOTHING
        RETURNING id`,
-      [id, queue, JSON.stringify(payload ?? null), options.runAt ?? now, maxAttempts, options.dedupeKey ?? null, now],
+      [
+        id,
+        queue,
+        JSON.stringify(payload ?? null),
+        options.runAt ?? now,
+        maxAttempts,
+        options.dedupeKey ?? null,
+        now,
+      ],
     );
     return rows[0]?.id ?? id;
   }
@@ -221,7 +234,8 @@ export class JobQueue {
       const now = this.clock.nowMs();
       const message = error instanceof Error ? error.message : String(error);
       if (error instanceof RetryAt || job.attempts < job.maxAttempts) {
-        const runAt = error instanceof RetryAt ? error.at : new Date(now + this.backoffMs(registered, job.attempts));
+        const runAt =
+          error instanceof RetryAt ? error.at : new Date(now + this.backoffMs(registered, job.attempts));
         await this.db.query(
           `UPDATE jobs SET status = 'pending', run_at = $2, locked_by = NULL, locked_until = NULL, last_error = $3
             WHERE id = $1 AND locked_by = $4`,

@@ -7,7 +7,7 @@ import type { AppContext } from '../../context.ts';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../platform/auth/passwords.ts';
 import { bearerToken, secretsEqual } from '../../platform/auth/secrets.ts';
 import { ApiError } from '../../platform/errors.ts';
-import { envelope, ErrorShapeA, IdParams } from '../../platform/http/schemas.ts';
+import { ErrorShapeA, envelope, IdParams } from '../../platform/http/schemas.ts';
 import { publicUser, ROLES } from '../identity/users.ts';
 import { NUMBER_TYPES, publicPhoneNumber } from '../numbers/service.ts';
 import { OrganizationFields, OrganizationSchema } from '../organizations/schemas.ts';
@@ -87,7 +87,8 @@ export async function adminRoutes(app: App, ctx: AppContext) {
   app.addHook('onRequest', async (request) => {
     const token = bearerToken(request.headers.authorization);
     if (!token) throw ApiError.unauthorized('Operator token required', 'AUTH_REQUIRED');
-    if (!secretsEqual(token, adminToken)) throw ApiError.unauthorized('Invalid operator token', 'TOKEN_INVALID');
+    if (!secretsEqual(token, adminToken))
+      throw ApiError.unauthorized('Invalid operator token', 'TOKEN_INVALID');
   });
 
   app.post(
@@ -157,7 +158,8 @@ export async function adminRoutes(app: App, ctx: AppContext) {
       const { memberships, ...fields } = request.body;
       const user = await ctx.db.transaction(async (tx) => {
         for (const m of memberships) {
-          if (!(await ctx.organizations.exists(m.organizationId, tx))) throw ApiError.notFound('Organization');
+          if (!(await ctx.organizations.exists(m.organizationId, tx)))
+            throw ApiError.notFound('Organization');
         }
         const created = await ctx.users.create(fields, tx);
         for (const m of memberships) await ctx.users.addMembership(created.id, m.organizationId, m.role, tx);
@@ -190,7 +192,7 @@ export async function adminRoutes(app: App, ctx: AppContext) {
     {
       schema: {
         tags: ['Operator'],
-        summary: "Give an organization a phone number; its first is the default sender",
+        summary: 'Give an organization a phone number; its first is the default sender',
         security,
         params: IdParams,
         body: NumberCreate,
@@ -227,7 +229,8 @@ async function testControlRoutes(app: App, ctx: AppContext) {
     },
     async (request) => {
       const body = request.body as { advanceSeconds?: number; now?: string };
-      const now = body.now !== undefined ? ctx.clock.set(new Date(body.now)) : ctx.clock.advance(body.advanceSeconds!);
+      const now =
+        body.now !== undefined ? ctx.clock.set(new Date(body.now)) : ctx.clock.advance(body.advanceSeconds!);
       return { success: true as const, data: { now: now.toISOString() } };
     },
   );

@@ -1,10 +1,11 @@
 // Users and their memberships in organizations. A user signs in once and may belong to several
 // organizations, with one role in each (CONTRACT section 4: owner, admin, member).
+
+import { hashPassword } from '../../platform/auth/passwords.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { isUniqueViolation, type Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
-import { hashPassword } from '../../platform/auth/passwords.ts';
 
 export const ROLES = ['owner', 'admin', 'member'] as const;
 export type Role = (typeof ROLES)[number];
@@ -65,7 +66,12 @@ export class UserService {
     }
   }
 
-  async addMembership(userId: string, organizationId: string, role: Role, tx: Queryable = this.db): Promise<void> {
+  async addMembership(
+    userId: string,
+    organizationId: string,
+    role: Role,
+    tx: Queryable = this.db,
+  ): Promise<void> {
     await tx.query(
       `INSERT INTO memberships (user_id, organization_id, role, created_at) VALUES ($1, $2, $3, $4)
        ON CONFLICT (user_id, organization_id) DO UPDATE SET role = EXCLUDED.role`,
@@ -74,7 +80,9 @@ export class UserService {
   }
 
   async findByEmail(email: string, tx: Queryable = this.db): Promise<User | undefined> {
-    const [row] = await tx.query<UserRow>('SELECT * FROM users WHERE lower(email) = lower($1)', [email.trim()]);
+    const [row] = await tx.query<UserRow>('SELECT * FROM users WHERE lower(email) = lower($1)', [
+      email.trim(),
+    ]);
     return row && toUser(row);
   }
 

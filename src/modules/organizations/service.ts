@@ -73,9 +73,16 @@ export class OrganizationService {
   async create(input: OrganizationInput & { name: string }, tx: Queryable = this.db): Promise<Organization> {
     const now = this.clock.now();
     const createdAt = input.createdAt ? parseInstant(input.createdAt, 'createdAt') : now;
-    const fields = Object.entries(COLUMNS).filter(([field]) => input[field as keyof OrganizationInput] !== undefined);
+    const fields = Object.entries(COLUMNS).filter(
+      ([field]) => input[field as keyof OrganizationInput] !== undefined,
+    );
     const columns = ['id', 'created_at', 'updated_at', ...fields.map(([, column]) => column)];
-    const values = [newId('org', now.getTime()), createdAt, now, ...fields.map(([f]) => input[f as keyof OrganizationInput])];
+    const values = [
+      newId('org', now.getTime()),
+      createdAt,
+      now,
+      ...fields.map(([f]) => input[f as keyof OrganizationInput]),
+    ];
     const placeholders = values.map((_, i) => `$${i + 1}`).join(', ');
     const [row] = await tx.query<OrganizationRow>(
       `INSERT INTO organizations (${columns.join(', ')}) VALUES (${placeholders}) RETURNING *`,

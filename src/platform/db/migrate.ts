@@ -18,7 +18,9 @@ export async function migrate(db: Database, dir = migrationsDir): Promise<string
     await tx.exec(
       'CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
     );
-    const done = new Set((await tx.query<{ name: string }>('SELECT name FROM schema_migrations')).map((r) => r.name));
+    const done = new Set(
+      (await tx.query<{ name: string }>('SELECT name FROM schema_migrations')).map((r) => r.name),
+    );
     const applied: string[] = [];
     for (const name of files) {
       if (done.has(name)) continue;

@@ -1,0 +1,207 @@
+// Builds a fresh app for a test file: its own freshly migrated database (a clone of a migrated PGlite
+// template, or a new database on the PostgreSQL server named by DATABASE_URL), listening on a real
+// loopback socket. Tests talk to it over HTTP with `request`, exactly as a client would.
+import { randomBytes } from 'node:crypto';
+import { after } from 'node:test';
+import pg from 'pg';
+import { pino } from 'pino';
+import { type App, buildApp } from '../../src/app.ts';
+import { type Config, loadConfig } from '../../src/config.ts';
+import { type AppContext, createContext } from '../../src/context.ts';
+import { type Database, PgliteDatabase, PostgresDatabase } from '../../src/platform/db/index.ts';
+import { migrate } from '../../src/platform/db/migrate.ts';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+let template: Promise<PgliteDatabase> | undefined;
+// An open PGlite keeps the process alive for seconds after the last test; close the template at the end.
+after(async () => {
+  if (template) await (await template).close();
+});
+
+export interface FreshDatabase {
+  db: Database;
+  /** Connection string of the fresh database when on PostgreSQL (for other processes). */
+  url?: string;
+  /** A second, independent handle on the same database (another instance's connection pool). */
+  connectAgain(): Database;
+  drop(): Promise<void>;
+}
+
+/** A new, migrated, empty database on the engine under test. */
+export async function freshDatabase(): Promise<FreshDatabase> {
+  const serverUrl = process.env.DATABASE_URL;
+  if (!serverUrl) {
+    template ??= (async () => {
+      const db = await PgliteDatabase.open('memory://');
+      await migrate(db);
+      return db;
+    })();
+    const db = await (await template).clone();
+    return {
+      db,
+      // PGlite is in-process: a second instance shares the same handle, as two apps in one process would.
+      connectAgain: () => db,
+      drop: () => db.close(),
+    };
+  }
+  const name = `test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  const db = PostgresDatabase.open(url.toString());
+  await migrate(db);
+  const handles: Database[] = [db];
+  return {
+    db,
+    url: url.toString(),
+    connectAgain: () => {
+      const again = PostgresDatabase.open(url.toString());
+      handles.push(again);
+      return again;
+    },
+    drop: async () => {
+      for (const handle of handles) await handle.close().catch(() => {});
+      const dropper = new pg.Client({ connectionString: serverUrl });
+      await dropper.connect();
+      await dropper.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await dropper.end();
+    },
+  };
+}
+
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return {
+    ...loadConfig({ APP_ENV: 'test', DATA_DIR: 'memory://', ADMIN_TOKEN, PORT: '0', HOST: '127.0.0.1' }),
+    ...overrides,
+  };
+}
+
+export interface Response<Body = any> {
+  status: number;
+  headers: Headers;
+  body: Body;
+  text: string;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  /** Raw body sent as is (with the given content type header, if any). */
+  rawBody?: string | Uint8Array;
+  headers?: Record<string, string>;
+  /** Session token sent as `Authorization: Bearer`. */
+  token?: string;
+  /** API key sent as `x-api-key`. */
+  apiKey?: string;
+}
+
+export interface TestApp {
+  app: App;
+  ctx: AppContext;
+  url: string;
+  database: FreshDatabase;
+  request<Body = any>(method: string, path: string, options?: RequestOptions): Promise<Response<Body>>;
+  /** A request to the operator API with the admin token. */
+  admin<Body = any>(method: string, path: string, body?: unknown): Promise<Response<Body>>;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  config?: Partial<Config>;
+  /** Use this database instead of a fresh one (a second instance on the same data). */
+  database?: FreshDatabase;
+  /** Extra routes a test needs (e.g. one that throws), added before the app starts. */
+  extend?: (app: App, ctx: AppContext) => void;
+}
+
+export async function startTestApp(options: StartOptions = {}): Promise<TestApp> {
+  const config = testConfig(options.config);
+  const database = options.database ?? (await freshDatabase());
+  const db = options.database ? database.connectAgain() : database.db;
+  const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const ctx = createContext(config, db, log);
+  const app = await buildApp(ctx);
+  options.extend?.(app, ctx);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+
+  const request = <Body>(method: string, path: string, opts: RequestOptions = {}) =>
+    httpRequest<Body>(url, method, path, opts);
+
+  return {
+    app,
+    ctx,
+    url,
+    database,
+    request,
+    admin: (method, path, body) =>
+      request(method, `/admin/v1${path}`, { body, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }),
+    close: async () => {
+      await app.close();
+      await ctx.jobs.stop();
+      await ctx.rateLimiter.store.close();
+      if (!options.database) await database.drop();
+    },
+  };
+}
+
+export async function httpRequest<Body = any>(
+  baseUrl: string,
+  method: string,
+  path: string,
+  opts: RequestOptions = {},
+): Promise<Response<Body>> {
+  const headers: Record<string, string> = { ...opts.headers };
+  let payload: string | Uint8Array | undefined;
+  if (opts.rawBody !== undefined) payload = opts.rawBody;
+  else if (opts.body !== undefined) {
+    payload = JSON.stringify(opts.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  if (opts.apiKey) headers['x-api-key'] = opts.apiKey;
+  const response = await fetch(`${baseUrl}${path}`, {
+    method,
+    headers,
+    body: payload as BodyInit | undefined,
+    redirect: 'manual',
+  });
+  const text = await response.text();
+  let body: unknown = text;
+  if ((response.headers.get('content-type') ?? '').includes('json') && text) body = JSON.parse(text);
+  return { status: response.status, headers: response.headers, body: body as Body, text };
+}
+
+/** Creates an organization through the operator API and returns it. */
+export async function createOrganization(t: TestApp, fields: Record<string, unknown> = {}) {
+  const res = await t.admin('POST', '/organizations', {
+    name: `Org ${randomBytes(3).toString('hex')}`,
+    ...fields,
+  });
+  if (res.status !== 201) throw new Error(`createOrganization failed: ${res.status} ${res.text}`);
+  return res.body.data as { id: string; name: string; plan: string; subscriptionState: string };
+}
+
+/** Asserts the body is exactly Shape A: message and error equal, only the allowed keys. */
+export function isShapeA(body: Record<string, unknown>): boolean {
+  const keys = Object.keys(body);
+  return (
+    typeof body.message === 'string' &&
+    body.error === body.message &&
+    keys.every((k) => ['message', 'error', 'code', 'data'].includes(k))
+  );
+}
+
+/** Asserts the body is Shape B: success false, an error string, only the allowed keys. */
+export function isShapeB(body: Record<string, unknown>): boolean {
+  const keys = Object.keys(body);
+  return (
+    body.success === false &&
+    typeof body.error === 'string' &&
+    keys.every((k) => ['success', 'error', 'code', 'reason', 'data'].includes(k))
+  );
+}
