@@ -166,7 +166,11 @@ describe('operator API', () => {
 
     test('a duplicate e-mail (any case) is 409 and creates nothing', async () => {
       const org = await createOrganization(t);
-      const body = { email: 'dup@example.com', password: 'password-1', memberships: [{ organizationId: org.id, role: 'admin' }] };
+      const body = {
+        email: 'dup@example.com',
+        password: 'password-1',
+        memberships: [{ organizationId: org.id, role: 'admin' }],
+      };
       assert.equal((await t.admin('POST', '/users', body)).status, 201);
       const res = await t.admin('POST', '/users', { ...body, email: 'DUP@example.com' });
       assert.equal(res.status, 409);
@@ -189,7 +193,11 @@ describe('operator API', () => {
 
     test('invalid user input is 400: bad e-mail, short password, unknown role, no memberships', async () => {
       const org = await createOrganization(t);
-      const valid = { email: 'ok@example.com', password: 'password-1', memberships: [{ organizationId: org.id, role: 'owner' }] };
+      const valid = {
+        email: 'ok@example.com',
+        password: 'password-1',
+        memberships: [{ organizationId: org.id, role: 'owner' }],
+      };
       for (const body of [
         { ...valid, email: 'not-an-email' },
         { ...valid, password: 'short' },
@@ -221,7 +229,10 @@ describe('operator API', () => {
   describe('numbers', () => {
     test('the first number is the default sender, later ones are not', async () => {
       const org = await createOrganization(t);
-      const first = await t.admin('POST', `/organizations/${org.id}/numbers`, { number: '+12025550101', type: 'local' });
+      const first = await t.admin('POST', `/organizations/${org.id}/numbers`, {
+        number: '+12025550101',
+        type: 'local',
+      });
       assert.equal(first.status, 201);
       assert.match(first.body.data.id, /^num_/);
       assert.equal(first.body.data.isDefault, true);
@@ -236,7 +247,10 @@ describe('operator API', () => {
 
     test('numbers are normalised to E.164', async () => {
       const org = await createOrganization(t);
-      const res = await t.admin('POST', `/organizations/${org.id}/numbers`, { number: '+1 (416) 555-0199', type: 'ca_local' });
+      const res = await t.admin('POST', `/organizations/${org.id}/numbers`, {
+        number: '+1 (416) 555-0199',
+        type: 'ca_local',
+      });
       assert.equal(res.status, 201);
       assert.equal(res.body.data.number, '+14165550199');
     });
@@ -244,19 +258,35 @@ describe('operator API', () => {
     test('refusals: invalid number 400, bad type 400, number owned elsewhere 409, unknown organization 404', async () => {
       const org = await createOrganization(t);
       const other = await createOrganization(t);
-      assert.equal((await t.admin('POST', `/organizations/${org.id}/numbers`, { number: '12345', type: 'local' })).status, 400);
       assert.equal(
-        (await t.admin('POST', `/organizations/${org.id}/numbers`, { number: '+12025550111', type: 'mobile' })).status,
+        (await t.admin('POST', `/organizations/${org.id}/numbers`, { number: '12345', type: 'local' }))
+          .status,
         400,
       );
       assert.equal(
-        (await t.admin('POST', `/organizations/${org.id}/numbers`, { number: '+12025550111', type: 'local' })).status,
+        (
+          await t.admin('POST', `/organizations/${org.id}/numbers`, {
+            number: '+12025550111',
+            type: 'mobile',
+          })
+        ).status,
+        400,
+      );
+      assert.equal(
+        (await t.admin('POST', `/organizations/${org.id}/numbers`, { number: '+12025550111', type: 'local' }))
+          .status,
         201,
       );
-      const taken = await t.admin('POST', `/organizations/${other.id}/numbers`, { number: '+12025550111', type: 'local' });
+      const taken = await t.admin('POST', `/organizations/${other.id}/numbers`, {
+        number: '+12025550111',
+        type: 'local',
+      });
       assert.equal(taken.status, 409);
       assert.equal((await t.ctx.numbers.list(other.id)).length, 0);
-      const missing = await t.admin('POST', '/organizations/org_missing/numbers', { number: '+12025550112', type: 'local' });
+      const missing = await t.admin('POST', '/organizations/org_missing/numbers', {
+        number: '+12025550112',
+        type: 'local',
+      });
       assert.equal(missing.status, 404);
     });
   });

@@ -8,7 +8,12 @@ import { Type } from 'typebox';
 import { ApiError, renderError } from '../src/platform/errors.ts';
 import { isShapeA, isShapeB, startTestApp, type TestApp } from './helpers/app.ts';
 
-const SHAPE_A_PREFIXES = ['/v2/portal/test', '/api/api-keys/test', '/api/webhooks/test', '/admin/v1/test-errors'];
+const SHAPE_A_PREFIXES = [
+  '/v2/portal/test',
+  '/api/api-keys/test',
+  '/api/webhooks/test',
+  '/admin/v1/test-errors',
+];
 const SHAPE_B_PREFIX = '/api/v2/test';
 
 describe('error shapes', () => {
@@ -33,7 +38,10 @@ describe('error shapes', () => {
             throw new ApiError(500, 'odd', { code: 'TOKEN_EXPIRED', data: { x: 1 } });
           });
           app.get(`${prefix}/conflict`, async () => {
-            throw new ApiError(409, 'Extension 101 is in use', { code: 'DUPLICATE', data: { field: 'number' } });
+            throw new ApiError(409, 'Extension 101 is in use', {
+              code: 'DUPLICATE',
+              data: { field: 'number' },
+            });
           });
           app.post(
             `${prefix}/validate`,
@@ -54,7 +62,9 @@ describe('error shapes', () => {
   after(() => t.close());
 
   for (const prefix of SHAPE_A_PREFIXES) {
-    const headers = prefix.startsWith('/admin') ? { authorization: 'Bearer test-admin-token-0123456789' } : {};
+    const headers = prefix.startsWith('/admin')
+      ? { authorization: 'Bearer test-admin-token-0123456789' }
+      : {};
 
     test(`Shape A ${prefix}: a TypeError is a generic 500 with nothing leaked`, async () => {
       const res = await t.request('GET', `${prefix}/type-error`, { headers });
