@@ -35,7 +35,11 @@ async function main() {
 
   if (app) await app.listen({ port: config.port, host: config.host });
   if (config.roles.includes('worker')) ctx.jobs.start();
-  if (demo) printDemoCredentials(demo, `http://localhost:${config.port}`);
+  if (demo) {
+    const address = app?.server.address();
+    const port = typeof address === 'object' && address ? address.port : config.port;
+    printDemoCredentials(demo, `http://localhost:${port}`);
+  }
 
   let stopping = false;
   const stop = async (signal: string) => {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Type } from 'typebox';
 import { ApiError, renderError } from '../src/platform/errors.ts';
-import { isShapeA, isShapeB, startTestApp, type TestApp } from './helpers/app.ts';
+import { ADMIN_TOKEN, isShapeA, isShapeB, startTestApp, type TestApp } from './helpers/app.ts';
 
 const SHAPE_A_PREFIXES = [
   '/v2/portal/test',
@@ -62,8 +62,8 @@ describe('error shapes', () => {
   after(() => t.close());
 
   for (const prefix of SHAPE_A_PREFIXES) {
-    const headers = prefix.startsWith('/admin')
-      ? { authorization: 'Bearer test-admin-token-0123456789' }
+    const headers: Record<string, string> = prefix.startsWith('/admin')
+      ? { authorization: `Bearer ${ADMIN_TOKEN}` }
       : {};
 
     test(`Shape A ${prefix}: a TypeError is a generic 500 with nothing leaked`, async () => {

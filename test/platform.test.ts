@@ -1,0 +1,140 @@
+// Configuration, the clock and the API description: production refuses to start without JWT_SECRET; the
+// clock moves only under APP_ENV=test; /openapi.json is a valid OpenAPI 3.1 document and /docs renders it.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { ConfigError, loadConfig } from '../src/config.ts';
+import { Clock } from '../src/platform/clock.ts';
+import { isShapeA, startTestApp, type TestApp } from './helpers/app.ts';
+
+describe('configuration', () => {
+  test('defaults match CONTRACT section 1', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'comms-config-'));
+    try {
+      const config = loadConfig({ DATA_DIR: dir });
+      assert.equal(config.port, 3000);
+      assert.equal(config.appEnv, 'development');
+      assert.equal(config.databaseUrl, undefined);
+      assert.equal(config.adminToken, undefined);
+      assert.equal(config.redisUrl, undefined);
+      assert.deepEqual(config.roles, ['api', 'worker']);
+      // Development generates a signing secret once and keeps it in DATA_DIR.
+      assert.equal(readFileSync(join(dir, 'jwt-secret'), 'utf8'), config.jwtSecret);
+      assert.equal(loadConfig({ DATA_DIR: dir }).jwtSecret, config.jwtSecret);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('production refuses to start without JWT_SECRET, or with a short one', () => {
+    assert.throws(() => loadConfig({ APP_ENV: 'production' }), ConfigError);
+    assert.throws(() => loadConfig({ APP_ENV: 'production', JWT_SECRET: 'short' }), /at least 32/);
+    const config = loadConfig({ APP_ENV: 'production', JWT_SECRET: 'x'.repeat(40) });
+    assert.equal(config.jwtSecret, 'x'.repeat(40));
+  });
+
+  test('every invalid variable is reported at once', () => {
+    try {
+      loadConfig({
+        APP_ENV: 'staging',
+        PORT: 'eighty',
+        DATABASE_URL: 'mysql://x',
+        REDIS_URL: 'http://x',
+        SMTP_URL: 'ftp://x',
+        ROLES: 'api,cron',
+      });
+      assert.fail('should have thrown');
+    } catch (error) {
+      assert.ok(error instanceof ConfigError);
+      for (const name of ['APP_ENV', 'PORT', 'DATABASE_URL', 'REDIS_URL', 'SMTP_URL', 'ROLES']) {
+        assert.match(error.message, new RegExp(name));
+      }
+    }
+  });
+
+  test('memory:// keeps no secret on disk', () => {
+    const a = loadConfig({ DATA_DIR: 'memory://' });
+    const b = loadConfig({ DATA_DIR: 'memory://' });
+    assert.notEqual(a.jwtSecret, b.jwtSecret);
+  });
+});
+
+describe('clock', () => {
+  test('a clock outside test cannot be moved', () => {
+    const clock = new Clock(false);
+    assert.throws(() => clock.advance(10), /APP_ENV=test/);
+    assert.throws(() => clock.set(new Date(0)), /APP_ENV=test/);
+  });
+
+  describe('POST /admin/v1/test/clock', () => {
+    let t: TestApp;
+    before(async () => {
+      t = await startTestApp();
+    });
+    after(() => t.close());
+
+    test('advances the server clock by seconds', async () => {
+      const before = t.ctx.clock.nowMs();
+      const res = await t.admin('POST', '/test/clock', { advanceSeconds: 86_400 });
+      assert.equal(res.status, 200);
+      const now = Date.parse(res.body.data.now);
+      assert.ok(now - before >= 86_400_000 && now - before < 86_410_000);
+      assert.ok(t.ctx.clock.nowMs() >= now);
+    });
+
+    test('sets the server clock to an instant', async () => {
+      const res = await t.admin('POST', '/test/clock', { now: '2030-01-01T00:00:00.000Z' });
+      assert.equal(res.status, 200);
+      assert.ok(res.body.data.now.startsWith('2030-01-01T00:00:0'));
+      assert.equal(new Date(t.ctx.clock.nowMs()).getUTCFullYear(), 2030);
+    });
+
+    test('bad input is 400 and leaves the clock alone', async () => {
+      const before = t.ctx.clock.nowMs();
+      for (const body of [{}, { advanceSeconds: 'soon' }, { now: 'tomorrow' }]) {
+        const res = await t.admin('POST', '/test/clock', body);
+        assert.equal(res.status, 400, JSON.stringify(body));
+        assert.ok(isShapeA(res.body));
+      }
+      assert.ok(Math.abs(t.ctx.clock.nowMs() - before) < 5000);
+    });
+  });
+
+  test('outside APP_ENV=test the clock route does not exist', async () => {
+    const t = await startTestApp({ config: { appEnv: 'development' } });
+    try {
+      const res = await t.admin('POST', '/test/clock', { advanceSeconds: 10 });
+      assert.equal(res.status, 404);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('API description', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp();
+  });
+  after(() => t.close());
+
+  test('/openapi.json is a valid OpenAPI 3.1 document describing the routes', async () => {
+    const res = await t.request('GET', '/openapi.json');
+    assert.equal(res.status, 200);
+    assert.equal(res.body.openapi, '3.1.0');
+    const result = await new Validator().validate(res.body);
+    assert.equal(result.valid, true, JSON.stringify(result.errors, null, 2));
+    assert.ok(res.body.paths['/api/version']);
+    assert.ok(res.body.paths['/admin/v1/organizations']);
+  });
+
+  test('/docs serves a browsable reference', async () => {
+    const res = await t.request('GET', '/docs/');
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /text\/html/);
+    assert.match(res.text, /openapi\.json|scalar/i);
+  });
+});
