@@ -20,7 +20,10 @@ async function measure(url: string) {
 }
 
 const baseline = Fastify();
-baseline.get('/api/version', async () => ({ success: true, data: { version: CURRENT_VERSION, changelog: CHANGELOG } }));
+baseline.get('/api/version', async () => ({
+  success: true,
+  data: { version: CURRENT_VERSION, changelog: CHANGELOG },
+}));
 await baseline.listen({ port: 0, host: '127.0.0.1' });
 
 const config = loadConfig({ APP_ENV: 'test', DATA_DIR: 'memory://', ...process.env, LOG_LEVEL: 'silent' });
@@ -29,7 +32,8 @@ await migrate(db);
 const app = await buildApp(createContext(config, db, pino({ level: 'silent' })));
 await app.listen({ port: 0, host: '127.0.0.1' });
 
-const port = (server: { server: { address(): unknown } }) => (server.server.address() as { port: number }).port;
+const port = (server: { server: { address(): unknown } }) =>
+  (server.server.address() as { port: number }).port;
 const rows = [
   ['bare Fastify  GET /api/version', await measure(`http://127.0.0.1:${port(baseline)}/api/version`)],
   ['product       GET /api/version', await measure(`http://127.0.0.1:${port(app)}/api/version`)],
