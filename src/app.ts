@@ -8,6 +8,8 @@ import scalar from '@scalar/fastify-api-reference';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import type { AppContext } from './context.ts';
 import { adminRoutes } from './modules/admin/routes.ts';
+import { apiKeyDeveloperRoutes } from './modules/api-keys/developer-routes.ts';
+import { installApiKeyGuard } from './modules/api-keys/guard.ts';
 import { systemRoutes } from './modules/system/routes.ts';
 import { ApiError, renderError, shapeForPath } from './platform/errors.ts';
 import { CURRENT_VERSION, KNOWN_VERSIONS } from './platform/version.ts';
@@ -88,6 +90,15 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/openapi.json' } });
 
   await app.register(async (scope) => systemRoutes(scope as App, ctx));
+  // The developer API: every route in this scope passes the API-key guard.
+  await app.register(
+    async (scope) => {
+      const developer = scope as App;
+      installApiKeyGuard(developer, ctx);
+      await apiKeyDeveloperRoutes(developer);
+    },
+    { prefix: '/api/v2' },
+  );
   if (ctx.config.adminToken) {
     // Without ADMIN_TOKEN the operator API does not exist: the whole /admin tree answers 404.
     await app.register(async (scope) => adminRoutes(scope as App, ctx), { prefix: '/admin/v1' });

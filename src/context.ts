@@ -2,6 +2,7 @@
 // receive what they need from here; none of them reads the environment or the wall clock.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from './config.ts';
+import { ApiKeyService } from './modules/api-keys/service.ts';
 import { UserService } from './modules/identity/users.ts';
 import { NumberService } from './modules/numbers/service.ts';
 import { OrganizationService } from './modules/organizations/service.ts';
@@ -22,6 +23,7 @@ export interface AppContext {
   organizations: OrganizationService;
   users: UserService;
   numbers: NumberService;
+  apiKeys: ApiKeyService;
 }
 
 export function createContext(
@@ -49,5 +51,6 @@ export function createContext(
     organizations: new OrganizationService(db, theClock),
     users: new UserService(db, theClock),
     numbers: new NumberService(db, theClock),
+    apiKeys: new ApiKeyService(db, theClock, config.appEnv === 'production'),
   };
 }

@@ -1,5 +1,5 @@
-// First start of an empty development database: create a demo organization with an owner and a number,
-// and print how to sign in, once. Nothing here runs in production or test, or on a database with data.
+// First start of an empty development database: create a demo organization with an owner, a number and a
+// test API key with every scope, and print how to sign in and call the API, once. Nothing here runs in production or test, or on a database with data.
 import type { AppContext } from './context.ts';
 import { randomSecret } from './platform/ids.ts';
 
@@ -7,6 +7,7 @@ export interface DemoCredentials {
   organizationId: string;
   email: string;
   password: string;
+  apiKey: string;
 }
 
 export const DEMO_EMAIL = 'owner@demo.example';
@@ -27,7 +28,12 @@ export async function seedDemoIfEmpty(ctx: AppContext): Promise<DemoCredentials 
     const user = await ctx.users.create({ email: DEMO_EMAIL, password, name: 'Demo Owner' }, tx);
     await ctx.users.addMembership(user.id, org.id, 'owner', tx);
     await ctx.numbers.add(org.id, { number: DEMO_NUMBER, type: 'local' }, tx);
-    return { organizationId: org.id, email: DEMO_EMAIL, password };
+    const { secret } = await ctx.apiKeys.create(
+      org.id,
+      { name: 'Demo key (every scope)', scopes: ['*'], createdBy: user.id },
+      tx,
+    );
+    return { organizationId: org.id, email: DEMO_EMAIL, password, apiKey: secret };
   });
 }
 
@@ -40,6 +46,8 @@ export function printDemoCredentials(credentials: DemoCredentials, baseUrl: stri
     `    Sign in       POST ${baseUrl}/v2/portal/auth/login`,
     `    E-mail        ${credentials.email}`,
     `    Password      ${credentials.password}`,
+    `    API key       ${credentials.apiKey}   (x-api-key header, every scope)`,
+    `    Try it        curl -H 'x-api-key: ${credentials.apiKey}' ${baseUrl}/api/v2/me`,
     `    API docs      ${baseUrl}/docs`,
     '',
   ];

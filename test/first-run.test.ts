@@ -68,6 +68,12 @@ test('first start seeds and prints the demo sign-in once; a second start keeps t
       assert.match(out, /E-mail\s+owner@demo\.example/);
       assert.match(out, /Password\s+\S{12,}/);
       organizationId = out.match(/Organization\s+(org_\w+)/)![1]!;
+      // The printed key works against the developer API.
+      const apiKey = out.match(/API key\s+(sk_test_\w+)/)![1]!;
+      const me = await httpRequest(first.url, 'GET', '/api/v2/me', { apiKey });
+      assert.equal(me.status, 200);
+      assert.equal(me.body.data.organization.id, organizationId);
+      assert.deepEqual(me.body.data.key.scopes, ['*']);
       const org = await httpRequest(first.url, 'GET', `/admin/v1/organizations/${organizationId}`, {
         headers: { authorization: 'Bearer first-run-admin-token' },
       });
@@ -79,7 +85,7 @@ test('first start seeds and prints the demo sign-in once; a second start keeps t
 
     const second = await startServer(env);
     try {
-      assert.doesNotMatch(second.stdout(), /First start|Password/);
+      assert.doesNotMatch(second.stdout(), /First start|Password|sk_test_/);
       const org = await httpRequest(second.url, 'GET', `/admin/v1/organizations/${organizationId}`, {
         headers: { authorization: 'Bearer first-run-admin-token' },
       });

@@ -1,0 +1,29 @@
+// The scope catalog (CONTRACT section 5). A key holds a set of these; `*` satisfies every scoped endpoint.
+// A key with no scopes can call nothing: authorisation is fail-closed.
+export const SCOPE_CATALOG = [
+  { scope: 'messages:send', description: 'Send SMS and MMS messages' },
+  { scope: 'messages:read', description: 'Read message history' },
+  { scope: 'contacts:read', description: 'Read contacts and contact lists' },
+  { scope: 'contacts:write', description: 'Create, change, import and delete contacts and contact lists' },
+  { scope: 'campaigns:read', description: 'Read campaigns and their statistics' },
+  { scope: 'campaigns:write', description: 'Create, change and launch campaigns' },
+  { scope: 'calls:read', description: 'Read calls' },
+  { scope: 'numbers:read', description: 'Read phone numbers' },
+  { scope: 'voicemails:read', description: 'Read voicemails' },
+  { scope: 'recordings:read', description: 'Read call recordings' },
+  { scope: 'agents:read', description: 'Read AI voice agents and their calls' },
+  { scope: 'agents:write', description: 'Create and change AI voice agents' },
+  { scope: 'webhooks:read', description: 'Read webhook endpoints' },
+  { scope: 'webhooks:write', description: 'Manage webhook endpoints' },
+  { scope: '*', description: 'Every scope, including scopes added later' },
+] as const;
+
+export type Scope = (typeof SCOPE_CATALOG)[number]['scope'];
+export const SCOPES = SCOPE_CATALOG.map((entry) => entry.scope) as Scope[];
+
+/** Whether a key holding `held` may call an endpoint needing `required` (undefined: any scope at all). */
+export function scopeSatisfied(held: readonly string[], required: Scope | undefined): boolean {
+  if (held.length === 0) return false;
+  if (required === undefined) return true;
+  return held.includes('*') || held.includes(required);
+}

@@ -1,0 +1,173 @@
+// API keys: issued once, stored as SHA-256, looked up by hash on every request. There is deliberately no
+// cache in front of the lookup: a revoked or expired key must be refused on the very next request on every
+// instance, and the lookup is a single indexed read.
+import { randomBytes } from 'node:crypto';
+import { sha256Hex } from '../../platform/auth/secrets.ts';
+import type { Clock } from '../../platform/clock.ts';
+import type { Queryable } from '../../platform/db/index.ts';
+import { ApiError } from '../../platform/errors.ts';
+import { newId } from '../../platform/ids.ts';
+import type { Scope } from './scopes.ts';
+
+export const EXPIRY_DAYS = [30, 60, 90, 365] as const;
+export type ExpiryDays = (typeof EXPIRY_DAYS)[number];
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const KEY_BODY_LENGTH = 43; // 43 base62 characters carry 256 bits
+// last_used_at is written at most this often per key, so busy keys do not write on every request.
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+export interface ApiKey {
+  id: string;
+  organizationId: string;
+  name: string;
+  prefix: string;
+  lastFour: string;
+  environment: 'live' | 'test';
+  scopes: Scope[];
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+  lastUsedAt: Date | null;
+  createdBy: string | null;
+  createdAt: Date;
+}
+
+interface ApiKeyRow {
+  id: string;
+  organization_id: string;
+  name: string;
+  prefix: string;
+  last_four: string;
+  environment: 'live' | 'test';
+  scopes: Scope[];
+  expires_at: Date | null;
+  revoked_at: Date | null;
+  last_used_at: Date | null;
+  created_by: string | null;
+  created_at: Date;
+}
+
+export type KeyCheck =
+  | { ok: true; key: ApiKey }
+  | { ok: false; reason: 'unknown' | 'revoked' | 'expired' | 'test_key_in_production' };
+
+/** A random key body in base62 with no modulo bias (rejection sampling). */
+function randomBase62(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      if (byte < 248) out += BASE62[byte % 62];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+export class ApiKeyService {
+  constructor(
+    private readonly db: Queryable,
+    private readonly clock: Clock,
+    private readonly production: boolean,
+  ) {}
+
+  /** Issues a key. The returned `secret` is the only time the full key exists outside the caller. */
+  async create(
+    organizationId: string,
+    input: { name: string; scopes: Scope[]; expiresInDays?: ExpiryDays | null; createdBy?: string | null },
+    tx: Queryable = this.db,
+  ): Promise<{ key: ApiKey; secret: string }> {
+    const environment = this.production ? 'live' : 'test';
+    const secret = `sk_${environment}_${randomBase62(KEY_BODY_LENGTH)}`;
+    const now = this.clock.now();
+    const expiresAt = input.expiresInDays ? new Date(now.getTime() + input.expiresInDays * 86_400_000) : null;
+    const [row] = await tx.query<ApiKeyRow>(
+      `INSERT INTO api_keys (id, organization_id, name, key_hash, prefix, last_four, environment, scopes,
+                             expires_at, created_by, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text[], $9, $10, $11) RETURNING *`,
+      [
+        newId('key', now.getTime()),
+        organizationId,
+        input.name,
+        sha256Hex(secret),
+        secret.slice(0, 12),
+        secret.slice(-4),
+        environment,
+        [...new Set(input.scopes)],
+        expiresAt,
+        input.createdBy ?? null,
+        now,
+      ],
+    );
+    return { key: toApiKey(row!), secret };
+  }
+
+  /** Resolves a presented key. Unknown, revoked, expired and (in production) test keys are refused. */
+  async check(presented: string): Promise<KeyCheck> {
+    if (!/^sk_(live|test)_[0-9A-Za-z]{20,100}$/.test(presented)) return { ok: false, reason: 'unknown' };
+    if (this.production && presented.startsWith('sk_test_'))
+      return { ok: false, reason: 'test_key_in_production' };
+    const [row] = await this.db.query<ApiKeyRow>('SELECT * FROM api_keys WHERE key_hash = $1', [
+      sha256Hex(presented),
+    ]);
+    if (!row) return { ok: false, reason: 'unknown' };
+    const now = this.clock.now();
+    if (row.revoked_at) return { ok: false, reason: 'revoked' };
+    if (row.expires_at && row.expires_at <= now) return { ok: false, reason: 'expired' };
+    if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() >= LAST_USED_RESOLUTION_MS) {
+      await this.db.query('UPDATE api_keys SET last_used_at = $2 WHERE id = $1', [row.id, now]);
+      row.last_used_at = now;
+    }
+    return { ok: true, key: toApiKey(row) };
+  }
+
+  async revoke(organizationId: string, id: string): Promise<ApiKey> {
+    const [row] = await this.db.query<ApiKeyRow>(
+      `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $3)
+        WHERE id = $1 AND organization_id = $2 RETURNING *`,
+      [id, organizationId, this.clock.now()],
+    );
+    if (!row) throw ApiError.notFound('API key');
+    return toApiKey(row);
+  }
+
+  async get(organizationId: string, id: string): Promise<ApiKey> {
+    const [row] = await this.db.query<ApiKeyRow>(
+      'SELECT * FROM api_keys WHERE id = $1 AND organization_id = $2',
+      [id, organizationId],
+    );
+    if (!row) throw ApiError.notFound('API key');
+    return toApiKey(row);
+  }
+}
+
+/** The key as clients see it after creation: never the secret or its hash. */
+export function publicApiKey(key: ApiKey) {
+  return {
+    id: key.id,
+    name: key.name,
+    prefix: key.prefix,
+    lastFour: key.lastFour,
+    scopes: key.scopes,
+    expiresAt: key.expiresAt?.toISOString() ?? null,
+    revokedAt: key.revokedAt?.toISOString() ?? null,
+    lastUsedAt: key.lastUsedAt?.toISOString() ?? null,
+    createdAt: key.createdAt.toISOString(),
+  };
+}
+
+export function toApiKey(row: ApiKeyRow): ApiKey {
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    name: row.name,
+    prefix: row.prefix,
+    lastFour: row.last_four,
+    environment: row.environment,
+    scopes: row.scopes,
+    expiresAt: row.expires_at,
+    revokedAt: row.revoked_at,
+    lastUsedAt: row.last_used_at,
+    createdBy: row.created_by,
+    createdAt: row.created_at,
+  };
+}
