@@ -10,6 +10,7 @@ import { Clock } from './platform/clock.ts';
 import type { Database } from './platform/db/index.ts';
 import { EventOutbox } from './platform/events.ts';
 import { JobQueue } from './platform/jobs.ts';
+import { Paginator } from './platform/pagination.ts';
 import { createCounterStore, RateLimiter } from './platform/rate-limit.ts';
 
 export interface AppContext {
@@ -19,6 +20,8 @@ export interface AppContext {
   jobs: JobQueue;
   events: EventOutbox;
   rateLimiter: RateLimiter;
+  /** The one pagination helper: every list endpoint parses and fetches its pages through it. */
+  pagination: Paginator;
   log: FastifyBaseLogger;
   organizations: OrganizationService;
   users: UserService;
@@ -47,6 +50,7 @@ export function createContext(
     jobs,
     events,
     rateLimiter: new RateLimiter(counters, theClock),
+    pagination: new Paginator(config.jwtSecret, theClock),
     log,
     organizations: new OrganizationService(db, theClock),
     users: new UserService(db, theClock),
