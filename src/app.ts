@@ -2,16 +2,21 @@
 // The app holds no state of its own; everything it needs comes in through the AppContext.
 
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import multipart from '@fastify/multipart';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import scalar from '@scalar/fastify-api-reference';
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import type { AppContext } from './context.ts';
 import { adminRoutes } from './modules/admin/routes.ts';
 import { apiKeyDeveloperRoutes } from './modules/api-keys/developer-routes.ts';
 import { installApiKeyGuard } from './modules/api-keys/guard.ts';
+import { contactRoutes, developerContactSurface } from './modules/contacts/routes.ts';
 import { systemRoutes } from './modules/system/routes.ts';
 import { ApiError, renderError, shapeForPath } from './platform/errors.ts';
+import { ErrorShapeB } from './platform/http/schemas.ts';
 import { CURRENT_VERSION, KNOWN_VERSIONS } from './platform/version.ts';
 
 export type App = FastifyInstance<
@@ -33,11 +38,18 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     loggerInstance: ctx.log,
     // Only behind a proxy we run may X-Forwarded-For name the client: login limits per IP depend on it.
     trustProxy: ctx.config.trustProxy,
-    ajv: { customOptions: { allErrors: true, coerceTypes: 'array', removeAdditional: false } },
     bodyLimit: 8 * 1024 * 1024,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorateRequest('apiVersion', CURRENT_VERSION);
+
+  // Query strings, params and headers arrive as text, so they are coerced to their schema types; a JSON
+  // body is already typed and is validated as sent (a number stays a number, "3" stays a string).
+  const coercing = validator({ coerceTypes: 'array' });
+  const strict = validator({ coerceTypes: false });
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    (httpPart === 'body' ? strict : coercing).compile(schema as object),
+  );
 
   // Versioning (CONTRACT section 2): a request may pin a known version; every response names the one in force.
   app.addHook('onRequest', async (request, reply) => {
@@ -64,6 +76,9 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   app.setNotFoundHandler(async (request) => {
     throw ApiError.notFound(`Route ${request.method} ${request.url.split('?')[0]}`);
   });
+
+  // CSV uploads (contact import) stream through; one file of at most 50 MB per request.
+  await app.register(multipart, { limits: { fileSize: 50 * 1024 * 1024, files: 1, fields: 20 } });
 
   await app.register(swagger, {
     openapi: {
@@ -96,6 +111,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
       const developer = scope as App;
       installApiKeyGuard(developer, ctx);
       await apiKeyDeveloperRoutes(developer);
+      await contactRoutes(developer, ctx, developerContactSurface(ErrorShapeB));
     },
     { prefix: '/api/v2' },
   );
@@ -105,6 +121,18 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   }
 
   return app as unknown as App;
+}
+
+function validator(options: { coerceTypes: boolean | 'array' }): Ajv {
+  const ajv = new Ajv({
+    ...options,
+    allErrors: true,
+    removeAdditional: false,
+    useDefaults: true,
+    strict: false,
+  });
+  addFormats.default(ajv);
+  return ajv;
 }
 
 /**

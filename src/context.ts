@@ -3,6 +3,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from './config.ts';
 import { ApiKeyService } from './modules/api-keys/service.ts';
+import { ContactImporter } from './modules/contacts/import.ts';
+import { ContactListService } from './modules/contacts/lists.ts';
+import { ContactService } from './modules/contacts/service.ts';
 import { UserService } from './modules/identity/users.ts';
 import { NumberService } from './modules/numbers/service.ts';
 import { OrganizationService } from './modules/organizations/service.ts';
@@ -27,6 +30,9 @@ export interface AppContext {
   users: UserService;
   numbers: NumberService;
   apiKeys: ApiKeyService;
+  contacts: ContactService;
+  contactImporter: ContactImporter;
+  contactLists: ContactListService;
 }
 
 export function createContext(
@@ -43,6 +49,7 @@ export function createContext(
   const counters = createCounterStore(config.redisUrl, (error) =>
     log.error({ err: error }, "Redis unreachable: rate limits fall back to this instance's own counters"),
   );
+  const pagination = new Paginator(config.jwtSecret, theClock);
   return {
     config,
     db,
@@ -50,11 +57,14 @@ export function createContext(
     jobs,
     events,
     rateLimiter: new RateLimiter(counters, theClock),
-    pagination: new Paginator(config.jwtSecret, theClock),
+    pagination,
     log,
     organizations: new OrganizationService(db, theClock),
     users: new UserService(db, theClock),
     numbers: new NumberService(db, theClock),
     apiKeys: new ApiKeyService(db, theClock, config.appEnv === 'production'),
+    contacts: new ContactService(db, theClock, events, pagination),
+    contactImporter: new ContactImporter(db, theClock, events),
+    contactLists: new ContactListService(db, theClock, pagination),
   };
 }

@@ -1,0 +1,14 @@
+// Phone numbers to E.164 with libphonenumber-js. A number written without a country code is read in the
+// organization's region (US for `us`, Canada for `ca`); `eu` spans many countries, so there it needs a `+`.
+import { type CountryCode, parsePhoneNumberFromString } from 'libphonenumber-js';
+import type { Region } from '../organizations/service.ts';
+
+const DEFAULT_COUNTRY: Record<Region, CountryCode | undefined> = { us: 'US', ca: 'CA', eu: undefined };
+
+/** The number in E.164, or undefined when it is not a valid phone number. */
+export function normalisePhone(input: string, region: Region): string | undefined {
+  const trimmed = input.trim();
+  if (!trimmed || trimmed.length > 40) return undefined;
+  const parsed = parsePhoneNumberFromString(trimmed, DEFAULT_COUNTRY[region]);
+  return parsed?.isValid() ? parsed.number : undefined;
+}
