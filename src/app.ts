@@ -2,12 +2,14 @@
 // The app holds no state of its own; everything it needs comes in through the AppContext.
 
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import scalar from '@scalar/fastify-api-reference';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import type { AppContext } from './context.ts';
 import { adminRoutes } from './modules/admin/routes.ts';
+import { portalAuthRoutes } from './modules/identity/routes.ts';
 import { systemRoutes } from './modules/system/routes.ts';
 import { ApiError, renderError, shapeForPath } from './platform/errors.ts';
 import { CURRENT_VERSION, KNOWN_VERSIONS } from './platform/version.ts';
@@ -36,6 +38,9 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorateRequest('apiVersion', CURRENT_VERSION);
+  // Portal sessions: the portal_token cookie, and request.session set by the session guard.
+  await app.register(cookie);
+  app.decorateRequest('session', null);
 
   // Versioning (CONTRACT section 2): a request may pin a known version; every response names the one in force.
   app.addHook('onRequest', async (request, reply) => {
@@ -88,6 +93,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/openapi.json' } });
 
   await app.register(async (scope) => systemRoutes(scope as App, ctx));
+  await app.register(async (scope) => portalAuthRoutes(scope as App, ctx), { prefix: '/v2/portal/auth' });
   if (ctx.config.adminToken) {
     // Without ADMIN_TOKEN the operator API does not exist: the whole /admin tree answers 404.
     await app.register(async (scope) => adminRoutes(scope as App, ctx), { prefix: '/admin/v1' });
