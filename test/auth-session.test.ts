@@ -167,6 +167,24 @@ describe('logout, sign-out everywhere and password change', () => {
     assertRefused(await refresh(t, token), 401, 'SESSION_EXPIRED');
   });
 
+  test('logout is idempotent: an ended or revoked session signs out with 200; garbage is 401 TOKEN_INVALID', async () => {
+    const user = await createUser(t);
+    const token = await signIn(t, user);
+    assert.equal((await t.request('POST', `${AUTH}/logout`, { token })).status, 200);
+    const again = await t.request('POST', `${AUTH}/logout`, { token });
+    assert.equal(again.status, 200, again.text);
+    assert.equal(parseSetCookies(again)[0]!.value, '');
+    const revoked = await signIn(t, user);
+    await t.request('POST', `${AUTH}/logout-all`, { token: revoked });
+    assert.equal((await t.request('POST', `${AUTH}/logout`, { token: revoked })).status, 200);
+    assertRefused(await t.request('POST', `${AUTH}/logout`), 401, 'AUTH_REQUIRED');
+    const garbage = await t.request('POST', `${AUTH}/logout`, {
+      headers: { cookie: 'portal_token=garbage' },
+    });
+    assertRefused(garbage, 401, 'TOKEN_INVALID');
+    assert.equal(parseSetCookies(garbage)[0]?.value, '', 'a garbage cookie is cleared');
+  });
+
   test('sign-out everywhere revokes every session: TOKEN_REVOKED, and refresh is refused', async () => {
     const user = await createUser(t);
     const first = await signIn(t, user);

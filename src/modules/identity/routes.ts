@@ -3,6 +3,7 @@ import type { FastifyReply } from 'fastify';
 import type { App } from '../../app.ts';
 import type { AppContext } from '../../context.ts';
 import {
+  authenticateSession,
   clearSessionCookie,
   currentSession,
   requireSession,
@@ -10,6 +11,7 @@ import {
   STEP_UP_WINDOW_SECONDS,
   setSessionCookie,
 } from '../../platform/auth/session-guard.ts';
+import { ApiError } from '../../platform/errors.ts';
 import { ErrorShapeA, envelope } from '../../platform/http/schemas.ts';
 import {
   ChangePasswordBody,
@@ -162,16 +164,28 @@ export async function portalAuthRoutes(app: App, ctx: AppContext) {
   app.post(
     '/logout',
     {
-      preHandler: sessionExpiredOk,
       schema: {
         tags,
-        summary: 'End this session and clear the cookie',
+        summary: 'End this session and clear the cookie (an expired, revoked or ended session is fine too)',
         security,
         response: { 200: SignedOutResponse, ...errors },
       },
     },
     async (request, reply) => {
-      await ctx.sessions.end(currentSession(request).sessionId);
+      // Logout is idempotent: whatever state the session is in, the client ends up signed out.
+      try {
+        const current = await authenticateSession(request, ctx, {
+          allowExpired: true,
+          allowPendingPasswordChange: true,
+        });
+        await ctx.sessions.end(current.sessionId);
+      } catch (error) {
+        const code = error instanceof ApiError ? error.code : undefined;
+        if (code !== 'SESSION_EXPIRED' && code !== 'TOKEN_REVOKED') {
+          if (code === 'TOKEN_INVALID') clearSessionCookie(reply, ctx);
+          throw error;
+        }
+      }
       clearSessionCookie(reply, ctx);
       return { success: true as const, data: { signedOut: true as const } };
     },

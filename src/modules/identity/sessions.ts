@@ -101,6 +101,8 @@ export class SessionService {
   ): Promise<{ session: SessionRecord; issued: IssuedToken }> {
     const now = this.clock.now();
     const lifetime = input.remember ? REMEMBER_SESSION_LIFETIME_SECONDS : SESSION_LIFETIME_SECONDS;
+    // Rows past their absolute lifetime can never be used again; each sign-in tidies the user's own.
+    await tx.query('DELETE FROM sessions WHERE user_id = $1 AND expires_at <= $2', [input.userId, now]);
     const [row] = await tx.query<SessionRow>(
       `INSERT INTO sessions (id, user_id, organization_id, remember, created_at, expires_at, mfa_verified_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
