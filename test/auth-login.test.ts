@@ -132,6 +132,38 @@ describe('portal login', () => {
     assert.equal(again.status, 200, again.text);
   });
 
+  test('a blocked attempt never looks up or checks the password', async () => {
+    await alignClock(t, 30 * 60);
+    const user = await createUser(t);
+    for (let i = 0; i < 3; i++) await login(t, { email: user.email, password: `wrong-${i}` });
+    const users = t.ctx.users;
+    const original = users.findByEmail;
+    let lookups = 0;
+    users.findByEmail = async function (this: typeof users, ...args: Parameters<typeof original>) {
+      lookups++;
+      return original.apply(this, args);
+    };
+    try {
+      const blocked = await login(t, { email: user.email, password: PASSWORD });
+      assert.equal(blocked.status, 429, blocked.text);
+      assert.equal(lookups, 0);
+    } finally {
+      users.findByEmail = original;
+    }
+  });
+
+  test('failed attempts sent in parallel cannot get more than 3 guesses checked', async () => {
+    await alignClock(t, 30 * 60);
+    const user = await createUser(t);
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => login(t, { email: user.email, password: `parallel-${i}` })),
+    );
+    const statuses = results.map((r) => r.status).sort();
+    assert.equal(statuses.filter((s) => s === 401).length, 3, statuses.join(','));
+    assert.equal(statuses.filter((s) => s === 429).length, 5, statuses.join(','));
+    assert.equal((await login(t, { email: user.email, password: PASSWORD })).status, 429);
+  });
+
   test('20 attempts per IP in 15 minutes; the 21st is refused whatever the credentials', async () => {
     await alignClock(t, 15 * 60);
     const ip = '203.0.113.7';

@@ -84,21 +84,17 @@ export class PortalAuthService {
     if (!ipState.allowed) {
       throw tooManyAttempts(ipState, 'Too many sign-in attempts from this address; try again later');
     }
-    // Peek before checking: a blocked e-mail never gets its password tried.
-    const emailState = await rateLimiter.peek(LOGIN_EMAIL_FAILURE_RULE, emailKey);
-    if (!emailState.allowed) {
-      throw tooManyAttempts(emailState, 'Too many failed sign-in attempts for this account; try again later');
-    }
-    const user = await users.findByEmail(emailKey);
-    // An unknown e-mail is verified against a dummy hash: same answer, same time as a wrong password.
-    const passwordOk = await verifyPassword(
-      user?.passwordHash ?? (await dummyPasswordHash()),
-      input.password,
+    const user = await this.checkPasswordGuarded(
+      emailKey,
+      async () => {
+        const user = await users.findByEmail(emailKey);
+        // An unknown e-mail is verified against a dummy hash: same answer, same time as a wrong password.
+        const ok = await verifyPassword(user?.passwordHash ?? (await dummyPasswordHash()), input.password);
+        return ok ? user : undefined;
+      },
+      'Too many failed sign-in attempts for this account; try again later',
     );
-    if (!user || !passwordOk) {
-      await rateLimiter.consume(LOGIN_EMAIL_FAILURE_RULE, emailKey);
-      throw ApiError.unauthorized(INVALID_CREDENTIALS);
-    }
+    if (!user) throw ApiError.unauthorized(INVALID_CREDENTIALS);
     const remember = input.remember ?? false;
     if (await twoFactor.isEnabled(user.id)) return this.createChallenge(user.id, remember);
     return { kind: 'session', ...(await this.startSession(user, remember, null)) };
@@ -209,16 +205,16 @@ export class PortalAuthService {
     session: AuthenticatedSession,
     input: { currentPassword: string; newPassword: string },
   ): Promise<SessionResult> {
-    const { db, users, sessions, rateLimiter } = this.deps;
+    const { db, users, sessions } = this.deps;
     const user = await users.get(session.userId);
     // Wrong current passwords count like failed logins: a stolen session cannot guess its way further.
     const emailKey = user.email.toLowerCase();
-    const state = await rateLimiter.peek(LOGIN_EMAIL_FAILURE_RULE, emailKey);
-    if (!state.allowed) throw tooManyAttempts(state, 'Too many failed password attempts; try again later');
-    if (!(await verifyPassword(user.passwordHash, input.currentPassword))) {
-      await rateLimiter.consume(LOGIN_EMAIL_FAILURE_RULE, emailKey);
-      throw ApiError.badRequest('Current password is incorrect');
-    }
+    const ok = await this.checkPasswordGuarded(
+      emailKey,
+      async () => ((await verifyPassword(user.passwordHash, input.currentPassword)) ? user : undefined),
+      'Too many failed password attempts; try again later',
+    );
+    if (!ok) throw ApiError.badRequest('Current password is incorrect');
     const current = await sessions.get(session.sessionId);
     const newHash = await hashPassword(input.newPassword);
     const issued = await db.transaction(async (tx) => {
@@ -313,6 +309,34 @@ export class PortalAuthService {
     const user = await this.deps.users.get(session.userId);
     const organization = await this.deps.organizations.get(session.organizationId);
     return { user, organization, role: session.role! };
+  }
+
+  /**
+   * Runs a password check under the per-e-mail failure limit (3 per 30 minutes). The attempt is counted
+   * *before* the check and refunded when it succeeds, rather than peeked at and counted after a failure:
+   * with peek-then-count, many attempts sent in parallel would all pass the peek and be checked. A blocked
+   * attempt never reaches the check and is refunded too, so only real failures use up the budget.
+   */
+  private async checkPasswordGuarded<T>(
+    emailKey: string,
+    check: () => Promise<T | undefined>,
+    blockedMessage: string,
+  ): Promise<T | undefined> {
+    const { rateLimiter } = this.deps;
+    const state = await rateLimiter.consume(LOGIN_EMAIL_FAILURE_RULE, emailKey);
+    if (!state.allowed) {
+      await rateLimiter.consume(LOGIN_EMAIL_FAILURE_RULE, emailKey, -1);
+      throw tooManyAttempts(state, blockedMessage);
+    }
+    let result: T | undefined;
+    try {
+      result = await check();
+    } catch (error) {
+      await rateLimiter.consume(LOGIN_EMAIL_FAILURE_RULE, emailKey, -1);
+      throw error;
+    }
+    if (result !== undefined) await rateLimiter.consume(LOGIN_EMAIL_FAILURE_RULE, emailKey, -1);
+    return result;
   }
 
   /** Every two-factor check counts, right or wrong, and a blocked one never looks at the code. */
