@@ -260,6 +260,23 @@ describe('register and me', () => {
     assert.equal(await t.ctx.organizations.count(), before);
   });
 
+  test('sign-ups are limited to 20 per hour per address; the 21st creates nothing', async () => {
+    await alignClock(t, 3600);
+    const ip = '198.51.100.20';
+    const register = () =>
+      t.request('POST', `${AUTH}/register`, {
+        body: { email: uniqueEmail('farm'), password: 'a long password', name: 'F', organizationName: 'F' },
+        headers: { 'x-forwarded-for': ip },
+      });
+    for (let i = 0; i < 20; i++) assert.equal((await register()).status, 201);
+    const before = await t.ctx.organizations.count();
+    const blocked = await register();
+    assert.equal(blocked.status, 429, blocked.text);
+    assert.ok(isShapeA(blocked.body), blocked.text);
+    assert.equal(blocked.headers.get('ratelimit-limit'), '20');
+    assert.equal(await t.ctx.organizations.count(), before);
+  });
+
   test('me without credentials is 401 AUTH_REQUIRED', async () => {
     const res = await t.request('GET', `${AUTH}/me`);
     assert.equal(res.status, 401);

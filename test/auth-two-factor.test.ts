@@ -161,6 +161,16 @@ describe('two-factor set-up and login challenge', () => {
     assertRefused(reused, 401, 'TOKEN_INVALID');
   });
 
+  test('remember survives the challenge: the session after login-verify lasts 7 days', async () => {
+    const { user, secret } = await userWithTwoFactor(t);
+    const res = await login(t, { email: user.email, password: PASSWORD, remember: true });
+    const verified = await t.request('POST', `${AUTH}/2fa/login-verify`, {
+      body: { tempToken: res.body.data.tempToken, code: await nextCode(t, secret) },
+    });
+    assert.equal(verified.status, 200, verified.text);
+    assert.equal(parseSetCookies(verified)[0]!.attributes['max-age'], String(7 * 86400));
+  });
+
   test('a wrong code is a 401 without code and leaves the challenge usable', async () => {
     const { user, secret } = await userWithTwoFactor(t);
     const tempToken = await challenge(t, user);

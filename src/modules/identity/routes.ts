@@ -137,7 +137,8 @@ export async function portalAuthRoutes(app: App, ctx: AppContext) {
         response: { 201: SessionResponse, ...errors },
       },
     },
-    async (request, reply) => sendSession(reply, ctx, await ctx.portalAuth.register(request.body), 201),
+    async (request, reply) =>
+      sendSession(reply, ctx, await ctx.portalAuth.register({ ...request.body, ip: request.ip }), 201),
   );
 
   app.post(

@@ -36,6 +36,10 @@ export const PASSWORD_RESET_RULE: RateLimitRule = {
   windowSeconds: 60 * 60,
 };
 
+// Not in the spec: sign-up creates an organization and costs an argon2 hash, so an address may not do it
+// without bound (docs/auth.md).
+export const REGISTER_IP_RULE: RateLimitRule = { name: 'register-ip', limit: 20, windowSeconds: 60 * 60 };
+
 export const CHALLENGE_LIFETIME_SECONDS = 5 * 60;
 export const INVALID_CREDENTIALS = 'Invalid e-mail or password';
 
@@ -146,8 +150,11 @@ export class PortalAuthService {
     password: string;
     name: string;
     organizationName: string;
+    ip: string;
   }): Promise<SessionResult> {
-    const { db, users, organizations, sessions } = this.deps;
+    const { db, users, organizations, sessions, rateLimiter } = this.deps;
+    const state = await rateLimiter.consume(REGISTER_IP_RULE, input.ip);
+    if (!state.allowed) throw tooManyAttempts(state, 'Too many sign-ups from this address; try again later');
     // Hashed before the transaction: argon2 takes a while and PGlite holds the database during one.
     const passwordHash = await hashPassword(input.password);
     const { user, org, issued } = await db.transaction(async (tx) => {
