@@ -55,6 +55,9 @@ describe('portal login', () => {
     assert.equal(cookie!.attributes.path, '/');
     assert.equal(cookie!.attributes['max-age'], String(8 * 3600));
     assert.equal(cookie!.attributes.secure, undefined, 'not Secure outside production');
+    // The per-IP login budget is shown on every login answer.
+    assert.equal(res.headers.get('ratelimit-limit'), '20');
+    assert.equal(res.headers.get('ratelimit-remaining'), '19');
 
     // The same JWT works as a Bearer header and as the cookie.
     const byBearer = await t.request('GET', `${AUTH}/me`, { token: data.token });
@@ -87,6 +90,7 @@ describe('portal login', () => {
       assert.equal(res.headers.getSetCookie().length, 0);
     }
     assert.deepEqual(wrongPassword.body, unknownEmail.body);
+    assert.equal(wrongPassword.headers.get('ratelimit-limit'), '20');
     // Nothing changed: no session was created.
     const [row] = await t.ctx.db.query<{ count: number }>(
       'SELECT count(*)::int AS count FROM sessions WHERE user_id = $1',

@@ -13,6 +13,7 @@ import {
 } from '../../platform/auth/session-guard.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { ErrorShapeA, envelope } from '../../platform/http/schemas.ts';
+import { rateLimitHeaders } from '../../platform/rate-limit.ts';
 import {
   ChangePasswordBody,
   CodeBody,
@@ -99,6 +100,7 @@ export async function portalAuthRoutes(app: App, ctx: AppContext) {
     },
     async (request, reply) => {
       const result = await ctx.portalAuth.login({ ...request.body, ip: request.ip });
+      reply.headers(rateLimitHeaders(result.rateLimit));
       if (result.kind === 'challenge') {
         // No cookie: the challenge is not a session.
         return reply.send({

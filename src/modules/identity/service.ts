@@ -51,9 +51,13 @@ export interface SessionResult {
   memberships: Membership[];
 }
 
-export type LoginResult =
+export type LoginResult = (
   | ({ kind: 'session' } & SessionResult)
-  | { kind: 'challenge'; tempToken: string; expiresAt: Date };
+  | { kind: 'challenge'; tempToken: string; expiresAt: Date }
+) & {
+  /** The per-IP login budget after this attempt, for the RateLimit-* headers. */
+  rateLimit: RateLimitState;
+};
 
 export interface PortalAuthDeps {
   db: Database;
@@ -98,10 +102,12 @@ export class PortalAuthService {
       },
       'Too many failed sign-in attempts for this account; try again later',
     );
-    if (!user) throw ApiError.unauthorized(INVALID_CREDENTIALS);
+    if (!user) throw new ApiError(401, INVALID_CREDENTIALS, { headers: rateLimitHeaders(ipState) });
     const remember = input.remember ?? false;
-    if (await twoFactor.isEnabled(user.id)) return this.createChallenge(user.id, remember);
-    return { kind: 'session', ...(await this.startSession(user, remember, null)) };
+    if (await twoFactor.isEnabled(user.id)) {
+      return { ...(await this.createChallenge(user.id, remember)), rateLimit: ipState };
+    }
+    return { kind: 'session', ...(await this.startSession(user, remember, null)), rateLimit: ipState };
   }
 
   /** Completes a 2FA login challenge with a TOTP or recovery code. */
@@ -352,7 +358,10 @@ export class PortalAuthService {
     if (!state.allowed) throw tooManyAttempts(state, 'Too many two-factor attempts; try again later');
   }
 
-  private async createChallenge(userId: string, remember: boolean): Promise<LoginResult> {
+  private async createChallenge(
+    userId: string,
+    remember: boolean,
+  ): Promise<{ kind: 'challenge'; tempToken: string; expiresAt: Date }> {
     const now = this.deps.clock.now();
     const tempToken = `tfa_${randomSecret(32)}`;
     const expiresAt = new Date(now.getTime() + CHALLENGE_LIFETIME_SECONDS * 1000);
