@@ -2,6 +2,7 @@
 // The app holds no state of its own; everything it needs comes in through the AppContext.
 
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import cookie from '@fastify/cookie';
 import multipart from '@fastify/multipart';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -14,6 +15,7 @@ import { adminRoutes } from './modules/admin/routes.ts';
 import { apiKeyDeveloperRoutes } from './modules/api-keys/developer-routes.ts';
 import { installApiKeyGuard } from './modules/api-keys/guard.ts';
 import { contactRoutes, developerContactSurface } from './modules/contacts/routes.ts';
+import { portalAuthRoutes } from './modules/identity/routes.ts';
 import { systemRoutes } from './modules/system/routes.ts';
 import { ApiError, renderError, shapeForPath } from './platform/errors.ts';
 import { ErrorShapeB } from './platform/http/schemas.ts';
@@ -42,6 +44,9 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorateRequest('apiVersion', CURRENT_VERSION);
+  // Portal sessions: the portal_token cookie, and request.session set by the session guard.
+  await app.register(cookie);
+  app.decorateRequest('session', null);
 
   // Query strings, params and headers arrive as text, so they are coerced to their schema types; a JSON
   // body is already typed and is validated as sent (a number stays a number, "3" stays a string).
@@ -115,6 +120,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     },
     { prefix: '/api/v2' },
   );
+  await app.register(async (scope) => portalAuthRoutes(scope as App, ctx), { prefix: '/v2/portal/auth' });
   if (ctx.config.adminToken) {
     // Without ADMIN_TOKEN the operator API does not exist: the whole /admin tree answers 404.
     await app.register(async (scope) => adminRoutes(scope as App, ctx), { prefix: '/admin/v1' });

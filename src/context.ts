@@ -6,13 +6,20 @@ import { ApiKeyService } from './modules/api-keys/service.ts';
 import { ContactImporter } from './modules/contacts/import.ts';
 import { ContactListService } from './modules/contacts/lists.ts';
 import { ContactService } from './modules/contacts/service.ts';
+import { PasswordResetService } from './modules/identity/password-reset.ts';
+import { PortalAuthService } from './modules/identity/service.ts';
+import { SessionService } from './modules/identity/sessions.ts';
+import { TwoFactorService } from './modules/identity/two-factor.ts';
 import { UserService } from './modules/identity/users.ts';
 import { NumberService } from './modules/numbers/service.ts';
 import { OrganizationService } from './modules/organizations/service.ts';
+import { SessionTokenCodec } from './platform/auth/session-token.ts';
 import { Clock } from './platform/clock.ts';
+import { createSecretBox } from './platform/crypto.ts';
 import type { Database } from './platform/db/index.ts';
 import { EventOutbox } from './platform/events.ts';
 import { JobQueue } from './platform/jobs.ts';
+import { createMailer, type Mailer } from './platform/mail.ts';
 import { Paginator } from './platform/pagination.ts';
 import { createCounterStore, RateLimiter } from './platform/rate-limit.ts';
 
@@ -33,6 +40,10 @@ export interface AppContext {
   contacts: ContactService;
   contactImporter: ContactImporter;
   contactLists: ContactListService;
+  mailer: Mailer;
+  sessions: SessionService;
+  twoFactor: TwoFactorService;
+  portalAuth: PortalAuthService;
 }
 
 export function createContext(
@@ -50,21 +61,44 @@ export function createContext(
     log.error({ err: error }, "Redis unreachable: rate limits fall back to this instance's own counters"),
   );
   const pagination = new Paginator(config.jwtSecret, theClock);
+  const rateLimiter = new RateLimiter(counters, theClock);
+  const organizations = new OrganizationService(db, theClock);
+  const users = new UserService(db, theClock);
+  const mailer = createMailer(config.smtpUrl, log);
+  const sessions = new SessionService(db, theClock, new SessionTokenCodec(config.jwtSecret));
+  const twoFactor = new TwoFactorService(db, theClock, createSecretBox(config.jwtSecret, 'totp-secret'));
+  const portalAuth = new PortalAuthService({
+    db,
+    clock: theClock,
+    users,
+    organizations,
+    sessions,
+    twoFactor,
+    passwordResets: new PasswordResetService(db, theClock, users, sessions),
+    rateLimiter,
+    mailer,
+    publicUrl: config.publicUrl,
+    onMailError: (error) => log.error({ err: error }, 'password reset e-mail could not be sent'),
+  });
   return {
     config,
     db,
     clock: theClock,
     jobs,
     events,
-    rateLimiter: new RateLimiter(counters, theClock),
+    rateLimiter,
     pagination,
     log,
-    organizations: new OrganizationService(db, theClock),
-    users: new UserService(db, theClock),
+    organizations,
+    users,
     numbers: new NumberService(db, theClock),
     apiKeys: new ApiKeyService(db, theClock, config.appEnv === 'production'),
     contacts: new ContactService(db, theClock, events, pagination),
     contactImporter: new ContactImporter(db, theClock, events),
     contactLists: new ContactListService(db, theClock, pagination),
+    mailer,
+    sessions,
+    twoFactor,
+    portalAuth,
   };
 }

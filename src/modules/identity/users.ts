@@ -41,11 +41,18 @@ export class UserService {
   ) {}
 
   async create(
-    input: { email: string; password: string; name?: string | null; requirePasswordChange?: boolean },
+    input: {
+      email: string;
+      /** Either the password, or its argon2id hash when the caller hashed it outside a transaction. */
+      password?: string;
+      passwordHash?: string;
+      name?: string | null;
+      requirePasswordChange?: boolean;
+    },
     tx: Queryable = this.db,
   ): Promise<User> {
     const now = this.clock.now();
-    const passwordHash = await hashPassword(input.password);
+    const passwordHash = input.passwordHash ?? (await hashPassword(input.password!));
     try {
       const [row] = await tx.query<UserRow>(
         `INSERT INTO users (id, email, name, password_hash, require_password_change, created_at, updated_at)
@@ -111,7 +118,12 @@ export class UserService {
 
   async update(
     id: string,
-    input: { name?: string | null; password?: string; requirePasswordChange?: boolean },
+    input: {
+      name?: string | null;
+      password?: string;
+      passwordHash?: string;
+      requirePasswordChange?: boolean;
+    },
     tx: Queryable = this.db,
   ): Promise<User> {
     const sets: string[] = [];
@@ -120,8 +132,8 @@ export class UserService {
       values.push(input.name);
       sets.push(`name = $${values.length}`);
     }
-    if (input.password !== undefined) {
-      values.push(await hashPassword(input.password));
+    if (input.password !== undefined || input.passwordHash !== undefined) {
+      values.push(input.passwordHash ?? (await hashPassword(input.password!)));
       sets.push(`password_hash = $${values.length}`);
     }
     if (input.requirePasswordChange !== undefined) {

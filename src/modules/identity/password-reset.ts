@@ -1,0 +1,59 @@
+// Password reset by e-mail: a one-time token, random and stored only as its SHA-256, good for one hour.
+// Using it sets the new password, spends every outstanding reset token of the user, clears a pending
+// "require password change" and revokes every session (a reset is what one does after losing control).
+import { hashPassword } from '../../platform/auth/passwords.ts';
+import { sha256Hex } from '../../platform/auth/secrets.ts';
+import type { Clock } from '../../platform/clock.ts';
+import type { Database } from '../../platform/db/index.ts';
+import { ApiError } from '../../platform/errors.ts';
+import { newId, randomSecret } from '../../platform/ids.ts';
+import type { SessionService } from './sessions.ts';
+import type { UserService } from './users.ts';
+
+export const RESET_TOKEN_LIFETIME_SECONDS = 3600;
+
+export class PasswordResetService {
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+    private readonly users: UserService,
+    private readonly sessions: SessionService,
+  ) {}
+
+  /** A reset token for the e-mail's user, or undefined when no user has that e-mail. */
+  async issue(email: string): Promise<{ token: string; userEmail: string; expiresAt: Date } | undefined> {
+    const user = await this.users.findByEmail(email);
+    if (!user) return undefined;
+    const now = this.clock.now();
+    const token = `prt_${randomSecret(32)}`;
+    const expiresAt = new Date(now.getTime() + RESET_TOKEN_LIFETIME_SECONDS * 1000);
+    await this.db.query(
+      `INSERT INTO password_reset_tokens (id, token_hash, user_id, created_at, expires_at)
+       VALUES ($1, $2, $3, $4, $5)`,
+      [newId('pwr', now.getTime()), sha256Hex(token), user.id, now, expiresAt],
+    );
+    return { token, userEmail: user.email, expiresAt };
+  }
+
+  async confirm(token: string, newPassword: string): Promise<void> {
+    // Hashed before the transaction: argon2 takes a while and PGlite holds the database during one.
+    const passwordHash = await hashPassword(newPassword);
+    await this.db.transaction(async (tx) => {
+      const now = this.clock.now();
+      // Spent atomically: of two racing confirmations with one token, only one finds it unused.
+      const [row] = await tx.query<{ user_id: string }>(
+        `UPDATE password_reset_tokens SET used_at = $2
+          WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2 RETURNING user_id`,
+        [sha256Hex(token), now],
+      );
+      if (!row)
+        throw ApiError.badRequest('Password reset token is invalid, used or expired; request a new one');
+      await this.users.update(row.user_id, { passwordHash, requirePasswordChange: false }, tx);
+      await tx.query('UPDATE password_reset_tokens SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL', [
+        row.user_id,
+        now,
+      ]);
+      await this.sessions.revokeAll(row.user_id, 'password_reset', tx);
+    });
+  }
+}

@@ -1,0 +1,233 @@
+// Server-side sessions behind the portal JWT (spec "Session" state table, CONTRACT section 4). A token is
+// only as good as its row: logout deletes the row (later requests: SESSION_EXPIRED), sign-out everywhere and
+// a password change or reset revoke it (TOKEN_REVOKED). Lifetimes (docs/auth.md):
+//   token:   8 hours, or 7 days with `remember` (spec); a refresh issues a new token with the same window;
+//   session: 7 days from sign-in, or 30 days with `remember`, absolute: refreshing never extends it.
+
+import {
+  type SessionClaims,
+  type SessionTokenCodec,
+  TokenInvalidError,
+} from '../../platform/auth/session-token.ts';
+import type { Clock } from '../../platform/clock.ts';
+import type { Queryable } from '../../platform/db/index.ts';
+import { ApiError } from '../../platform/errors.ts';
+import { newId } from '../../platform/ids.ts';
+import type { Role } from './users.ts';
+
+const HOUR = 3600;
+const DAY = 24 * HOUR;
+export const TOKEN_LIFETIME_SECONDS = 8 * HOUR;
+export const REMEMBER_TOKEN_LIFETIME_SECONDS = 7 * DAY;
+export const SESSION_LIFETIME_SECONDS = 7 * DAY;
+export const REMEMBER_SESSION_LIFETIME_SECONDS = 30 * DAY;
+
+export type RevokeReason = 'sign_out_everywhere' | 'password_change' | 'password_reset';
+
+export interface SessionRecord {
+  id: string;
+  userId: string;
+  organizationId: string;
+  remember: boolean;
+  createdAt: Date;
+  expiresAt: Date;
+  mfaVerifiedAt: Date | null;
+}
+
+/** What a request authenticated by a session token knows about its caller. */
+export interface AuthenticatedSession {
+  sessionId: string;
+  userId: string;
+  organizationId: string;
+  /** Undefined when the user no longer belongs to the session's organization. */
+  role: Role | undefined;
+  remember: boolean;
+  mfaVerifiedAt: Date | null;
+  twoFactorEnabled: boolean;
+  requirePasswordChange: boolean;
+  tokenExpiresAt: Date;
+}
+
+export interface IssuedToken {
+  token: string;
+  expiresAt: Date;
+  /** Seconds the token lives: the cookie's Max-Age. */
+  maxAgeSeconds: number;
+}
+
+interface SessionRow {
+  id: string;
+  user_id: string;
+  organization_id: string;
+  remember: boolean;
+  created_at: Date;
+  expires_at: Date;
+  mfa_verified_at: Date | null;
+}
+
+interface LookupRow extends SessionRow {
+  revoked_at: Date | null;
+  require_password_change: boolean;
+  two_factor_enabled: boolean;
+  role: Role | null;
+}
+
+export const AUTH_MESSAGES = {
+  required: 'Sign-in required: send the session token as `Authorization: Bearer` or the portal_token cookie',
+  invalid: 'Session token is invalid',
+  expired: 'Session token has expired; refresh it with POST /v2/portal/auth/token/refresh',
+  revoked: 'Session was revoked (signed out everywhere or password changed); sign in again',
+  gone: 'Session has ended; sign in again',
+};
+
+export class SessionService {
+  constructor(
+    private readonly db: Queryable,
+    private readonly clock: Clock,
+    private readonly codec: SessionTokenCodec,
+  ) {}
+
+  async create(
+    input: {
+      userId: string;
+      organizationId: string;
+      remember: boolean;
+      mfaVerifiedAt?: Date | null;
+      /** Carried over when a session is re-scoped, so switching never extends the absolute lifetime. */
+      expiresAt?: Date;
+      createdAt?: Date;
+    },
+    tx: Queryable = this.db,
+  ): Promise<{ session: SessionRecord; issued: IssuedToken }> {
+    const now = this.clock.now();
+    const lifetime = input.remember ? REMEMBER_SESSION_LIFETIME_SECONDS : SESSION_LIFETIME_SECONDS;
+    // Rows past their absolute lifetime can never be used again; each sign-in tidies the user's own.
+    await tx.query('DELETE FROM sessions WHERE user_id = $1 AND expires_at <= $2', [input.userId, now]);
+    const [row] = await tx.query<SessionRow>(
+      `INSERT INTO sessions (id, user_id, organization_id, remember, created_at, expires_at, mfa_verified_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+      [
+        newId('ses', now.getTime()),
+        input.userId,
+        input.organizationId,
+        input.remember,
+        input.createdAt ?? now,
+        input.expiresAt ?? new Date(now.getTime() + lifetime * 1000),
+        input.mfaVerifiedAt ?? null,
+      ],
+    );
+    const session = toSession(row!);
+    return { session, issued: await this.issue(session) };
+  }
+
+  /** A new token for the session: 8 hours, or 7 days when the session was started with `remember`. */
+  async issue(session: SessionRecord): Promise<IssuedToken> {
+    const now = this.clock.now();
+    const maxAgeSeconds = session.remember ? REMEMBER_TOKEN_LIFETIME_SECONDS : TOKEN_LIFETIME_SECONDS;
+    const expiresAt = new Date(now.getTime() + maxAgeSeconds * 1000);
+    const token = await this.codec.sign(
+      { sessionId: session.id, userId: session.userId, organizationId: session.organizationId, expiresAt },
+      now,
+    );
+    return { token, expiresAt, maxAgeSeconds };
+  }
+
+  /**
+   * Who a token belongs to, or the 401 that says exactly why not. The server's record is judged before
+   * the token's own expiry: a client holding an expired token of a session that is gone should be told
+   * to sign in (SESSION_EXPIRED), not sent to a refresh that cannot succeed.
+   * `allowExpired` accepts a token past its expiry (refresh and logout only).
+   */
+  async authenticate(token: string, options: { allowExpired?: boolean } = {}): Promise<AuthenticatedSession> {
+    let claims: SessionClaims;
+    try {
+      claims = await this.codec.decode(token);
+    } catch (error) {
+      if (error instanceof TokenInvalidError)
+        throw ApiError.unauthorized(AUTH_MESSAGES.invalid, 'TOKEN_INVALID');
+      throw error;
+    }
+    const [row] = await this.db.query<LookupRow>(
+      `SELECT s.*, u.require_password_change, (tf.enabled_at IS NOT NULL) AS two_factor_enabled, m.role
+         FROM sessions s
+         JOIN users u ON u.id = s.user_id
+         LEFT JOIN user_two_factor tf ON tf.user_id = s.user_id
+         LEFT JOIN memberships m ON m.user_id = s.user_id AND m.organization_id = s.organization_id
+        WHERE s.id = $1`,
+      [claims.sessionId],
+    );
+    const now = this.clock.nowMs();
+    if (!row) throw ApiError.unauthorized(AUTH_MESSAGES.gone, 'SESSION_EXPIRED');
+    // A validly signed token whose claims disagree with its row was not issued for it.
+    if (row.user_id !== claims.userId || row.organization_id !== claims.organizationId) {
+      throw ApiError.unauthorized(AUTH_MESSAGES.invalid, 'TOKEN_INVALID');
+    }
+    if (row.revoked_at) throw ApiError.unauthorized(AUTH_MESSAGES.revoked, 'TOKEN_REVOKED');
+    if (row.expires_at.getTime() <= now) throw ApiError.unauthorized(AUTH_MESSAGES.gone, 'SESSION_EXPIRED');
+    if (!options.allowExpired && claims.expiresAt.getTime() <= now) {
+      throw ApiError.unauthorized(AUTH_MESSAGES.expired, 'TOKEN_EXPIRED');
+    }
+    return {
+      sessionId: row.id,
+      userId: row.user_id,
+      organizationId: row.organization_id,
+      role: row.role ?? undefined,
+      remember: row.remember,
+      mfaVerifiedAt: row.mfa_verified_at,
+      twoFactorEnabled: row.two_factor_enabled,
+      requirePasswordChange: row.require_password_change,
+      tokenExpiresAt: claims.expiresAt,
+    };
+  }
+
+  async get(sessionId: string, tx: Queryable = this.db): Promise<SessionRecord | undefined> {
+    const [row] = await tx.query<SessionRow>('SELECT * FROM sessions WHERE id = $1', [sessionId]);
+    return row && toSession(row);
+  }
+
+  /** Refresh: a fresh token for a session that still exists and is not revoked. */
+  async refresh(sessionId: string): Promise<IssuedToken> {
+    const [row] = await this.db.query<SessionRow>(
+      'UPDATE sessions SET refreshed_at = $2 WHERE id = $1 AND revoked_at IS NULL RETURNING *',
+      [sessionId, this.clock.now()],
+    );
+    if (!row) throw ApiError.unauthorized(AUTH_MESSAGES.gone, 'SESSION_EXPIRED');
+    return this.issue(toSession(row));
+  }
+
+  /** Logout: the row goes, so every copy of the token answers SESSION_EXPIRED. */
+  async end(sessionId: string, tx: Queryable = this.db): Promise<void> {
+    await tx.query('DELETE FROM sessions WHERE id = $1', [sessionId]);
+  }
+
+  /** Revokes every live session of the user (except `keep`); their tokens answer TOKEN_REVOKED. */
+  async revokeAll(
+    userId: string,
+    reason: RevokeReason,
+    tx: Queryable = this.db,
+    keep?: string,
+  ): Promise<number> {
+    const rows = await tx.query(
+      `UPDATE sessions SET revoked_at = $2, revoked_reason = $3
+        WHERE user_id = $1 AND revoked_at IS NULL AND ($4::text IS NULL OR id <> $4::text) RETURNING id`,
+      [userId, this.clock.now(), reason, keep ?? null],
+    );
+    return rows.length;
+  }
+
+  async markMfaVerified(sessionId: string, tx: Queryable = this.db): Promise<void> {
+    await tx.query('UPDATE sessions SET mfa_verified_at = $2 WHERE id = $1', [sessionId, this.clock.now()]);
+  }
+}
+
+function toSession(row: SessionRow): SessionRecord {
+  return {
+    id: row.id,
+    userId: row.user_id,
+    organizationId: row.organization_id,
+    remember: row.remember,
+    createdAt: row.created_at,
+    expiresAt: row.expires_at,
+    mfaVerifiedAt: row.mfa_verified_at,
+  };
+}

@@ -1,0 +1,51 @@
+// Outgoing e-mail (password reset). With SMTP_URL set, mail goes out through that SMTP server (nodemailer);
+// without it, the message is written to the log so a developer can follow the link. One mailer for the app.
+import type { FastifyBaseLogger } from 'fastify';
+import nodemailer, { type Transporter } from 'nodemailer';
+
+export interface MailMessage {
+  to: string;
+  subject: string;
+  text: string;
+}
+
+export interface Mailer {
+  send(message: MailMessage): Promise<void>;
+  close(): void;
+}
+
+export const MAIL_FROM = 'Commsplatform <no-reply@commsplatform.local>';
+
+export function createMailer(smtpUrl: string | undefined, log: FastifyBaseLogger): Mailer {
+  if (!smtpUrl) {
+    return {
+      async send(message) {
+        log.info({ mail: message }, 'SMTP_URL is not set: e-mail written to the log instead of sent');
+      },
+      close() {},
+    };
+  }
+  const url = new URL(smtpUrl);
+  const transporter: Transporter = nodemailer.createTransport({
+    host: url.hostname,
+    port: Number(url.port || (url.protocol === 'smtps:' ? 465 : 587)),
+    // smtps:// is TLS from the first byte; smtp:// upgrades with STARTTLS when the server offers it.
+    secure: url.protocol === 'smtps:',
+    // `?ignoreTLS=true` for a local mail catcher that speaks plain SMTP only.
+    ignoreTLS: url.searchParams.get('ignoreTLS') === 'true',
+    auth: url.username
+      ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) }
+      : undefined,
+    connectionTimeout: 10_000,
+    greetingTimeout: 10_000,
+    socketTimeout: 20_000,
+  });
+  return {
+    async send(message) {
+      await transporter.sendMail({ from: MAIL_FROM, ...message });
+    },
+    close() {
+      transporter.close();
+    },
+  };
+}
