@@ -14,6 +14,7 @@ import type { AppContext } from './context.ts';
 import { adminRoutes } from './modules/admin/routes.ts';
 import { apiKeyDeveloperRoutes } from './modules/api-keys/developer-routes.ts';
 import { installApiKeyGuard } from './modules/api-keys/guard.ts';
+import { apiKeyRoutes } from './modules/api-keys/routes.ts';
 import { contactRoutes, developerContactSurface } from './modules/contacts/routes.ts';
 import { portalAuthRoutes } from './modules/identity/routes.ts';
 import { systemRoutes } from './modules/system/routes.ts';
@@ -121,6 +122,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     { prefix: '/api/v2' },
   );
   await app.register(async (scope) => portalAuthRoutes(scope as App, ctx), { prefix: '/v2/portal/auth' });
+  await app.register(async (scope) => apiKeyRoutes(scope as App, ctx), { prefix: '/api/api-keys' });
   if (ctx.config.adminToken) {
     // Without ADMIN_TOKEN the operator API does not exist: the whole /admin tree answers 404.
     await app.register(async (scope) => adminRoutes(scope as App, ctx), { prefix: '/admin/v1' });

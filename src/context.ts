@@ -92,7 +92,7 @@ export function createContext(
     organizations,
     users,
     numbers: new NumberService(db, theClock),
-    apiKeys: new ApiKeyService(db, theClock, config.appEnv === 'production'),
+    apiKeys: new ApiKeyService(db, theClock, config.appEnv === 'production', pagination),
     contacts: new ContactService(db, theClock, events, pagination),
     contactImporter: new ContactImporter(db, theClock, events),
     contactLists: new ContactListService(db, theClock, pagination),

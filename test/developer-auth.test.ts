@@ -8,6 +8,7 @@ import type { AppContext } from '../src/context.ts';
 import { installApiKeyGuard } from '../src/modules/api-keys/guard.ts';
 import type { Scope } from '../src/modules/api-keys/scopes.ts';
 import { createOrganization, freshDatabase, isShapeB, startTestApp, type TestApp } from './helpers/app.ts';
+import { alignClock } from './helpers/portal.ts';
 
 /** Test-only developer routes behind the real guard, one per kind of limit and scope. */
 function scopedRoutes(app: App, ctx: AppContext) {
@@ -226,6 +227,7 @@ describe('request rate limits', () => {
   }
 
   test('messaging product on pro: 60 per minute per organization, shared by its keys, with Retry-After', async () => {
+    await alignClock(t, 60);
     const org = await createOrganization(t, { plan: 'pro' });
     const a = await issueKey(t, org.id);
     const b = await issueKey(t, org.id);
@@ -265,6 +267,7 @@ describe('request rate limits', () => {
   });
 
   test('messaging product on ultra: 300 per minute', async () => {
+    await alignClock(t, 60);
     const org = await createOrganization(t, { plan: 'ultra' });
     const { secret } = await issueKey(t, org.id);
     const results = await hit('/api/v2/test/read-messages', secret, 301);
@@ -282,6 +285,7 @@ describe('request rate limits', () => {
   });
 
   test('other requests: 100 per minute per key, without Retry-After', async () => {
+    await alignClock(t, 60);
     const org = await createOrganization(t, { plan: 'enterprise' });
     const a = await issueKey(t, org.id);
     const b = await issueKey(t, org.id);
@@ -298,6 +302,7 @@ describe('request rate limits', () => {
   });
 
   test('sends: 30 per minute per organization, even on enterprise', async () => {
+    await alignClock(t, 60);
     const org = await createOrganization(t, { plan: 'enterprise' });
     const { secret } = await issueKey(t, org.id);
     const results = await hit('/api/v2/test/send', secret, 31, 'POST');
@@ -328,6 +333,10 @@ describe('rate-limit counters in Redis', () => {
     try {
       const org = await createOrganization(first, { plan: 'pro' });
       const { secret } = await issueKey(first, org.id);
+      // Both instances at the start of one minute window, so the 70 requests cannot straddle two.
+      const start = new Date(Math.ceil(first.ctx.clock.nowMs() / 60_000) * 60_000 + 1000);
+      first.ctx.clock.set(start);
+      second.ctx.clock.set(start);
       let allowed = 0;
       let refused = 0;
       for (let i = 0; i < 70; i++) {
@@ -350,6 +359,7 @@ describe('rate-limit counters in Redis', () => {
     try {
       const org = await createOrganization(t, { plan: 'pro' });
       const { secret } = await issueKey(t, org.id);
+      await alignClock(t, 60);
       const statuses: number[] = [];
       for (let i = 0; i < 61; i++) {
         statuses.push((await t.request('GET', '/api/v2/test/read-messages', { apiKey: secret })).status);

@@ -7,6 +7,7 @@ import type { Clock } from '../../platform/clock.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
+import type { PageQueryInput, Paginator } from '../../platform/pagination.ts';
 import type { Scope } from './scopes.ts';
 
 export const EXPIRY_DAYS = [30, 60, 90, 365] as const;
@@ -68,7 +69,21 @@ export class ApiKeyService {
     private readonly db: Queryable,
     private readonly clock: Clock,
     private readonly production: boolean,
+    private readonly pagination: Paginator,
   ) {}
+
+  list(organizationId: string, query: PageQueryInput) {
+    return this.pagination.list(this.db, query, {
+      endpoint: 'api-keys.list',
+      keyset: false,
+      organizationId,
+      select: '*',
+      from: 'api_keys',
+      where: 'organization_id = $1',
+      params: [organizationId],
+      map: (row: ApiKeyRow) => publicApiKey(toApiKey(row)),
+    });
+  }
 
   /** Issues a key. The returned `secret` is the only time the full key exists outside the caller. */
   async create(
