@@ -38,45 +38,24 @@ type Field =
 // Header names by field, normalised (lower case, letters and digits only). For phones, earlier names win:
 // a mobile number is the one that can receive texts.
 const HEADER_NAMES: Record<Field, string[]> = {
+  // biome-ignore format: one line per field reads better than one line per name
   phone: [
-    'mobilephone',
-    'mobile',
-    'mobilenumber',
-    'mobilephonenumber',
-    'cell',
-    'cellphone',
-    'cellnumber',
-    'cellular',
-    'phone',
-    'phonenumber',
-    'phone1value',
-    'primaryphone',
-    'telephone',
-    'tel',
-    'msisdn',
-    'number',
-    'sms',
-    'smsnumber',
-    'whatsapp',
-    'contactnumber',
-    'phone2value',
-    'businessphone',
-    'homephone',
-    'otherphone',
+    'mobilephone', 'mobile', 'mobilenumber', 'mobilephonenumber', 'cell', 'cellphone', 'cellnumber', 'cellular',
+    'phone', 'phonenumber', 'phone1value', 'primaryphone', 'telephone', 'tel', 'msisdn', 'number', 'sms',
+    'smsnumber', 'whatsapp', 'contactnumber', 'phone2value', 'businessphone', 'homephone', 'otherphone',
+    // Exports from European spreadsheets (accents are folded before matching).
+    'handy', 'mobil', 'movil', 'portable', 'cellulare', 'telefon', 'telefono', 'telephonenumber', 'numero',
   ],
-  firstName: ['firstname', 'first', 'givenname', 'fname', 'forename'],
-  lastName: ['lastname', 'last', 'surname', 'familyname', 'lname'],
+  // biome-ignore format: as above
+  firstName: ['firstname', 'first', 'givenname', 'fname', 'forename', 'vorname', 'prenom', 'nombre'],
+  // biome-ignore format: as above
+  lastName: ['lastname', 'last', 'surname', 'familyname', 'lname', 'nachname', 'nom', 'apellido', 'apellidos', 'cognome'],
   fullName: ['name', 'fullname', 'displayname', 'contactname'],
-  email: ['email', 'emailaddress', 'email1value', 'mail', 'e-mail'],
+  email: ['email', 'emailaddress', 'email1value', 'mail', 'courriel', 'correo', 'correoelectronico'],
+  // biome-ignore format: as above
   company: [
-    'company',
-    'companyname',
-    'organization',
-    'organisation',
-    'organization1name',
-    'organizationname',
-    'business',
-    'employer',
+    'company', 'companyname', 'organization', 'organisation', 'organization1name', 'organizationname', 'business',
+    'employer', 'firma', 'empresa', 'societe', 'entreprise', 'azienda',
   ],
   consent: ['consent', 'consentstatus', 'smsconsent', 'optin'],
   consentDate: ['consentdate', 'consentedat', 'optindate', 'consenttimestamp'],
@@ -101,7 +80,11 @@ const CONSENT_VALUES: Record<string, 'granted' | 'denied'> = {
 };
 
 function normaliseHeader(header: string): string {
-  return header.toLowerCase().replace(/[^a-z0-9]/g, '');
+  return header
+    .normalize('NFD')
+    .replace(/\p{M}/gu, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]/g, '');
 }
 
 /** Which column holds which field, and which columns are custom fields. */
@@ -314,7 +297,10 @@ function validateRow(cells: string[], columns: ColumnMap, region: Region, now: D
       reason: 'no recognised phone column (expected a header such as phone, phone_number, mobile or cell)',
     };
   }
-  const rawPhone = columns.phones.map(cell).find((value) => value !== '');
+  // Google Contacts puts several numbers in one cell as "a ::: b"; the first is the primary one.
+  const rawPhone = columns.phones
+    .map((index) => cell(index).split(':::')[0]!.trim())
+    .find((value) => value !== '');
   if (!rawPhone) return { ok: false, blankPhone: true, reason: 'phone is blank' };
   const phone = normalisePhone(rawPhone, region);
   if (!phone)
