@@ -15,11 +15,12 @@ import { adminRoutes } from './modules/admin/routes.ts';
 import { apiKeyDeveloperRoutes } from './modules/api-keys/developer-routes.ts';
 import { installApiKeyGuard } from './modules/api-keys/guard.ts';
 import { apiKeyRoutes } from './modules/api-keys/routes.ts';
-import { contactRoutes, developerContactSurface } from './modules/contacts/routes.ts';
+import { contactRoutes, developerContactSurface, portalContactSurface } from './modules/contacts/routes.ts';
 import { portalAuthRoutes } from './modules/identity/routes.ts';
 import { systemRoutes } from './modules/system/routes.ts';
+import { requireSession } from './platform/auth/session-guard.ts';
 import { ApiError, renderError, shapeForPath } from './platform/errors.ts';
-import { ErrorShapeB } from './platform/http/schemas.ts';
+import { ErrorShapeA, ErrorShapeB } from './platform/http/schemas.ts';
 import { CURRENT_VERSION, KNOWN_VERSIONS } from './platform/version.ts';
 
 export type App = FastifyInstance<
@@ -123,6 +124,15 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   );
   await app.register(async (scope) => portalAuthRoutes(scope as App, ctx), { prefix: '/v2/portal/auth' });
   await app.register(async (scope) => apiKeyRoutes(scope as App, ctx), { prefix: '/api/api-keys' });
+  // The portal twins of developer routes: the same handlers, for a signed-in person.
+  await app.register(
+    async (scope) => {
+      const portal = scope as App;
+      portal.addHook('onRequest', requireSession(ctx));
+      await contactRoutes(portal, ctx, portalContactSurface(ctx, ErrorShapeA));
+    },
+    { prefix: '/v2/portal' },
+  );
   if (ctx.config.adminToken) {
     // Without ADMIN_TOKEN the operator API does not exist: the whole /admin tree answers 404.
     await app.register(async (scope) => adminRoutes(scope as App, ctx), { prefix: '/admin/v1' });

@@ -3,7 +3,7 @@
 // consent history; lists and their members; and another organization's ids answering 404 everywhere.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createOrganization, isShapeB, startTestApp, type TestApp } from './helpers/app.ts';
+import { createOrganization, isShapeA, isShapeB, startTestApp, type TestApp } from './helpers/app.ts';
 
 interface Tenant {
   id: string;
@@ -380,5 +380,83 @@ describe('contacts', () => {
       contactIds: [otherContact.id],
     });
     assert.equal(sneak.status, 404);
+  });
+});
+
+describe('contacts in the portal (the console twin)', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp({ config: { trustProxy: true } });
+  });
+  after(() => t.close());
+
+  test('a signed-in member manages contacts with the session; errors are Shape A; opt-outs are manual', async () => {
+    const { createUser, signIn } = await import('./helpers/portal.ts');
+    const user = await createUser(t, { role: 'member' });
+    const token = await signIn(t, user);
+    const created = await t.request('POST', '/v2/portal/contacts', {
+      token,
+      body: { phone: '+12025550801', firstName: 'Pat' },
+    });
+    assert.equal(created.status, 201);
+    const list = await t.request('GET', '/v2/portal/contacts', { token });
+    assert.deepEqual(
+      list.body.data.map((c: any) => c.id),
+      [created.body.data.id],
+    );
+    const out = await t.request('POST', `/v2/portal/contacts/${created.body.data.id}/opt-out`, { token });
+    assert.equal(out.body.data.optOutMethod, 'manual');
+    const history = await t.request('GET', `/v2/portal/contacts/${created.body.data.id}/consent-history`, {
+      token,
+    });
+    assert.equal(history.body.data[0].actor, `user:${user.id}`);
+
+    const dup = await t.request('POST', '/v2/portal/contacts', { token, body: { phone: '+12025550801' } });
+    assert.equal(dup.status, 409);
+    assert.ok(isShapeA(dup.body));
+    assert.equal(dup.body.code, 'CONTACT_EXISTS');
+    const bad = await t.request('POST', '/v2/portal/contacts', { token, body: { phone: 'x' } });
+    assert.equal(bad.status, 400);
+    assert.ok(isShapeA(bad.body));
+    const importRes = await t.request('POST', '/v2/portal/contacts/import', {
+      token,
+      body: { contacts: [{ phone: '2025550802' }] },
+    });
+    assert.equal(importRes.body.data.imported, 1);
+    const lists = await t.request('POST', '/v2/portal/contact-lists', {
+      token,
+      body: { name: 'Console list' },
+    });
+    assert.equal(lists.status, 201);
+  });
+
+  test('without a session: 401 AUTH_REQUIRED; an API key does not open the portal', async () => {
+    const res = await t.request('GET', '/v2/portal/contacts');
+    assert.equal(res.status, 401);
+    assert.ok(isShapeA(res.body));
+    assert.equal(res.body.code, 'AUTH_REQUIRED');
+    const org = await createOrganization(t);
+    const { secret } = await t.ctx.apiKeys.create(org.id, { name: 'k', scopes: ['*'] });
+    assert.equal((await t.request('GET', '/v2/portal/contacts', { apiKey: secret })).status, 401);
+  });
+
+  test("another organization's contact is 404 through the portal too", async () => {
+    const { createUser, signIn } = await import('./helpers/portal.ts');
+    const mine = await createUser(t);
+    const theirs = await createUser(t);
+    const myToken = await signIn(t, mine);
+    const theirToken = await signIn(t, theirs);
+    const c = (
+      await t.request('POST', '/v2/portal/contacts', { token: myToken, body: { phone: '+12025550803' } })
+    ).body.data;
+    for (const [method, path] of [
+      ['GET', `/v2/portal/contacts/${c.id}`],
+      ['DELETE', `/v2/portal/contacts/${c.id}`],
+      ['POST', `/v2/portal/contacts/${c.id}/opt-out`],
+    ] as const) {
+      const res = await t.request(method, path, { token: theirToken });
+      assert.equal(res.status, 404, `${method} ${path}`);
+      assert.ok(isShapeA(res.body));
+    }
   });
 });

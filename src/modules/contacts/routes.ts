@@ -5,6 +5,7 @@ import type { FastifyContextConfig, FastifyRequest } from 'fastify';
 import { type TSchema, Type } from 'typebox';
 import type { App } from '../../app.ts';
 import type { AppContext } from '../../context.ts';
+import { currentSession } from '../../platform/auth/session-guard.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { envelope, IdParams } from '../../platform/http/schemas.ts';
 import { OffsetPageQuery, PageEnvelope, PageQuery, pageResponse } from '../../platform/pagination.ts';
@@ -580,5 +581,29 @@ export function developerContactSurface(errorSchema: TSchema): Surface {
       actor: `api_key:${request.apiKey!.id}`,
     }),
     optOutMethod: 'api',
+  };
+}
+
+/**
+ * The portal surface for the web console: a signed-in person of any role may read and change contacts (they
+ * are day-to-day work, not account administration); opt-outs made here are recorded as `manual`.
+ */
+export function portalContactSurface(ctx: AppContext, errorSchema: TSchema): Surface {
+  return {
+    name: 'portal',
+    tag: 'Portal: contacts',
+    security: [{ session: [] }, { sessionCookie: [] }],
+    errorSchema,
+    config: () => ({}),
+    caller: async (request) => {
+      const session = currentSession(request);
+      const organization = await ctx.organizations.get(session.organizationId);
+      return {
+        organizationId: organization.id,
+        region: organization.region,
+        actor: `user:${session.userId}`,
+      };
+    },
+    optOutMethod: 'manual',
   };
 }
