@@ -30,6 +30,7 @@ async function main() {
   log.info({ engine: db.engine, appEnv: config.appEnv }, 'database ready');
 
   const ctx = createContext(config, db, log);
+  await ctx.rateLimiter.store.ready();
   const app = config.roles.includes('api') ? await buildApp(ctx) : undefined;
   const demo = await seedDemoIfEmpty(ctx);
 

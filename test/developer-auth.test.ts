@@ -347,6 +347,16 @@ describe('rate-limit counters in Redis', () => {
       }
       assert.equal(allowed, 60);
       assert.equal(refused, 10);
+      // The counting happened in Redis, not in each instance's fallback.
+      const { Redis } = await import('ioredis');
+      const redis = new Redis(redisUrl!);
+      try {
+        const keys = await redis.keys(`rl:api-messaging-pro:${org.id}:*`);
+        assert.equal(keys.length, 1);
+        assert.equal(Number(await redis.get(keys[0]!)), 70);
+      } finally {
+        redis.disconnect();
+      }
     } finally {
       await second.close();
       await first.close();

@@ -26,6 +26,8 @@ export interface CounterStore {
   /** Adds `by` to the counter and returns the new value; the counter expires after `ttlMs`. */
   increment(key: string, by: number, ttlMs: number): Promise<number>;
   get(key: string): Promise<number>;
+  /** Resolves when counting is ready (Redis connected), or after `timeoutMs` at the latest. */
+  ready(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -50,6 +52,8 @@ export class MemoryCounterStore implements CounterStore {
     return current && current.expiresAt > Date.now() ? current.value : 0;
   }
 
+  async ready(): Promise<void> {}
+
   async close(): Promise<void> {
     this.counters.clear();
   }
@@ -73,7 +77,8 @@ export class RedisCounterStore implements CounterStore {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       connectTimeout: 1000,
-      commandTimeout: 500,
+      // Generous enough for a busy machine; past it a command counts in the fallback instead.
+      commandTimeout: 1000,
       keyPrefix: 'rl:',
     });
     // Connection errors surface on commands, where we fall back; the emitter must not crash the process.
@@ -102,6 +107,22 @@ export class RedisCounterStore implements CounterStore {
       this.fellBack(error);
       return this.fallback.get(key);
     }
+  }
+
+  /**
+   * Waits for the connection so the first requests count in Redis, not in the fallback. A Redis that does not
+   * answer in time does not stop the server starting: counting falls back until it does.
+   */
+  async ready(timeoutMs = 3000): Promise<void> {
+    if (this.redis.status === 'ready') return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, timeoutMs);
+      this.redis.once('ready', done);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
   }
 
   async close(): Promise<void> {

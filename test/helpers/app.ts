@@ -123,6 +123,7 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
   const db = options.database ? database.connectAgain() : database.db;
   const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const ctx = createContext(config, db, log);
+  await ctx.rateLimiter.store.ready();
   const app = await buildApp(ctx);
   options.extend?.(app, ctx);
   await app.listen({ port: 0, host: '127.0.0.1' });
