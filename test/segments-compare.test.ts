@@ -72,7 +72,11 @@ function classify(
   return 'unexplained';
 }
 
-describe('comparison with sms-segments-calculator', () => {
+// Pure computation, no database: it runs in the PGlite pass and is skipped in the PostgreSQL pass, where it
+// would only repeat itself (it is the slowest file of the suite).
+const engineIndependentSkip = process.env.DATABASE_URL ? 'engine-independent; runs in the PGlite pass' : false;
+
+describe('comparison with sms-segments-calculator', { skip: engineIndependentSkip }, () => {
   test('the GSM tables are the same characters as the package maps', () => {
     const agreed = [...GSM_BASIC_CHARACTERS, ...GSM_EXTENSION_CHARACTERS].every(
       (character) => new SegmentedMessage(character).encodingName === 'GSM-7',
