@@ -18,6 +18,7 @@ import { apiKeyRoutes } from './modules/api-keys/routes.ts';
 import { contactRoutes, developerContactSurface } from './modules/contacts/routes.ts';
 import { portalAuthRoutes } from './modules/identity/routes.ts';
 import { systemRoutes } from './modules/system/routes.ts';
+import { webhookDeveloperRoutes, webhookRoutes } from './modules/webhooks/routes.ts';
 import { ApiError, renderError, shapeForPath } from './platform/errors.ts';
 import { ErrorShapeB } from './platform/http/schemas.ts';
 import { CURRENT_VERSION, KNOWN_VERSIONS } from './platform/version.ts';
@@ -118,11 +119,13 @@ export async function buildApp(ctx: AppContext): Promise<App> {
       installApiKeyGuard(developer, ctx);
       await apiKeyDeveloperRoutes(developer);
       await contactRoutes(developer, ctx, developerContactSurface(ErrorShapeB));
+      await webhookDeveloperRoutes(developer, ctx);
     },
     { prefix: '/api/v2' },
   );
   await app.register(async (scope) => portalAuthRoutes(scope as App, ctx), { prefix: '/v2/portal/auth' });
   await app.register(async (scope) => apiKeyRoutes(scope as App, ctx), { prefix: '/api/api-keys' });
+  await app.register(async (scope) => webhookRoutes(scope as App, ctx), { prefix: '/api/webhooks' });
   if (ctx.config.adminToken) {
     // Without ADMIN_TOKEN the operator API does not exist: the whole /admin tree answers 404.
     await app.register(async (scope) => adminRoutes(scope as App, ctx), { prefix: '/admin/v1' });
