@@ -265,7 +265,7 @@ describe('webhook delivery', () => {
   test('Retry-After longer than the schedule is honoured', async () => {
     const who = await tenant(t);
     const hook = await createHook(t, who, `${receiver.url}/busy`, ['contact.opted_out']);
-    receiver.respond = (n, request) =>
+    receiver.respond = (_n, request) =>
       request.path === '/busy' && receivedAt('/busy').length === 1
         ? { status: 429, headers: { 'retry-after': '600' } }
         : { status: 200 };
