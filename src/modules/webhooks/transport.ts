@@ -80,9 +80,21 @@ export class WebhookTransport {
       }
     }
 
+    return this.send(target, headers, body, lookup, elapsed, false);
+  }
+
+  private send(
+    target: URL,
+    headers: Record<string, string>,
+    body: string,
+    lookup: ReturnType<typeof pinnedLookup> | undefined,
+    elapsed: () => number,
+    retried: boolean,
+  ): Promise<PostResult> {
+    const secure = target.protocol === 'https:';
     return new Promise<PostResult>((resolve) => {
       let settled = false;
-      const finish = (result: PostResult) => {
+      const finish = (result: PostResult | Promise<PostResult>) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
@@ -92,7 +104,8 @@ export class WebhookTransport {
         target,
         {
           method: 'POST',
-          agent: secure ? httpsAgent : httpAgent,
+          // A retry of a dead pooled socket gets a connection of its own.
+          agent: retried ? false : secure ? httpsAgent : httpAgent,
           headers: {
             ...headers,
             'content-type': 'application/json',
@@ -133,7 +146,21 @@ export class WebhookTransport {
       const timer = setTimeout(() => {
         request.destroy(new Error(`Timed out after ${this.timeoutMs / 1000} s`));
       }, this.timeoutMs);
-      request.on('error', (error) => finish(failure(error.message || String(error))));
+      request.on('error', (error: NodeJS.ErrnoException) => {
+        // A kept-alive socket the receiver closed while it sat idle fails at once, before the request was
+        // read; that is our connection's fault, not the receiver's, so it is sent once more on a new one.
+        if (!retried && request.reusedSocket && error.code === 'ECONNRESET') {
+          finish(this.send(target, headers, body, lookup, elapsed, true));
+          return;
+        }
+        finish({
+          statusCode: null,
+          durationMs: elapsed(),
+          error: error.message || String(error),
+          responseExcerpt: null,
+          retryAfter: null,
+        });
+      });
       request.end(body);
     });
   }
