@@ -166,9 +166,13 @@ export class WebhookDelivery {
       let status: DeliveryRow['status'] = 'succeeded';
       let nextAt: Date | undefined;
       if (ok) {
-        await tx.query('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1', [
-          delivery.endpoint_id,
-        ]);
+        // Written only when there is a run of failures to end: a healthy endpoint's row is not rewritten (and
+        // row-locked) by every one of its deliveries.
+        if (delivery.failing_since) {
+          await tx.query('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1', [
+            delivery.endpoint_id,
+          ]);
+        }
       } else {
         const failingSince = delivery.failing_since ?? now;
         const [endpoint] = await tx.query<EndpointRow>(
