@@ -144,6 +144,28 @@ describe('webhook delivery', () => {
     assert.equal(receivedAt('/stranger').length, 0);
   });
 
+  test('webhook-ids are unique per event and ordered like the events: a later event has a greater id', async () => {
+    const who = await tenant(t);
+    await createHook(t, who, `${receiver.url}/ordered`, ['contact.opted_out']);
+    for (let i = 0; i < 4; i++) {
+      await optOut(t, who);
+      t.ctx.clock.advance(1);
+    }
+    await t.ctx.jobs.drain();
+    const got = receivedAt('/ordered');
+    assert.equal(got.length, 4);
+    const ids = got.map((r) => r.headers['webhook-id']!);
+    assert.equal(new Set(ids).size, 4);
+    const byId = [...got].sort((a, b) => (a.headers['webhook-id']! < b.headers['webhook-id']! ? -1 : 1));
+    const byTime = [...got].sort(
+      (a, b) => Date.parse(JSON.parse(a.body).timestamp) - Date.parse(JSON.parse(b.body).timestamp),
+    );
+    assert.deepEqual(
+      byId.map((r) => r.headers['webhook-id']),
+      byTime.map((r) => r.headers['webhook-id']),
+    );
+  });
+
   test('fan-out is idempotent: dispatching the same event twice makes one delivery', async () => {
     const who = await tenant(t);
     const hook = await createHook(t, who, `${receiver.url}/once`, ['contact.opted_out']);
