@@ -3,6 +3,7 @@
 // pinned to the addresses that were checked. Outside production, http and private addresses are allowed for
 // local development (the delivery tests use a loopback receiver).
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import {
   checkHost,
@@ -97,6 +98,37 @@ describe('address rules', () => {
       assert.equal(address, '93.184.215.14');
       assert.equal(family, 4);
     });
+  });
+
+  test('a socket given the pinned lookup connects to those addresses and asks DNS nothing', async () => {
+    const receiver = await startReceiver(() => Date.now());
+    try {
+      const port = Number(new URL(receiver.url).port);
+      // `.invalid` never resolves (RFC 6761): reaching the receiver proves the name was not looked up again.
+      const status = await new Promise<number>((resolve, reject) => {
+        const request = http.request(
+          {
+            host: 'rebinding.invalid',
+            port,
+            path: '/pinned',
+            method: 'POST',
+            agent: false,
+            lookup: pinnedLookup([{ address: '127.0.0.1', family: 4 }]),
+          },
+          (response) => {
+            response.resume();
+            resolve(response.statusCode!);
+          },
+        );
+        request.on('error', reject);
+        request.end('{}');
+      });
+      assert.equal(status, 200);
+      assert.equal(receiver.received[0]!.path, '/pinned');
+      assert.equal(receiver.received[0]!.headers.host, `rebinding.invalid:${port}`);
+    } finally {
+      await receiver.close();
+    }
   });
 
   test('a guarded transport resolves once, refuses a private answer and never connects', async () => {
