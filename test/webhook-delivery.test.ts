@@ -4,8 +4,14 @@
 // restart mid-retry; 410 and five days of failure disabling an endpoint; rotation signing with both secrets
 // for 24 hours; webhook-id stable across retries and unique per event; the delivery log and redelivery.
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { RETRY_SCHEDULE_SECONDS } from '../src/modules/webhooks/delivery.ts';
+import {
+  DELIVERY_TIMEOUT_MS,
+  RESPONSE_EXCERPT_BYTES,
+  WebhookTransport,
+} from '../src/modules/webhooks/transport.ts';
 import { freshDatabase, startTestApp, type TestApp } from './helpers/app.ts';
 import { createUser, signIn } from './helpers/portal.ts';
 import { type Receiver, rejectedByBoth, startReceiver, verifyWithBoth } from './helpers/receiver.ts';
@@ -556,6 +562,33 @@ describe('webhook delivery across a restart', () => {
       await receiver?.close();
       await second?.close();
       await database.drop();
+    }
+  });
+});
+
+describe('webhook transport', () => {
+  test('an answer that does not come within the timeout is a failure; only an excerpt of a long answer is kept', async () => {
+    const sockets = new Set<import('node:net').Socket>();
+    const server = http.createServer((request, response) => {
+      if (request.url === '/silent') return; // never answers
+      response.writeHead(500).end('x'.repeat(5000));
+    });
+    server.on('connection', (socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    try {
+      const transport = new WebhookTransport({ guarded: false, timeoutMs: 300 });
+      const silent = await transport.post(`${base}/silent`, {}, '{}');
+      assert.equal(silent.statusCode, null);
+      assert.match(silent.error!, /Timed out/);
+      assert.ok(silent.durationMs >= 290 && silent.durationMs < 5000);
+      const long = await transport.post(`${base}/long`, {}, '{}');
+      assert.equal(long.statusCode, 500);
+      assert.equal(long.responseExcerpt!.length, RESPONSE_EXCERPT_BYTES);
+      assert.equal(DELIVERY_TIMEOUT_MS, 15_000);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
 });
