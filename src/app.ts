@@ -18,6 +18,7 @@ import { apiKeyRoutes } from './modules/api-keys/routes.ts';
 import { contactRoutes, developerContactSurface, portalContactSurface } from './modules/contacts/routes.ts';
 import { portalAuthRoutes } from './modules/identity/routes.ts';
 import { systemRoutes } from './modules/system/routes.ts';
+import { webhookDeveloperRoutes, webhookRoutes } from './modules/webhooks/routes.ts';
 import { requireSession } from './platform/auth/session-guard.ts';
 import { ApiError, renderError, shapeForPath } from './platform/errors.ts';
 import { ErrorShapeA, ErrorShapeB } from './platform/http/schemas.ts';
@@ -119,6 +120,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
       installApiKeyGuard(developer, ctx);
       await apiKeyDeveloperRoutes(developer);
       await contactRoutes(developer, ctx, developerContactSurface(ErrorShapeB));
+      await webhookDeveloperRoutes(developer, ctx);
     },
     { prefix: '/api/v2' },
   );
@@ -133,6 +135,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     },
     { prefix: '/v2/portal' },
   );
+  await app.register(async (scope) => webhookRoutes(scope as App, ctx), { prefix: '/api/webhooks' });
   if (ctx.config.adminToken) {
     // Without ADMIN_TOKEN the operator API does not exist: the whole /admin tree answers 404.
     await app.register(async (scope) => adminRoutes(scope as App, ctx), { prefix: '/admin/v1' });

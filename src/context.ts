@@ -13,6 +13,9 @@ import { TwoFactorService } from './modules/identity/two-factor.ts';
 import { UserService } from './modules/identity/users.ts';
 import { NumberService } from './modules/numbers/service.ts';
 import { OrganizationService } from './modules/organizations/service.ts';
+import { WebhookDelivery } from './modules/webhooks/delivery.ts';
+import { WebhookService } from './modules/webhooks/service.ts';
+import { WebhookTransport } from './modules/webhooks/transport.ts';
 import { SessionTokenCodec } from './platform/auth/session-token.ts';
 import { Clock } from './platform/clock.ts';
 import { createSecretBox } from './platform/crypto.ts';
@@ -44,6 +47,8 @@ export interface AppContext {
   sessions: SessionService;
   twoFactor: TwoFactorService;
   portalAuth: PortalAuthService;
+  webhooks: WebhookService;
+  webhookDelivery: WebhookDelivery;
 }
 
 export function createContext(
@@ -80,6 +85,28 @@ export function createContext(
     publicUrl: config.publicUrl,
     onMailError: (error) => log.error({ err: error }, 'password reset e-mail could not be sent'),
   });
+  const production = config.appEnv === 'production';
+  // Delivery and management refer to each other (a test event is enqueued on the delivery queue; delivery
+  // opens the sealed secrets), so the service is handed to delivery lazily.
+  let webhooks: WebhookService | undefined;
+  const webhookDelivery = new WebhookDelivery(
+    db,
+    theClock,
+    jobs,
+    events,
+    () => webhooks!,
+    new WebhookTransport({ guarded: production }),
+  );
+  webhooks = new WebhookService(
+    db,
+    theClock,
+    createSecretBox(config.jwtSecret, 'webhook-secret'),
+    pagination,
+    {
+      production,
+      enqueue: webhookDelivery.enqueue,
+    },
+  );
   return {
     config,
     db,
@@ -100,5 +127,7 @@ export function createContext(
     sessions,
     twoFactor,
     portalAuth,
+    webhooks,
+    webhookDelivery,
   };
 }

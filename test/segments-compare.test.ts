@@ -74,7 +74,9 @@ function classify(
 
 // Pure computation, no database: it runs in the PGlite pass and is skipped in the PostgreSQL pass, where it
 // would only repeat itself (it is the slowest file of the suite).
-const engineIndependentSkip = process.env.DATABASE_URL ? 'engine-independent; runs in the PGlite pass' : false;
+const engineIndependentSkip = process.env.DATABASE_URL
+  ? 'engine-independent; runs in the PGlite pass'
+  : false;
 
 describe('comparison with sms-segments-calculator', { skip: engineIndependentSkip }, () => {
   test('the GSM tables are the same characters as the package maps', () => {

@@ -1,0 +1,245 @@
+// Webhook delivery: from the event outbox to the receiver, through the durable job queue.
+//   fan-out   the outbox hands each event to `fanOut`, which inserts one delivery per enabled endpoint of the
+//             event's organization subscribed to its type, and enqueues its job, in one transaction. Dispatch
+//             is at-least-once; UNIQUE (event_id, endpoint_id) makes a second fan-out a no-op.
+//   attempt   each job run makes one POST, signed per Standard Webhooks (webhook-id is the event id, stable
+//             across retries; webhook-timestamp is the attempt time by the app clock; webhook-signature holds
+//             one `v1,` signature per valid secret). 2xx is success; anything else, a redirect included, fails.
+//   retries   the Standard Webhooks schedule: attempts immediately, then after 5 s, 5 min, 30 min, 2 h, 5 h,
+//             10 h and 10 h, each delay with ±10% jitter, or later when the receiver's Retry-After asks for
+//             longer (capped at 24 h). After the eighth failure the delivery is failed.
+//   disabling a 410 disables the endpoint at once; so does a failure when the endpoint has failed without a
+//             single success for 5 days. Either records a `webhook.endpoint_disabled` event.
+// The schedule lives in the job row (RetryAt), so a delivery mid-retry survives a restart, and any instance
+// may make the next attempt.
+import { Webhook } from 'standardwebhooks';
+import type { Clock } from '../../platform/clock.ts';
+import type { Database, Queryable } from '../../platform/db/index.ts';
+import type { DomainEvent, EventOutbox } from '../../platform/events.ts';
+import { newId } from '../../platform/ids.ts';
+import { type JobQueue, RetryAt } from '../../platform/jobs.ts';
+import { DELIVER_QUEUE, type DeliveryRow, type EndpointRow, type WebhookService } from './service.ts';
+import { type PostResult, retryAfterSeconds, type WebhookTransport } from './transport.ts';
+
+/** Seconds before attempt n+1 after attempt n failed (index n-1). Attempt 1 is immediate. */
+export const RETRY_SCHEDULE_SECONDS = [5, 5 * 60, 30 * 60, 2 * 3600, 5 * 3600, 10 * 3600, 10 * 3600];
+export const MAX_ATTEMPTS = RETRY_SCHEDULE_SECONDS.length + 1;
+export const JITTER = 0.1;
+export const MAX_RETRY_AFTER_SECONDS = 24 * 3600;
+export const FAILING_DISABLE_AFTER_MS = 5 * 24 * 3600 * 1000;
+
+interface DeliveryJob {
+  deliveryId: string;
+  /** A manual redelivery: one attempt, no retries. */
+  manual?: boolean;
+}
+
+type DeliveryWithEndpoint = DeliveryRow &
+  Pick<
+    EndpointRow,
+    | 'url'
+    | 'enabled'
+    | 'secret_sealed'
+    | 'previous_secret_sealed'
+    | 'previous_secret_expires_at'
+    | 'failing_since'
+  >;
+
+export class WebhookDelivery {
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+    private readonly jobs: JobQueue,
+    private readonly events: EventOutbox,
+    private readonly service: () => WebhookService,
+    private readonly transport: WebhookTransport,
+  ) {
+    // The lease outlasts the 15 s timeout with room to record the outcome; retries are ours (RetryAt), the
+    // queue's own backoff only covers a crash of the handler itself (a lost database).
+    jobs.register<DeliveryJob>(DELIVER_QUEUE, (payload) => this.attempt(payload), {
+      maxAttempts: 50,
+      retryDelaysSeconds: [5, 30, 120, 600],
+      leaseSeconds: 60,
+    });
+    events.subscribe((event) => this.fanOut(event));
+  }
+
+  enqueue = async (tx: Queryable, deliveryId: string, manual: boolean): Promise<void> => {
+    await this.jobs.enqueue(tx, DELIVER_QUEUE, manual ? { deliveryId, manual } : { deliveryId });
+  };
+
+  /** One delivery per enabled endpoint of the organization subscribed to the event's type. */
+  async fanOut(event: DomainEvent): Promise<void> {
+    const body = JSON.stringify({
+      type: event.type,
+      timestamp: event.createdAt.toISOString(),
+      data: event.data,
+    });
+    await this.db.transaction(async (tx) => {
+      const endpoints = await tx.query<{ id: string }>(
+        `SELECT id FROM webhook_endpoints
+          WHERE organization_id = $1 AND enabled AND $2 = ANY(events) ORDER BY created_at, id`,
+        [event.organizationId, event.type],
+      );
+      const now = this.clock.now();
+      for (const endpoint of endpoints) {
+        const [inserted] = await tx.query<{ id: string }>(
+          `INSERT INTO webhook_deliveries (id, organization_id, endpoint_id, event_id, event_type, body, next_attempt_at, created_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
+           ON CONFLICT (event_id, endpoint_id) DO NOTHING RETURNING id`,
+          [newId('whd', now.getTime()), event.organizationId, endpoint.id, event.id, event.type, body, now],
+        );
+        if (inserted) await this.enqueue(tx, inserted.id, false);
+      }
+    });
+  }
+
+  /** One attempt of one delivery; throws RetryAt when another attempt is due later. */
+  async attempt(job: DeliveryJob): Promise<void> {
+    const [delivery] = await this.db.query<DeliveryWithEndpoint>(
+      `SELECT d.*, e.url, e.enabled, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at,
+              e.failing_since
+         FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+        WHERE d.id = $1`,
+      [job.deliveryId],
+    );
+    if (delivery?.status !== 'pending') return;
+    if (!delivery.enabled) {
+      await this.db.query(
+        `UPDATE webhook_deliveries SET status = 'failed', last_error = $2, next_attempt_at = NULL
+          WHERE id = $1 AND status = 'pending'`,
+        [delivery.id, 'Not attempted: the endpoint is disabled'],
+      );
+      return;
+    }
+
+    const now = this.clock.now();
+    const service = this.service();
+    const secrets = [service.openSecret(delivery.endpoint_id, delivery.secret_sealed)];
+    if (
+      delivery.previous_secret_sealed &&
+      delivery.previous_secret_expires_at &&
+      delivery.previous_secret_expires_at > now
+    ) {
+      secrets.push(service.openSecret(delivery.endpoint_id, delivery.previous_secret_sealed));
+    }
+    const headers = {
+      'webhook-id': delivery.event_id,
+      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+      'webhook-signature': secrets
+        .map((secret) => new Webhook(secret).sign(delivery.event_id, now, delivery.body))
+        .join(' '),
+    };
+    const result = await this.transport.post(delivery.url, headers, delivery.body);
+    const nextAt = await this.record(delivery, result, job.manual === true);
+    if (nextAt) throw new RetryAt(nextAt, `webhook delivery failed: ${result.error ?? result.statusCode}`);
+  }
+
+  /** Records the attempt and its consequences; returns when to try again, if another attempt is due. */
+  private async record(
+    delivery: DeliveryWithEndpoint,
+    result: PostResult,
+    manual: boolean,
+  ): Promise<Date | undefined> {
+    const now = this.clock.now();
+    const attempt = delivery.attempts + 1;
+    const ok = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
+    const error =
+      result.error ?? (ok ? null : `Receiver answered ${result.statusCode}${redirect(result.statusCode)}`);
+
+    return this.db.transaction(async (tx) => {
+      await tx.query(
+        `INSERT INTO webhook_attempts (id, delivery_id, attempt, status_code, duration_ms, error, response_excerpt, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+        [
+          newId('wha', now.getTime()),
+          delivery.id,
+          attempt,
+          result.statusCode,
+          result.durationMs,
+          error,
+          result.responseExcerpt,
+          now,
+        ],
+      );
+
+      let status: DeliveryRow['status'] = 'succeeded';
+      let nextAt: Date | undefined;
+      if (ok) {
+        // Written only when there is a run of failures to end: a healthy endpoint's row is not rewritten (and
+        // row-locked) by every one of its deliveries.
+        if (delivery.failing_since) {
+          await tx.query('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1', [
+            delivery.endpoint_id,
+          ]);
+        }
+      } else {
+        const failingSince = delivery.failing_since ?? now;
+        const [endpoint] = await tx.query<EndpointRow>(
+          'UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, $2) WHERE id = $1 RETURNING *',
+          [delivery.endpoint_id, now],
+        );
+        const gone = result.statusCode === 410;
+        const failingTooLong = now.getTime() - failingSince.getTime() >= FAILING_DISABLE_AFTER_MS;
+        if (gone || failingTooLong) await this.disable(tx, endpoint!, gone ? 'gone' : 'failing', now);
+        status = 'failed';
+        if (!gone && !failingTooLong && !manual && attempt < MAX_ATTEMPTS) {
+          status = 'pending';
+          nextAt = this.nextAttemptAt(attempt, result, now);
+        }
+      }
+
+      // Guarded by the attempt count: if two workers ever ran the same attempt, only one outcome counts.
+      await tx.query(
+        `UPDATE webhook_deliveries SET status = $3, attempts = $4, last_status_code = $5, last_duration_ms = $6,
+                last_error = $7, last_response_excerpt = $8, last_attempt_at = $9, next_attempt_at = $10
+          WHERE id = $1 AND attempts = $2`,
+        [
+          delivery.id,
+          delivery.attempts,
+          status,
+          attempt,
+          result.statusCode,
+          result.durationMs,
+          error,
+          result.responseExcerpt,
+          now,
+          nextAt ?? null,
+        ],
+      );
+      return nextAt;
+    });
+  }
+
+  private nextAttemptAt(attempt: number, result: PostResult, now: Date): Date {
+    const scheduled = RETRY_SCHEDULE_SECONDS[attempt - 1]! * (1 - JITTER + Math.random() * 2 * JITTER);
+    const asked = retryAfterSeconds(result.retryAfter, now.getTime());
+    const seconds =
+      asked !== null ? Math.max(scheduled, Math.min(asked, MAX_RETRY_AFTER_SECONDS)) : scheduled;
+    return new Date(now.getTime() + Math.round(seconds * 1000));
+  }
+
+  private async disable(tx: Queryable, endpoint: EndpointRow, reason: 'gone' | 'failing', now: Date) {
+    const [disabled] = await tx.query<EndpointRow>(
+      `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, disabled_at = $3, updated_at = $3
+        WHERE id = $1 AND enabled RETURNING *`,
+      [endpoint.id, reason, now],
+    );
+    if (!disabled) return;
+    await this.events.record(tx, {
+      organizationId: endpoint.organization_id,
+      type: 'webhook.endpoint_disabled',
+      data: {
+        endpointId: endpoint.id,
+        url: endpoint.url,
+        reason,
+        failingSince: endpoint.failing_since?.toISOString() ?? null,
+        disabledAt: now.toISOString(),
+      },
+    });
+  }
+}
+
+function redirect(status: number | null): string {
+  return status !== null && status >= 300 && status < 400 ? ' (redirects are not followed)' : '';
+}

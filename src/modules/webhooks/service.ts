@@ -1,0 +1,398 @@
+// Webhook endpoints: the rules of managing them (CONTRACT section 5). An endpoint has a URL, the event types
+// it subscribes to, and a `whsec_` secret sealed at rest with the secret box (purpose `webhook-secret`, bound
+// to the endpoint id). The secret leaves the server twice only: in the creation and the rotation responses.
+// After a rotation the previous secret keeps signing, beside the new one, for 24 hours, so receivers can
+// switch over without dropping a delivery.
+import { randomBytes } from 'node:crypto';
+import type { Clock } from '../../platform/clock.ts';
+import type { SecretBox } from '../../platform/crypto.ts';
+import type { Database, Queryable } from '../../platform/db/index.ts';
+import { ApiError } from '../../platform/errors.ts';
+import { newId } from '../../platform/ids.ts';
+import type { Paginator } from '../../platform/pagination.ts';
+import { checkHost, ForbiddenAddressError, type Resolver } from './address-guard.ts';
+import { EVENT_TYPES } from './catalog.ts';
+
+export const SECRET_PREFIX = 'whsec_';
+const SECRET_BYTES = 32;
+export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
+export const MAX_URL_LENGTH = 2048;
+
+export type DisabledReason = 'manual' | 'gone' | 'failing';
+
+export interface EndpointRow {
+  id: string;
+  organization_id: string;
+  url: string;
+  description: string | null;
+  events: string[];
+  enabled: boolean;
+  disabled_reason: DisabledReason | null;
+  disabled_at: Date | null;
+  secret_sealed: string;
+  previous_secret_sealed: string | null;
+  previous_secret_expires_at: Date | null;
+  failing_since: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface DeliveryRow {
+  id: string;
+  organization_id: string;
+  endpoint_id: string;
+  event_id: string;
+  event_type: string;
+  body: string;
+  status: 'pending' | 'succeeded' | 'failed';
+  attempts: number;
+  last_status_code: number | null;
+  last_duration_ms: number | null;
+  last_error: string | null;
+  last_response_excerpt: string | null;
+  last_attempt_at: Date | null;
+  next_attempt_at: Date | null;
+  created_at: Date;
+}
+
+interface AttemptRow {
+  delivery_id: string;
+  attempt: number;
+  status_code: number | null;
+  duration_ms: number;
+  error: string | null;
+  response_excerpt: string | null;
+  created_at: Date;
+}
+
+const iso = (date: Date | null) => (date ? date.toISOString() : null);
+
+export function publicEndpoint(row: EndpointRow) {
+  return {
+    id: row.id,
+    url: row.url,
+    description: row.description,
+    events: row.events,
+    enabled: row.enabled,
+    disabledReason: row.disabled_reason,
+    disabledAt: iso(row.disabled_at),
+    failingSince: iso(row.failing_since),
+    previousSecretExpiresAt: iso(row.previous_secret_expires_at),
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+export type PublicEndpoint = ReturnType<typeof publicEndpoint>;
+
+export function publicDelivery(row: DeliveryRow, attempts: AttemptRow[] = []) {
+  return {
+    id: row.id,
+    endpointId: row.endpoint_id,
+    event: { id: row.event_id, type: row.event_type },
+    status: row.status,
+    attempts: row.attempts,
+    lastStatusCode: row.last_status_code,
+    lastDurationMs: row.last_duration_ms,
+    lastError: row.last_error,
+    lastResponseExcerpt: row.last_response_excerpt,
+    lastAttemptAt: iso(row.last_attempt_at),
+    nextAttemptAt: iso(row.next_attempt_at),
+    payload: JSON.parse(row.body) as Record<string, unknown>,
+    attemptLog: attempts.map((attempt) => ({
+      attempt: attempt.attempt,
+      statusCode: attempt.status_code,
+      durationMs: attempt.duration_ms,
+      error: attempt.error,
+      responseExcerpt: attempt.response_excerpt,
+      createdAt: attempt.created_at.toISOString(),
+    })),
+    createdAt: row.created_at.toISOString(),
+  };
+}
+
+/** `whsec_` + base64 of 32 random bytes: the format `standardwebhooks` and `svix` verifiers take. */
+export function newWebhookSecret(): string {
+  return `${SECRET_PREFIX}${randomBytes(SECRET_BYTES).toString('base64')}`;
+}
+
+export interface EndpointInput {
+  url: string;
+  events: string[];
+  description?: string | null;
+}
+
+export interface EndpointPatch {
+  url?: string;
+  events?: string[];
+  description?: string | null;
+  enabled?: boolean;
+}
+
+export const DELIVER_QUEUE = 'webhooks.deliver';
+
+export class WebhookService {
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+    private readonly secrets: SecretBox,
+    private readonly pagination: Paginator,
+    private readonly options: { production: boolean; resolver?: Resolver; enqueue: Enqueue },
+  ) {}
+
+  /** Opens a sealed secret of endpoint `endpointId`. */
+  openSecret(endpointId: string, sealed: string): string {
+    return this.secrets.open(sealed, endpointId);
+  }
+
+  async create(organizationId: string, input: EndpointInput) {
+    const url = await this.checkUrl(input.url);
+    const events = checkEvents(input.events);
+    const now = this.clock.now();
+    const id = newId('wh', now.getTime());
+    const secret = newWebhookSecret();
+    const [row] = await this.db.query<EndpointRow>(
+      `INSERT INTO webhook_endpoints (id, organization_id, url, description, events, secret_sealed, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5::text[], $6, $7, $7) RETURNING *`,
+      [
+        id,
+        organizationId,
+        url,
+        input.description?.trim() || null,
+        events,
+        this.secrets.seal(secret, id),
+        now,
+      ],
+    );
+    return { endpoint: publicEndpoint(row!), secret };
+  }
+
+  list(
+    organizationId: string,
+    query: { page?: unknown; limit?: unknown; cursor?: unknown },
+    keyset: boolean,
+  ) {
+    return this.pagination.list(this.db, query, {
+      endpoint: keyset ? 'api.webhooks.list' : 'portal.webhooks.list',
+      keyset,
+      organizationId,
+      select: '*',
+      from: 'webhook_endpoints',
+      where: 'organization_id = $1',
+      params: [organizationId],
+      map: (row: EndpointRow) => publicEndpoint(row),
+    });
+  }
+
+  async getRow(organizationId: string, id: string, q: Queryable = this.db): Promise<EndpointRow> {
+    const [row] = await q.query<EndpointRow>(
+      'SELECT * FROM webhook_endpoints WHERE id = $1 AND organization_id = $2',
+      [id, organizationId],
+    );
+    if (!row) throw ApiError.notFound('Webhook');
+    return row;
+  }
+
+  async get(organizationId: string, id: string): Promise<PublicEndpoint> {
+    return publicEndpoint(await this.getRow(organizationId, id));
+  }
+
+  async update(organizationId: string, id: string, patch: EndpointPatch): Promise<PublicEndpoint> {
+    const current = await this.getRow(organizationId, id);
+    const url = patch.url === undefined ? current.url : await this.checkUrl(patch.url);
+    const events = patch.events === undefined ? current.events : checkEvents(patch.events);
+    const description =
+      patch.description === undefined ? current.description : patch.description?.trim() || null;
+    const now = this.clock.now();
+    let { enabled, disabled_reason, disabled_at, failing_since } = current;
+    if (patch.enabled === true && !current.enabled) {
+      // Turned back on: its failure history starts over.
+      enabled = true;
+      disabled_reason = null;
+      disabled_at = null;
+      failing_since = null;
+    } else if (patch.enabled === false && current.enabled) {
+      enabled = false;
+      disabled_reason = 'manual';
+      disabled_at = now;
+    }
+    const [row] = await this.db.query<EndpointRow>(
+      `UPDATE webhook_endpoints SET url = $3, events = $4::text[], description = $5, enabled = $6,
+              disabled_reason = $7, disabled_at = $8, failing_since = $9, updated_at = $10
+        WHERE id = $1 AND organization_id = $2 RETURNING *`,
+      [
+        id,
+        organizationId,
+        url,
+        events,
+        description,
+        enabled,
+        disabled_reason,
+        disabled_at,
+        failing_since,
+        now,
+      ],
+    );
+    if (!row) throw ApiError.notFound('Webhook');
+    return publicEndpoint(row);
+  }
+
+  async remove(organizationId: string, id: string): Promise<PublicEndpoint> {
+    const [row] = await this.db.query<EndpointRow>(
+      'DELETE FROM webhook_endpoints WHERE id = $1 AND organization_id = $2 RETURNING *',
+      [id, organizationId],
+    );
+    if (!row) throw ApiError.notFound('Webhook');
+    return publicEndpoint(row);
+  }
+
+  /**
+   * A new secret; the one it replaces keeps signing beside it for 24 hours. Rotating again within those 24
+   * hours retires the oldest at once: only the secret being replaced stays valid.
+   */
+  async rotateSecret(organizationId: string, id: string) {
+    const current = await this.getRow(organizationId, id);
+    const now = this.clock.now();
+    const secret = newWebhookSecret();
+    const [row] = await this.db.query<EndpointRow>(
+      `UPDATE webhook_endpoints SET secret_sealed = $3, previous_secret_sealed = $4,
+              previous_secret_expires_at = $5, updated_at = $6
+        WHERE id = $1 AND organization_id = $2 RETURNING *`,
+      [
+        id,
+        organizationId,
+        this.secrets.seal(secret, id),
+        current.secret_sealed,
+        new Date(now.getTime() + ROTATION_OVERLAP_MS),
+        now,
+      ],
+    );
+    if (!row) throw ApiError.notFound('Webhook');
+    return { endpoint: publicEndpoint(row), secret };
+  }
+
+  /** Queues a `webhook.test` event to this endpoint only. */
+  async sendTest(organizationId: string, id: string) {
+    const endpoint = await this.getRow(organizationId, id);
+    if (!endpoint.enabled) throw ApiError.conflict('This webhook is disabled; enable it before testing it');
+    const now = this.clock.now();
+    const eventId = newId('evt', now.getTime());
+    const body = JSON.stringify({
+      type: 'webhook.test',
+      timestamp: now.toISOString(),
+      data: { endpointId: endpoint.id, message: 'This is a test event.' },
+    });
+    return this.db.transaction(async (tx) => {
+      const [row] = await tx.query<DeliveryRow>(
+        `INSERT INTO webhook_deliveries (id, organization_id, endpoint_id, event_id, event_type, body, next_attempt_at, created_at)
+         VALUES ($1, $2, $3, $4, 'webhook.test', $5, $6, $6) RETURNING *`,
+        [newId('whd', now.getTime()), organizationId, endpoint.id, eventId, body, now],
+      );
+      await this.options.enqueue(tx, row!.id, false);
+      return publicDelivery(row!);
+    });
+  }
+
+  async deliveries(organizationId: string, endpointId: string, query: { page?: unknown; limit?: unknown }) {
+    await this.getRow(organizationId, endpointId);
+    const page = await this.pagination.list(this.db, query, {
+      endpoint: 'portal.webhooks.deliveries',
+      keyset: false,
+      organizationId,
+      filters: { endpointId },
+      select: '*',
+      from: 'webhook_deliveries',
+      where: 'organization_id = $1 AND endpoint_id = $2',
+      params: [organizationId, endpointId],
+      map: (row: DeliveryRow) => row,
+    });
+    const attempts = await this.attemptsOf(page.data.map((row) => row.id));
+    return { ...page, data: page.data.map((row) => publicDelivery(row, attempts.get(row.id))) };
+  }
+
+  /** Sends one delivery again, once, now (no automatic retries for a manual redelivery). */
+  async redeliver(organizationId: string, endpointId: string, deliveryId: string) {
+    const endpoint = await this.getRow(organizationId, endpointId);
+    if (!endpoint.enabled) throw ApiError.conflict('This webhook is disabled; enable it before redelivering');
+    const now = this.clock.now();
+    return this.db.transaction(async (tx) => {
+      const [existing] = await tx.query<DeliveryRow>(
+        'SELECT * FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2 AND organization_id = $3 FOR UPDATE',
+        [deliveryId, endpointId, organizationId],
+      );
+      if (!existing) throw ApiError.notFound('Delivery');
+      if (existing.status === 'pending') {
+        throw ApiError.conflict('This delivery is still being attempted; wait for it to succeed or fail');
+      }
+      const [row] = await tx.query<DeliveryRow>(
+        `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $2 WHERE id = $1 RETURNING *`,
+        [deliveryId, now],
+      );
+      await this.options.enqueue(tx, deliveryId, true);
+      return publicDelivery(row!, (await this.attemptsOf([deliveryId], tx)).get(deliveryId));
+    });
+  }
+
+  private async attemptsOf(
+    deliveryIds: string[],
+    q: Queryable = this.db,
+  ): Promise<Map<string, AttemptRow[]>> {
+    const byDelivery = new Map<string, AttemptRow[]>();
+    if (deliveryIds.length === 0) return byDelivery;
+    const rows = await q.query<AttemptRow>(
+      'SELECT * FROM webhook_attempts WHERE delivery_id = ANY($1::text[]) ORDER BY delivery_id, attempt',
+      [deliveryIds],
+    );
+    for (const row of rows) {
+      const list = byDelivery.get(row.delivery_id) ?? [];
+      list.push(row);
+      byDelivery.set(row.delivery_id, list);
+    }
+    return byDelivery;
+  }
+
+  /**
+   * A URL a webhook may be sent to: http or https anywhere but production; in production https only, and
+   * its host must not be (or resolve to) a loopback, private, link-local or otherwise non-public address.
+   * A name that does not resolve now is accepted: it is checked again at every delivery.
+   */
+  async checkUrl(raw: string): Promise<string> {
+    const text = raw.trim();
+    if (text.length === 0 || text.length > MAX_URL_LENGTH) {
+      throw ApiError.badRequest(`url must be 1 to ${MAX_URL_LENGTH} characters`);
+    }
+    let url: URL;
+    try {
+      url = new URL(text);
+    } catch {
+      throw ApiError.badRequest('url must be an absolute http or https URL');
+    }
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+      throw ApiError.badRequest('url must be an absolute http or https URL');
+    }
+    if (!this.options.production) return url.toString();
+    if (url.protocol !== 'https:') throw ApiError.badRequest('url must use https');
+    try {
+      await checkHost(url.hostname, this.options.resolver);
+    } catch (error) {
+      if (error instanceof ForbiddenAddressError) {
+        throw ApiError.badRequest(`url must point to a public address: ${error.message}`);
+      }
+    }
+    return url.toString();
+  }
+}
+
+export type Enqueue = (tx: Queryable, deliveryId: string, manual: boolean) => Promise<void>;
+
+function checkEvents(events: string[]): string[] {
+  const unique = [...new Set(events.map((type) => type.trim()))];
+  if (unique.length === 0) throw ApiError.badRequest('events must name at least one event type');
+  const unknown = unique.filter((type) => !EVENT_TYPES.has(type));
+  if (unknown.length > 0) {
+    throw ApiError.badRequest(
+      `Unknown event type${unknown.length > 1 ? 's' : ''} ${unknown.map((t) => `"${t}"`).join(', ')}; ` +
+        'GET /api/webhooks/events lists them',
+    );
+  }
+  return unique;
+}
