@@ -230,7 +230,8 @@ export class JobQueue {
         [job.id, this.clock.now(), this.workerId],
       );
     } catch (error) {
-      this.onError(error, job);
+      // A RetryAt is the handler's plan (a receiver's Retry-After, a retry schedule), not a failure to report.
+      if (!(error instanceof RetryAt)) this.onError(error, job);
       const now = this.clock.nowMs();
       const message = error instanceof Error ? error.message : String(error);
       if (error instanceof RetryAt || job.attempts < job.maxAttempts) {

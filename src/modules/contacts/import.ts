@@ -196,7 +196,7 @@ export class ContactImporter {
           batch.delete(outcome.row.phone);
           batch.set(outcome.row.phone, outcome.row);
           if (batch.size >= BATCH_SIZE) {
-            await this.upsert(tx, organizationId, [...batch.values()], result, now);
+            await this.upsert(tx, organizationId, [...batch.values()], result, now, actor);
             batch = new Map();
           }
         } else {
@@ -206,7 +206,7 @@ export class ContactImporter {
             result.errors.push({ row: rowNumber, reason: outcome.reason });
         }
       }
-      if (batch.size > 0) await this.upsert(tx, organizationId, [...batch.values()], result, now);
+      if (batch.size > 0) await this.upsert(tx, organizationId, [...batch.values()], result, now, actor);
 
       if (dataRows === 0 || blankPhones === dataRows) {
         throw new ApiError(
@@ -243,9 +243,10 @@ export class ContactImporter {
     rows: ValidRow[],
     result: ImportResult,
     now: Date,
+    actor: string,
   ) {
     const column = <T>(pick: (row: ValidRow) => T) => rows.map(pick);
-    const inserted = await tx.query<{ inserted: boolean }>(
+    const inserted = await tx.query<{ id: string; phone: string; inserted: boolean }>(
       `INSERT INTO contacts (id, organization_id, phone, first_name, last_name, email, company, custom_fields,
                              consent_status, consent_date, consent_method, created_at, updated_at)
        SELECT id, $2, phone, first_name, last_name, email, company, custom_fields::jsonb,
@@ -265,7 +266,7 @@ export class ContactImporter {
          consent_date = COALESCE(EXCLUDED.consent_date, contacts.consent_date),
          consent_method = COALESCE(EXCLUDED.consent_method, contacts.consent_method),
          updated_at = EXCLUDED.updated_at
-       RETURNING (xmax = 0) AS inserted`,
+       RETURNING id, phone, (xmax = 0) AS inserted`,
       [
         rows.map(() => newId('ct', now.getTime())),
         organizationId,
@@ -284,6 +285,26 @@ export class ContactImporter {
     for (const row of inserted) {
       if (row.inserted) result.imported++;
       else result.updated++;
+    }
+    // Consent given in the file is a consent change: it goes into the consent history like any other.
+    const withConsent = rows.filter((r) => r.consentStatus || r.consentDate || r.consentMethod);
+    if (withConsent.length > 0) {
+      const contactIds = new Map(inserted.map((row) => [row.phone, row.id]));
+      await tx.query(
+        `INSERT INTO consent_events (id, organization_id, phone, contact_id, action, method, reason, actor, created_at)
+         SELECT id, $2, phone, contact_id, 'consent_recorded', method, $3, $4, $5
+           FROM unnest($1::text[], $6::text[], $7::text[], $8::text[]) AS t(id, phone, contact_id, method)`,
+        [
+          withConsent.map(() => newId('cev', now.getTime())),
+          organizationId,
+          'contact import',
+          actor,
+          now,
+          withConsent.map((r) => r.phone),
+          withConsent.map((r) => contactIds.get(r.phone) ?? null),
+          withConsent.map((r) => r.consentMethod ?? 'import'),
+        ],
+      );
     }
   }
 }
