@@ -17,6 +17,7 @@ import { installApiKeyGuard } from './modules/api-keys/guard.ts';
 import { apiKeyRoutes } from './modules/api-keys/routes.ts';
 import { contactRoutes, developerContactSurface } from './modules/contacts/routes.ts';
 import { portalAuthRoutes } from './modules/identity/routes.ts';
+import { messageRoutes } from './modules/messaging/routes.ts';
 import { systemRoutes } from './modules/system/routes.ts';
 import { ApiError, renderError, shapeForPath } from './platform/errors.ts';
 import { ErrorShapeB } from './platform/http/schemas.ts';
@@ -118,6 +119,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
       installApiKeyGuard(developer, ctx);
       await apiKeyDeveloperRoutes(developer);
       await contactRoutes(developer, ctx, developerContactSurface(ErrorShapeB));
+      await messageRoutes(developer, ctx);
     },
     { prefix: '/api/v2' },
   );

@@ -1,6 +1,8 @@
 // The running product's parts, built once per process (or per test app) and handed to routes. Services
 // receive what they need from here; none of them reads the environment or the wall clock.
 import type { FastifyBaseLogger } from 'fastify';
+import type { Carrier } from './carriers/carrier.ts';
+import { SimulatedCarrier } from './carriers/simulated.ts';
 import type { Config } from './config.ts';
 import { ApiKeyService } from './modules/api-keys/service.ts';
 import { ContactImporter } from './modules/contacts/import.ts';
@@ -11,6 +13,7 @@ import { PortalAuthService } from './modules/identity/service.ts';
 import { SessionService } from './modules/identity/sessions.ts';
 import { TwoFactorService } from './modules/identity/two-factor.ts';
 import { UserService } from './modules/identity/users.ts';
+import { MessagingService } from './modules/messaging/service.ts';
 import { NumberService } from './modules/numbers/service.ts';
 import { OrganizationService } from './modules/organizations/service.ts';
 import { SessionTokenCodec } from './platform/auth/session-token.ts';
@@ -40,6 +43,8 @@ export interface AppContext {
   contacts: ContactService;
   contactImporter: ContactImporter;
   contactLists: ContactListService;
+  carrier: Carrier;
+  messages: MessagingService;
   mailer: Mailer;
   sessions: SessionService;
   twoFactor: TwoFactorService;
@@ -80,6 +85,21 @@ export function createContext(
     publicUrl: config.publicUrl,
     onMailError: (error) => log.error({ err: error }, 'password reset e-mail could not be sent'),
   });
+  const numbers = new NumberService(db, theClock);
+  const contacts = new ContactService(db, theClock, events, pagination);
+  const carrier = new SimulatedCarrier(config.carrierTrustTier);
+  const messages = new MessagingService(
+    db,
+    theClock,
+    jobs,
+    events,
+    pagination,
+    organizations,
+    numbers,
+    contacts,
+    carrier,
+    { automaticReceipts: config.appEnv !== 'test' },
+  );
   return {
     config,
     db,
@@ -91,11 +111,13 @@ export function createContext(
     log,
     organizations,
     users,
-    numbers: new NumberService(db, theClock),
+    numbers,
     apiKeys: new ApiKeyService(db, theClock, config.appEnv === 'production', pagination),
-    contacts: new ContactService(db, theClock, events, pagination),
+    contacts,
     contactImporter: new ContactImporter(db, theClock, events),
     contactLists: new ContactListService(db, theClock, pagination),
+    carrier,
+    messages,
     mailer,
     sessions,
     twoFactor,
