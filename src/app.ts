@@ -17,7 +17,7 @@ import { installApiKeyGuard } from './modules/api-keys/guard.ts';
 import { apiKeyRoutes } from './modules/api-keys/routes.ts';
 import { contactRoutes, developerContactSurface } from './modules/contacts/routes.ts';
 import { portalAuthRoutes } from './modules/identity/routes.ts';
-import { messageRoutes } from './modules/messaging/routes.ts';
+import { developerMessageSurface, messageRoutes, portalMessageRoutes } from './modules/messaging/routes.ts';
 import { systemRoutes } from './modules/system/routes.ts';
 import { ApiError, renderError, shapeForPath } from './platform/errors.ts';
 import { ErrorShapeB } from './platform/http/schemas.ts';
@@ -119,11 +119,12 @@ export async function buildApp(ctx: AppContext): Promise<App> {
       installApiKeyGuard(developer, ctx);
       await apiKeyDeveloperRoutes(developer);
       await contactRoutes(developer, ctx, developerContactSurface(ErrorShapeB));
-      await messageRoutes(developer, ctx);
+      await messageRoutes(developer, ctx, developerMessageSurface);
     },
     { prefix: '/api/v2' },
   );
   await app.register(async (scope) => portalAuthRoutes(scope as App, ctx), { prefix: '/v2/portal/auth' });
+  await app.register(async (scope) => portalMessageRoutes(scope as App, ctx), { prefix: '/v2/portal' });
   await app.register(async (scope) => apiKeyRoutes(scope as App, ctx), { prefix: '/api/api-keys' });
   if (ctx.config.adminToken) {
     // Without ADMIN_TOKEN the operator API does not exist: the whole /admin tree answers 404.

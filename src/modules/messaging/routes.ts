@@ -1,17 +1,74 @@
-// Messaging over the developer API (`/api/v2`): send, count segments, and message history. Handlers parse
-// and answer; the rules are in MessagingService.
+// Messaging over HTTP: send, count segments, and message history. The same routes serve two surfaces: the
+// developer API (`/api/v2`, API key, Shape B) and its portal twin the web console uses (`/v2/portal`,
+// session, Shape A). Handlers parse and answer; the rules are in MessagingService.
+import type { FastifyContextConfig, FastifyReply, FastifyRequest } from 'fastify';
 import { type TSchema, Type } from 'typebox';
 import type { App } from '../../app.ts';
 import type { AppContext } from '../../context.ts';
-import { ErrorShapeB, envelope, IdParams } from '../../platform/http/schemas.ts';
+import { currentSession, requireSession } from '../../platform/auth/session-guard.ts';
+import { ApiError } from '../../platform/errors.ts';
+import { ErrorShapeA, ErrorShapeB, envelope, IdParams } from '../../platform/http/schemas.ts';
 import { PageEnvelope, PageQuery, pageResponse } from '../../platform/pagination.ts';
+import { rateLimitHeaders } from '../../platform/rate-limit.ts';
+import { SEND_RATE_RULE } from '../api-keys/guard.ts';
+import type { Organization } from '../organizations/service.ts';
 import { DIRECTIONS, MESSAGE_STATUSES } from './service.ts';
 
-const errors = Object.fromEntries(
-  [400, 401, 402, 403, 404, 409, 422, 429, 503].map((status) => [status, ErrorShapeB]),
-);
-const security = [{ apiKey: [] }];
 const tags = ['Messages'];
+
+/** Who calls and how: what differs between the developer API and the portal. */
+export interface MessageSurface {
+  name: 'api' | 'portal';
+  security: Record<string, string[]>[];
+  errorSchema: TSchema;
+  config(access: 'send' | 'read'): FastifyContextConfig;
+  organization(request: FastifyRequest): Promise<Organization>;
+  /** Extra admission for a send (the portal's share of the 30 sends per minute). */
+  beforeSend?(request: FastifyRequest, reply: FastifyReply, organization: Organization): Promise<void>;
+}
+
+/** The developer API: the API-key guard has already authenticated, limited and scoped the request. */
+export const developerMessageSurface: MessageSurface = {
+  name: 'api',
+  security: [{ apiKey: [] }],
+  errorSchema: ErrorShapeB,
+  config: (access) =>
+    access === 'send'
+      ? { scope: 'messages:send', rateLimit: 'messaging', sendLimit: true }
+      : { scope: 'messages:read', rateLimit: 'messaging' },
+  organization: async (request) => request.organization!,
+};
+
+/**
+ * The portal twin: any member of the organization may send and read (sending is using the product, not
+ * managing it). It shares the organization's 30 sends per minute with the developer API.
+ */
+export function portalMessageSurface(ctx: AppContext): MessageSurface {
+  return {
+    name: 'portal',
+    security: [{ session: [] }, { sessionCookie: [] }],
+    errorSchema: ErrorShapeA,
+    config: () => ({}),
+    organization: (request) => ctx.organizations.get(currentSession(request).organizationId),
+    beforeSend: async (_request, reply, organization) => {
+      const state = await ctx.rateLimiter.consume(SEND_RATE_RULE, organization.id);
+      reply.headers(rateLimitHeaders(state));
+      if (!state.allowed) {
+        throw new ApiError(429, `Rate limit of ${state.limit} sends per minute exceeded`, {
+          code: 'RATE_LIMITED',
+          headers: { ...rateLimitHeaders(state), 'Retry-After': String(state.resetSeconds) },
+        });
+      }
+    },
+  };
+}
+
+/** Mounts the portal twin on a `/v2/portal` scope, behind the session guard. */
+export async function portalMessageRoutes(app: App, ctx: AppContext) {
+  // onRequest, so an unauthenticated request is a 401 whatever its body.
+  app.addHook('onRequest', requireSession(ctx));
+  await messageRoutes(app, ctx, portalMessageSurface(ctx));
+}
 
 // media and mediaFiles are checked by validateMedia, which answers with the spec's media codes; a schema
 // here would turn them into a code-less 400.
@@ -83,11 +140,15 @@ const IdempotencyHeaders = Type.Object({
   ),
 });
 
-export async function messageRoutes(app: App, ctx: AppContext) {
+export async function messageRoutes(app: App, ctx: AppContext, surface: MessageSurface) {
+  const errors = Object.fromEntries(
+    [400, 401, 402, 403, 404, 409, 422, 429, 503].map((status) => [status, surface.errorSchema]),
+  );
+  const security = surface.security;
   app.post(
     '/messages/send',
     {
-      config: { scope: 'messages:send', rateLimit: 'messaging', sendLimit: true },
+      config: surface.config('send'),
       bodyLimit: 8 * 1024 * 1024,
       schema: {
         tags,
@@ -104,8 +165,10 @@ export async function messageRoutes(app: App, ctx: AppContext) {
       },
     },
     async (request, reply) => {
+      const organization = await surface.organization(request);
+      await surface.beforeSend?.(request, reply, organization);
       const key = request.headers['idempotency-key'];
-      const { result, replayed } = await ctx.messages.send(request.organization!, request.body, 'api', key);
+      const { result, replayed } = await ctx.messages.send(organization, request.body, surface.name, key);
       if (replayed) reply.header('Idempotent-Replayed', 'true');
       return reply.status(202).send({ success: true, data: result });
     },
@@ -114,7 +177,7 @@ export async function messageRoutes(app: App, ctx: AppContext) {
   app.post(
     '/messages/segments',
     {
-      config: { scope: 'messages:send', rateLimit: 'messaging' },
+      config: surface.config('send'),
       schema: {
         tags,
         summary: 'Count the segments a text would cost, without sending',
@@ -132,13 +195,16 @@ export async function messageRoutes(app: App, ctx: AppContext) {
         },
       },
     },
-    async (request) => ({ success: true as const, data: ctx.messages.segments(request.body.message) }),
+    async (request) => {
+      await surface.organization(request);
+      return { success: true as const, data: ctx.messages.segments(request.body.message) };
+    },
   );
 
   app.get(
     '/messages',
     {
-      config: { scope: 'messages:read', rateLimit: 'messaging' },
+      config: surface.config('read'),
       schema: {
         tags,
         summary: 'Message history, newest first (offset or keyset paging)',
@@ -156,13 +222,16 @@ export async function messageRoutes(app: App, ctx: AppContext) {
         response: { 200: PageEnvelope(MessageSchema), ...errors },
       },
     },
-    async (request) => pageResponse(await ctx.messages.list(request.organization!.id, request.query, 'api')),
+    async (request) => {
+      const organization = await surface.organization(request);
+      return pageResponse(await ctx.messages.list(organization.id, request.query, surface.name));
+    },
   );
 
   app.get(
     '/messages/:id',
     {
-      config: { scope: 'messages:read', rateLimit: 'messaging' },
+      config: surface.config('read'),
       schema: {
         tags,
         summary: 'Read a message',
@@ -171,10 +240,10 @@ export async function messageRoutes(app: App, ctx: AppContext) {
         response: { 200: envelope(MessageSchema), ...errors },
       },
     },
-    async (request) => ({
-      success: true as const,
-      data: await ctx.messages.get(request.organization!.id, request.params.id),
-    }),
+    async (request) => {
+      const organization = await surface.organization(request);
+      return { success: true as const, data: await ctx.messages.get(organization.id, request.params.id) };
+    },
   );
 }
 
