@@ -84,17 +84,22 @@ export class SendLimits {
          ON CONFLICT (organization_id) DO NOTHING`,
         [organizationId, now],
       );
-      // Bounded wait: a send that cannot get its turn quickly answers 503 rather than hanging.
-      await tx.query(`SET LOCAL lock_timeout = '${Math.max(1, Math.round(this.options.lockTimeoutMs))}ms'`);
+      // Bounded waits: a send that cannot get its turn, or whose counters do not answer, quickly answers
+      // 503 rather than hanging. Both settings end with the limit checks (and at the latest with the
+      // transaction), so the writes that follow are not cut short by them.
+      const lockMs = Math.max(1, Math.round(this.options.lockTimeoutMs));
+      await tx.exec(
+        `SET LOCAL lock_timeout = '${lockMs}ms'; SET LOCAL statement_timeout = '${lockMs + 2000}ms'`,
+      );
       await tx.query(
         'SELECT organization_id FROM send_limit_accounts WHERE organization_id = $1 FOR UPDATE',
         [organizationId],
       );
-      await tx.query('SET LOCAL lock_timeout = DEFAULT');
       // Read under the lock: a plan or state changed a moment ago applies to this send.
       const org = await this.organizations.get(organizationId, tx);
       trial = org.subscriptionState === 'trial';
       await this.check(tx, org, segments, now);
+      await tx.exec('SET LOCAL lock_timeout = DEFAULT; SET LOCAL statement_timeout = DEFAULT');
       return org;
     } catch (error) {
       if (error instanceof ApiError || !isUncheckable(error)) throw error;
