@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { MAGIC_SUFFIXES } from '../src/carriers/simulated.ts';
+import { DISPATCH_ATTEMPTS } from '../src/modules/messaging/service.ts';
 import { isShapeA, startTestApp, type TestApp } from './helpers/app.ts';
 import { countRows, freshNumber, type Sender, send, sender } from './helpers/messaging.ts';
 
@@ -141,6 +142,33 @@ describe('the simulated carrier', () => {
       [ids],
     );
     assert.ok(slots[2]!.run_at.getTime() - slots[0]!.run_at.getTime() >= 2 * 1111);
+  });
+
+  test('a carrier that cannot be reached: dispatch is retried, then the message fails with message.failed', async () => {
+    nextMinute();
+    // Flush what earlier tests left queued, so only this message meets the broken carrier.
+    await runJobs(60);
+    const id = (await send(t, acme, { to: freshNumber(), message: 'x' })).body.data.id;
+    const carrier = t.ctx.carrier;
+    const realSend = carrier.send;
+    let calls = 0;
+    carrier.send = async (message) => {
+      if (message.id === id) calls++;
+      throw new Error('carrier unreachable');
+    };
+    try {
+      for (let round = 0; round < DISPATCH_ATTEMPTS + 2; round++) await runJobs(400);
+    } finally {
+      carrier.send = realSend;
+    }
+    assert.equal(calls, DISPATCH_ATTEMPTS);
+    const message = await read(id);
+    assert.equal(message.status, 'failed');
+    assert.equal(message.errorCode, 'dispatch_failed');
+    assert.deepEqual(
+      (await eventsOf(id)).map((e) => e.type),
+      ['message.failed'],
+    );
   });
 
   test('a STOP that arrives while a message is queued cancels it at dispatch', async () => {

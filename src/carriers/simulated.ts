@@ -2,7 +2,7 @@
 // sending number's type and, outside test, reports a delivery receipt a few seconds later. Recipients whose
 // numbers end in the magic digits below make it refuse, fail, leave undelivered or never answer, so every
 // path can be seen in development (docs/messaging.md "The simulated carrier").
-import { randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { NumberType } from '../modules/numbers/service.ts';
 import type { Carrier, CarrierSendResult, OutboundForCarrier, ReceiptStatus, TrustTier } from './carrier.ts';
 
@@ -49,7 +49,10 @@ export class SimulatedCarrier implements Carrier {
         errorMessage: 'The carrier refused the message (simulated: recipient ends in 0666)',
       };
     }
-    return { accepted: true, carrierMessageId: `sim_${randomBytes(12).toString('hex')}` };
+    // Derived from our id, as a real carrier's idempotency key would make it: a dispatch retried after a
+    // crash between the carrier's acceptance and our record of it gets the same carrier message back.
+    const digest = createHash('sha256').update(message.id).digest('hex').slice(0, 24);
+    return { accepted: true, carrierMessageId: `sim_${digest}` };
   }
 
   plannedReceipt(message: OutboundForCarrier): { status: ReceiptStatus; afterSeconds: number } | null {

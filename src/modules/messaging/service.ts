@@ -36,6 +36,7 @@ export type Origin = 'api' | 'portal' | 'auto_reply' | 'carrier';
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 export const DISPATCH_QUEUE = 'messages.dispatch';
 export const RECEIPT_QUEUE = 'messages.receipt';
+export const DISPATCH_ATTEMPTS = 8;
 
 // CTIA and carrier opt-out keywords; matched on the whole text, trimmed, any case (docs/messaging.md).
 export const STOP_KEYWORDS = ['STOP', 'STOPALL', 'UNSUBSCRIBE', 'CANCEL', 'END', 'QUIT', 'REVOKE', 'OPTOUT'];
@@ -137,10 +138,25 @@ export class MessagingService {
     private readonly options: MessagingOptions,
   ) {
     this.limits = new SendLimits(clock, organizations, { lockTimeoutMs: options.lockTimeoutMs ?? 3000 });
-    jobs.register<{ messageId: string }>(DISPATCH_QUEUE, (payload) => this.dispatch(payload.messageId), {
-      maxAttempts: 8,
-      retryDelaysSeconds: [5, 15, 60, 300],
-    });
+    jobs.register<{ messageId: string }>(
+      DISPATCH_QUEUE,
+      async (payload, job) => {
+        try {
+          await this.dispatch(payload.messageId);
+        } catch (error) {
+          if (job.attempts < job.maxAttempts) throw error;
+          // The carrier could not be reached on any attempt: the message fails rather than stay queued forever.
+          const row = await this.row(payload.messageId);
+          if (row) {
+            await this.finish(row, 'failed', {
+              errorCode: 'dispatch_failed',
+              errorMessage: 'The message could not be handed to the carrier after repeated attempts',
+            });
+          }
+        }
+      },
+      { maxAttempts: DISPATCH_ATTEMPTS, retryDelaysSeconds: [5, 15, 60, 300] },
+    );
     jobs.register<{ messageId: string; status: ReceiptStatus }>(RECEIPT_QUEUE, async (payload) => {
       await this.applyReceipt(payload.messageId, payload.status).catch((error) => {
         // A receipt that no longer applies (the message moved on) is dropped, as a carrier's duplicate is.
