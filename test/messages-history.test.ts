@@ -148,6 +148,8 @@ describe('message history', () => {
       inbound.body.data.message.id,
       outbound.body.data.id,
     ]);
+    const national = customer.replace(/^\+1(\d{3})(\d{3})(\d{4})$/, '($1) $2-$3');
+    assert.equal((await ids(`?number=${encodeURIComponent(national)}`)).length, 2);
     assert.deepEqual(await ids(`?until=${middle.toISOString()}`), [outbound.body.data.id]);
     assert.equal((await ids(`?since=${middle.toISOString()}`)).length, 2);
     assert.equal((await ids(`?since=${start.toISOString()}&direction=outbound`)).length, 2);

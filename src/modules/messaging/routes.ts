@@ -224,7 +224,9 @@ export async function messageRoutes(app: App, ctx: AppContext, surface: MessageS
     },
     async (request) => {
       const organization = await surface.organization(request);
-      return pageResponse(await ctx.messages.list(organization.id, request.query, surface.name));
+      return pageResponse(
+        await ctx.messages.list(organization.id, request.query, surface.name, organization.region),
+      );
     },
   );
 

@@ -13,7 +13,7 @@ import type { Page, PageQueryInput, Paginator } from '../../platform/pagination.
 import { normalisePhone } from '../contacts/phone.ts';
 import type { ContactService } from '../contacts/service.ts';
 import type { NumberService, PhoneNumber } from '../numbers/service.ts';
-import type { Organization, OrganizationService } from '../organizations/service.ts';
+import type { Organization, OrganizationService, Region } from '../organizations/service.ts';
 import { SendLimits } from './limits.ts';
 import { validateMedia } from './media.ts';
 import { findUnsupported, render } from './merge-variables.ts';
@@ -616,10 +616,13 @@ export class MessagingService {
     organizationId: string,
     query: PageQueryInput & MessageFilters,
     surface: string,
+    region: Region = 'us',
   ): Promise<Page<Message>> {
     const since = parseInstant(query.since, 'since');
     const until = parseInstant(query.until, 'until');
-    const number = query.number?.trim() ? (normalisePhone(query.number, 'us') ?? query.number.trim()) : null;
+    const number = query.number?.trim()
+      ? (normalisePhone(query.number, region) ?? query.number.trim())
+      : null;
     const filters = {
       direction: query.direction ?? null,
       status: query.status ?? null,
