@@ -43,12 +43,14 @@ describe('the simulated carrier', () => {
     const sent = await read(id);
     assert.equal(sent.status, 'sent');
     assert.ok(sent.sentAt);
+    assert.equal(sent.receiptState, 'awaiting_receipt');
     // In test the carrier reports nothing by itself.
     await runJobs(3600);
     assert.equal((await read(id)).status, 'sent');
     const delivered = await receipt(id, 'delivered');
     assert.equal(delivered.status, 200, delivered.text);
     assert.equal(delivered.body.data.status, 'delivered');
+    assert.equal(delivered.body.data.receiptState, null);
     assert.ok(delivered.body.data.deliveredAt);
     assert.equal((await read(id)).status, 'delivered');
     assert.deepEqual(
@@ -79,6 +81,20 @@ describe('the simulated carrier', () => {
       );
     });
   }
+
+  test('a sent message without receipt is awaiting_receipt for 72 hours, then no_receipt', async () => {
+    nextMinute();
+    const id = (await send(t, acme, { to: freshNumber(), message: 'x' })).body.data.id;
+    assert.equal((await read(id)).receiptState, null);
+    await runJobs();
+    const sentAt = Date.parse((await read(id)).sentAt);
+    t.ctx.clock.set(new Date(sentAt + 72 * 3600_000 - 1000));
+    assert.equal((await read(id)).receiptState, 'awaiting_receipt');
+    t.ctx.clock.set(new Date(sentAt + 72 * 3600_000));
+    assert.equal((await read(id)).receiptState, 'no_receipt');
+    // A late receipt still counts.
+    assert.equal((await receipt(id, 'delivered')).body.data.receiptState, null);
+  });
 
   test('receipts: a queued message is 409, an unknown id 404, a bad status 400', async () => {
     nextMinute();

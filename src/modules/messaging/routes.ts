@@ -12,7 +12,7 @@ import { PageEnvelope, PageQuery, pageResponse } from '../../platform/pagination
 import { rateLimitHeaders } from '../../platform/rate-limit.ts';
 import { SEND_RATE_RULE } from '../api-keys/guard.ts';
 import type { Organization } from '../organizations/service.ts';
-import { DIRECTIONS, MESSAGE_STATUSES } from './service.ts';
+import { DIRECTIONS, MESSAGE_STATUSES, RECEIPT_STATES } from './service.ts';
 
 const tags = ['Messages'];
 
@@ -126,6 +126,9 @@ export const MessageSchema = Type.Object({
   errorMessage: Type.Union([Type.String(), Type.Null()]),
   sentAt: Type.Union([Type.String(), Type.Null()]),
   deliveredAt: Type.Union([Type.String(), Type.Null()]),
+  receiptState: Type.Union([Type.Enum(RECEIPT_STATES), Type.Null()], {
+    description: 'Only for sent messages: awaiting_receipt for 72 hours after sending, then no_receipt',
+  }),
   createdAt: Type.String(),
   updatedAt: Type.String(),
 });

@@ -34,6 +34,9 @@ export type Direction = (typeof DIRECTIONS)[number];
 export type Origin = 'api' | 'portal' | 'auto_reply' | 'carrier';
 
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+export const RECEIPT_WAIT_MS = 72 * 60 * 60 * 1000;
+export const RECEIPT_STATES = ['awaiting_receipt', 'no_receipt'] as const;
+export type ReceiptState = (typeof RECEIPT_STATES)[number];
 export const DISPATCH_QUEUE = 'messages.dispatch';
 export const RECEIPT_QUEUE = 'messages.receipt';
 export const DISPATCH_ATTEMPTS = 8;
@@ -82,6 +85,8 @@ export interface Message {
   errorMessage: string | null;
   sentAt: string | null;
   deliveredAt: string | null;
+  /** Only for `sent`: awaiting its receipt (first 72 hours) or no receipt (after). */
+  receiptState: ReceiptState | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -400,7 +405,7 @@ export class MessagingService {
       await this.events.record(tx, {
         organizationId: updated.organization_id,
         type: 'message.sent',
-        data: { message: toMessage(updated) },
+        data: { message: toMessage(updated, this.clock.now()) },
       });
       const planned = this.options.automaticReceipts ? this.carrier.plannedReceipt?.(outbound) : undefined;
       if (planned) {
@@ -429,7 +434,7 @@ export class MessagingService {
         await this.events.record(tx, {
           organizationId: updated.organization_id,
           type: 'message.failed',
-          data: { message: toMessage(updated) },
+          data: { message: toMessage(updated, this.clock.now()) },
         });
       }
     });
@@ -463,13 +468,13 @@ export class MessagingService {
         await this.events.record(tx, {
           organizationId: updated.organization_id,
           type: `message.${status}`,
-          data: { message: toMessage(updated) },
+          data: { message: toMessage(updated, this.clock.now()) },
         });
-        return toMessage(updated);
+        return toMessage(updated, this.clock.now());
       }
       const [current] = await tx.query<MessageRow>('SELECT * FROM messages WHERE id = $1', [messageId]);
       if (current?.direction !== 'outbound') throw ApiError.notFound('Message');
-      if (current.status === status) return toMessage(current);
+      if (current.status === status) return toMessage(current, this.clock.now());
       throw ApiError.conflict(
         current.status === 'queued'
           ? 'The message has not been handed to the carrier yet; a receipt can only follow a sent message'
@@ -522,7 +527,7 @@ export class MessagingService {
           now,
         ],
       );
-      const message = toMessage(row!);
+      const message = toMessage(row!, this.clock.now());
       await this.events.record(tx, {
         organizationId: organization.id,
         type: 'message.received',
@@ -597,7 +602,7 @@ export class MessagingService {
       ],
     );
     await this.schedule(tx, row!.id, sender);
-    return toMessage(row!);
+    return toMessage(row!, this.clock.now());
   }
 
   // -------------------------------------------------------------------------------------------------------
@@ -609,7 +614,7 @@ export class MessagingService {
       [organizationId, id],
     );
     if (!row) throw ApiError.notFound('Message');
-    return toMessage(row);
+    return toMessage(row, this.clock.now());
   }
 
   list(
@@ -630,6 +635,7 @@ export class MessagingService {
       since: since ?? null,
       until: until ?? null,
     };
+    const now = this.clock.now();
     return this.pagination.list(this.db, query, {
       endpoint: `${surface}.messages.list`,
       keyset: true,
@@ -644,7 +650,7 @@ export class MessagingService {
         AND ($5::timestamptz IS NULL OR created_at >= $5)
         AND ($6::timestamptz IS NULL OR created_at < $6)`,
       params: [organizationId, filters.direction, filters.status, number, since ?? null, until ?? null],
-      map: (row: MessageRow) => toMessage(row),
+      map: (row: MessageRow) => toMessage(row, now),
     });
   }
 
@@ -695,7 +701,16 @@ function toCarrierMessage(row: MessageRow): OutboundForCarrier {
   };
 }
 
-export function toMessage(row: MessageRow): Message {
+/**
+ * A `sent` message without a receipt is awaiting its receipt for 72 hours after it was sent, then has none
+ * (CONTRACT section 6); every other status has no receipt state.
+ */
+export function receiptState(row: Pick<MessageRow, 'status' | 'sent_at'>, now: Date): ReceiptState | null {
+  if (row.status !== 'sent' || !row.sent_at) return null;
+  return now.getTime() - row.sent_at.getTime() < RECEIPT_WAIT_MS ? 'awaiting_receipt' : 'no_receipt';
+}
+
+export function toMessage(row: MessageRow, now: Date): Message {
   return {
     id: row.id,
     direction: row.direction,
@@ -711,6 +726,7 @@ export function toMessage(row: MessageRow): Message {
     errorMessage: row.error_message,
     sentAt: row.sent_at?.toISOString() ?? null,
     deliveredAt: row.delivered_at?.toISOString() ?? null,
+    receiptState: receiptState(row, now),
     createdAt: row.created_at.toISOString(),
     updatedAt: row.status_updated_at.toISOString(),
   };
