@@ -17,6 +17,7 @@ import { installApiKeyGuard } from './modules/api-keys/guard.ts';
 import { apiKeyRoutes } from './modules/api-keys/routes.ts';
 import { contactRoutes, developerContactSurface, portalContactSurface } from './modules/contacts/routes.ts';
 import { portalAuthRoutes } from './modules/identity/routes.ts';
+import { developerMessageSurface, messageRoutes, portalMessageRoutes } from './modules/messaging/routes.ts';
 import { systemRoutes } from './modules/system/routes.ts';
 import { webhookDeveloperRoutes, webhookRoutes } from './modules/webhooks/routes.ts';
 import { requireSession } from './platform/auth/session-guard.ts';
@@ -121,10 +122,12 @@ export async function buildApp(ctx: AppContext): Promise<App> {
       await apiKeyDeveloperRoutes(developer);
       await contactRoutes(developer, ctx, developerContactSurface(ErrorShapeB));
       await webhookDeveloperRoutes(developer, ctx);
+      await messageRoutes(developer, ctx, developerMessageSurface);
     },
     { prefix: '/api/v2' },
   );
   await app.register(async (scope) => portalAuthRoutes(scope as App, ctx), { prefix: '/v2/portal/auth' });
+  await app.register(async (scope) => portalMessageRoutes(scope as App, ctx), { prefix: '/v2/portal' });
   await app.register(async (scope) => apiKeyRoutes(scope as App, ctx), { prefix: '/api/api-keys' });
   // The portal twins of developer routes: the same handlers, for a signed-in person.
   await app.register(

@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { TRUST_TIERS, type TrustTier } from './carriers/carrier.ts';
 
 export type AppEnv = 'production' | 'development' | 'test';
 export type Role = 'api' | 'worker';
@@ -26,6 +27,8 @@ export interface Config {
   logLevel: string;
   /** Public base URL used in links we mail out (password reset). */
   publicUrl: string;
+  /** 10DLC trust tier of our brand, which sets local numbers' throughput (CARRIER_10DLC_TIER). */
+  carrierTrustTier: TrustTier;
 }
 
 export class ConfigError extends Error {}
@@ -53,6 +56,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (smtpUrl && !/^smtps?:\/\//.test(smtpUrl)) problems.push('SMTP_URL must start with smtp:// or smtps://');
 
   const dataDir = env.DATA_DIR || './data';
+
+  const carrierTrustTier = (env.CARRIER_10DLC_TIER || 'basic') as TrustTier;
+  if (!TRUST_TIERS.includes(carrierTrustTier)) {
+    problems.push(`CARRIER_10DLC_TIER must be one of ${TRUST_TIERS.join(', ')}`);
+  }
 
   const roles = (env.ROLES ?? 'api,worker').split(',').map((r) => r.trim()) as Role[];
   if (roles.length === 0 || roles.some((r) => r !== 'api' && r !== 'worker')) {
@@ -83,6 +91,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     roles,
     logLevel: env.LOG_LEVEL || (appEnv === 'test' ? 'silent' : 'info'),
     publicUrl: env.PUBLIC_URL || `http://localhost:${port}`,
+    carrierTrustTier,
   };
 }
 

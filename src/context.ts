@@ -1,6 +1,8 @@
 // The running product's parts, built once per process (or per test app) and handed to routes. Services
 // receive what they need from here; none of them reads the environment or the wall clock.
 import type { FastifyBaseLogger } from 'fastify';
+import type { Carrier } from './carriers/carrier.ts';
+import { SimulatedCarrier } from './carriers/simulated.ts';
 import type { Config } from './config.ts';
 import { ApiKeyService } from './modules/api-keys/service.ts';
 import { ContactImporter } from './modules/contacts/import.ts';
@@ -11,6 +13,7 @@ import { PortalAuthService } from './modules/identity/service.ts';
 import { SessionService } from './modules/identity/sessions.ts';
 import { TwoFactorService } from './modules/identity/two-factor.ts';
 import { UserService } from './modules/identity/users.ts';
+import { MessagingService } from './modules/messaging/service.ts';
 import { NumberService } from './modules/numbers/service.ts';
 import { OrganizationService } from './modules/organizations/service.ts';
 import { WebhookDelivery } from './modules/webhooks/delivery.ts';
@@ -43,6 +46,8 @@ export interface AppContext {
   contacts: ContactService;
   contactImporter: ContactImporter;
   contactLists: ContactListService;
+  carrier: Carrier;
+  messages: MessagingService;
   mailer: Mailer;
   sessions: SessionService;
   twoFactor: TwoFactorService;
@@ -107,6 +112,21 @@ export function createContext(
       enqueue: webhookDelivery.enqueue,
     },
   );
+  const numbers = new NumberService(db, theClock);
+  const contacts = new ContactService(db, theClock, events, pagination);
+  const carrier = new SimulatedCarrier(config.carrierTrustTier);
+  const messages = new MessagingService(
+    db,
+    theClock,
+    jobs,
+    events,
+    pagination,
+    organizations,
+    numbers,
+    contacts,
+    carrier,
+    { automaticReceipts: config.appEnv !== 'test' },
+  );
   return {
     config,
     db,
@@ -118,11 +138,13 @@ export function createContext(
     log,
     organizations,
     users,
-    numbers: new NumberService(db, theClock),
+    numbers,
     apiKeys: new ApiKeyService(db, theClock, config.appEnv === 'production', pagination),
-    contacts: new ContactService(db, theClock, events, pagination),
+    contacts,
     contactImporter: new ContactImporter(db, theClock, events),
     contactLists: new ContactListService(db, theClock, pagination),
+    carrier,
+    messages,
     mailer,
     sessions,
     twoFactor,

@@ -9,6 +9,7 @@ import { bearerToken, secretsEqual } from '../../platform/auth/secrets.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { ErrorShapeA, envelope, IdParams } from '../../platform/http/schemas.ts';
 import { publicUser, ROLES } from '../identity/users.ts';
+import { carrierTestRoutes } from '../messaging/routes.ts';
 import { NUMBER_TYPES, publicPhoneNumber } from '../numbers/service.ts';
 import { OrganizationFields, OrganizationSchema } from '../organizations/schemas.ts';
 import type { Organization } from '../organizations/service.ts';
@@ -234,4 +235,6 @@ async function testControlRoutes(app: App, ctx: AppContext) {
       return { success: true as const, data: { now: now.toISOString() } };
     },
   );
+
+  await carrierTestRoutes(app, ctx, ErrorShapeA);
 }

@@ -39,7 +39,11 @@ const MESSAGING_LIMIT_PER_MINUTE: Record<Plan, number | null> = {
   enterprise: null,
 };
 const OTHER_LIMIT_PER_MINUTE = 100;
-const SENDS_PER_MINUTE = 30;
+/**
+ * Spec "SMS sending endpoints: 30 sends/minute", per organization. One budget whichever way the organization
+ * sends: the portal's send route consumes the same rule.
+ */
+export const SEND_RATE_RULE: RateLimitRule = { name: 'api-sends', limit: 30, windowSeconds: 60 };
 
 const INVALID_KEY = 'Invalid API key';
 
@@ -117,7 +121,7 @@ async function applyRateLimits(
   }
   if (sendLimit) {
     checks.push({
-      rule: { name: 'api-sends', limit: SENDS_PER_MINUTE, windowSeconds: 60 },
+      rule: SEND_RATE_RULE,
       subject: organization.id,
       retryAfter: true,
     });

@@ -355,6 +355,24 @@ export class ContactService {
     return true;
   }
 
+  /**
+   * The id of the contact with this phone, creating a bare one when there is none, in the caller's
+   * transaction (a STOP from an unknown number still needs a contact to show the opt-out on).
+   */
+  async ensureContact(tx: Queryable, organizationId: string, phone: string): Promise<string> {
+    const now = this.clock.now();
+    await tx.query(
+      `INSERT INTO contacts (id, organization_id, phone, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
+       ON CONFLICT (organization_id, phone) DO NOTHING`,
+      [newId('ct', now.getTime()), organizationId, phone, now],
+    );
+    const [row] = await tx.query<{ id: string }>(
+      'SELECT id FROM contacts WHERE organization_id = $1 AND phone = $2',
+      [organizationId, phone],
+    );
+    return row!.id;
+  }
+
   async isOptedOut(organizationId: string, phone: string, tx: Queryable = this.db): Promise<boolean> {
     const rows = await tx.query('SELECT 1 FROM opt_outs WHERE organization_id = $1 AND phone = $2', [
       organizationId,

@@ -51,6 +51,12 @@ export class NumberService {
     }
   }
 
+  /** The number (E.164) wherever it belongs, or undefined when no organization has it. */
+  async findByNumber(number: string, tx: Queryable = this.db): Promise<PhoneNumber | undefined> {
+    const [row] = await tx.query<PhoneNumberRow>('SELECT * FROM phone_numbers WHERE number = $1', [number]);
+    return row && toPhoneNumber(row);
+  }
+
   async list(organizationId: string, tx: Queryable = this.db): Promise<PhoneNumber[]> {
     const rows = await tx.query<PhoneNumberRow>(
       'SELECT * FROM phone_numbers WHERE organization_id = $1 ORDER BY created_at, id',

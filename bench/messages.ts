@@ -1,0 +1,243 @@
+// Messaging throughput and paging latency, each beside a bare-Fastify baseline in the same run, on loopback:
+//   1. sends per second through POST /api/v2/messages/send (validation, limits under the organization lock,
+//      message, pacing slot and dispatch job in one transaction) against a bare Fastify that parses the same
+//      JSON and answers a 202;
+//   2. history pages at 10,000 and 1,000,000 messages: offset (`page`) versus keyset (`cursor`) at the first
+//      page and at the deepest page, against a bare Fastify answering a prebuilt page of the same size.
+// Ratios to the baseline mean the same on any machine. Run: npm run bench:messages
+//   BENCH_SECONDS (5), BENCH_CONNECTIONS (10), BENCH_SIZES ("10000,1000000"), BENCH_SEND_ORGS (100),
+//   DATABASE_URL to measure on a PostgreSQL server (default: embedded PGlite in memory).
+import { randomBytes } from 'node:crypto';
+import autocannon from 'autocannon';
+import Fastify from 'fastify';
+import pg from 'pg';
+import { pino } from 'pino';
+import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { createContext } from '../src/context.ts';
+import { openDatabase } from '../src/platform/db/index.ts';
+import { migrate } from '../src/platform/db/migrate.ts';
+
+const DURATION = Number(process.env.BENCH_SECONDS ?? 5);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+const SIZES = (process.env.BENCH_SIZES ?? '10000,1000000').split(',').map(Number);
+// Each organization may send 30 per minute (spec), so the send run spreads over many organizations.
+const SEND_ORGS = Number(process.env.BENCH_SEND_ORGS ?? 100);
+const PAGE = 100;
+
+interface Result {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+async function measure(options: autocannon.Options): Promise<Result> {
+  const result = await autocannon({ connections: CONNECTIONS, ...options });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts + result.non2xx,
+  };
+}
+
+const port = (server: { server: { address(): unknown } }) =>
+  (server.server.address() as { port: number }).port;
+
+// The baseline: the same JSON in and out, no work.
+const samplePage = {
+  success: true,
+  data: Array.from({ length: PAGE }, (_, i) => ({
+    id: `msg_${String(i).padStart(25, '0')}`,
+    direction: 'outbound',
+    status: 'delivered',
+    from: '+12025550100',
+    to: '+12025550199',
+    body: `bench ${i}`,
+    segments: 1,
+    encoding: 'GSM-7',
+    mediaCount: 0,
+    media: { urls: [], files: [] },
+    errorCode: null,
+    errorMessage: null,
+    sentAt: null,
+    deliveredAt: null,
+    createdAt: new Date().toISOString(),
+    updatedAt: new Date().toISOString(),
+  })),
+  pagination: { page: null, limit: PAGE, total: null, totalPages: null },
+  next_cursor: null,
+};
+const baseline = Fastify();
+baseline.post('/send', async (request, reply) =>
+  reply
+    .status(202)
+    .send({ success: true, data: { id: 'msg_x', status: 'queued', ...(request.body as object) } }),
+);
+baseline.get('/messages', async () => samplePage);
+await baseline.listen({ port: 0, host: '127.0.0.1' });
+const baseUrl = `http://127.0.0.1:${port(baseline)}`;
+
+const config = loadConfig({
+  APP_ENV: 'test',
+  DATA_DIR: 'memory://',
+  ADMIN_TOKEN: 'bench',
+  ...process.env,
+  LOG_LEVEL: 'silent',
+});
+// On a PostgreSQL server the bench works in a database of its own, dropped at the end, so it never migrates
+// into or fills a database someone else uses.
+let benchDatabase: { name: string; server: string } | undefined;
+if (config.databaseUrl) {
+  const name = `bench_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: config.databaseUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  benchDatabase = { name, server: config.databaseUrl };
+  const url = new URL(config.databaseUrl);
+  url.pathname = `/${name}`;
+  config.databaseUrl = url.toString();
+}
+const db = await openDatabase(config);
+await migrate(db);
+const ctx = createContext(config, db, pino({ level: 'silent' }));
+const app = await buildApp(ctx);
+await app.listen({ port: 0, host: '127.0.0.1' });
+const appUrl = `http://127.0.0.1:${port(app)}`;
+
+async function organization(index: number) {
+  const org = await ctx.organizations.create({
+    name: `Bench ${index}`,
+    plan: 'enterprise',
+    subscriptionState: 'paid',
+    cardVerified: true,
+    dailyLimitSegments: 10_000_000,
+    monthlyAllowanceSegments: 10_000_000,
+    createdAt: '2020-01-01T00:00:00.000Z',
+  });
+  const number = `+1800555${String(1000 + index).padStart(4, '0')}`;
+  await ctx.numbers.add(org.id, { number, type: 'toll_free' });
+  const { secret } = await ctx.apiKeys.create(org.id, { name: 'bench', scopes: ['*'] });
+  return { id: org.id, key: secret, number };
+}
+
+const rows: [string, Result][] = [];
+const print = (title: string, list: [string, Result][]) => {
+  const base = list[0]![1];
+  console.log(`\n${title}`);
+  for (const [name, r] of list) {
+    console.log(
+      `  ${name.padEnd(44)} ${r.rps.toFixed(0).padStart(7)} req/s  ${(r.rps / base.rps).toFixed(2)}x  ` +
+        `p50 ${String(r.p50).padStart(4)} ms  p99 ${String(r.p99).padStart(4)} ms  errors ${r.errors}`,
+    );
+  }
+};
+
+// 1. Sends.
+const senders: { id: string; key: string; number: string }[] = [];
+for (let i = 0; i < SEND_ORGS; i++) senders.push(await organization(i));
+let next = 0;
+const sendBody = JSON.stringify({ to: '+12025550142', message: 'Your order has shipped. Track it online.' });
+const sendRows: [string, Result][] = [
+  [
+    'bare Fastify  POST /send',
+    await measure({
+      url: `${baseUrl}/send`,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: sendBody,
+      duration: DURATION,
+    }),
+  ],
+  [
+    'product       POST /api/v2/messages/send',
+    await measure({
+      url: `${appUrl}/api/v2/messages/send`,
+      amount: SEND_ORGS * 30,
+      requests: [
+        {
+          method: 'POST',
+          setupRequest: (request) => {
+            const who = senders[next++ % senders.length]!;
+            return {
+              ...request,
+              headers: { 'content-type': 'application/json', 'x-api-key': who.key },
+              body: sendBody,
+            };
+          },
+        },
+      ],
+    }),
+  ],
+];
+print(`Sends (${CONNECTIONS} connections, ${SEND_ORGS} organizations x 30), database ${db.engine}`, sendRows);
+rows.push(...sendRows);
+
+// 2. Pages.
+for (const size of SIZES) {
+  const reader = await organization(900 + (SIZES.indexOf(size) % 99));
+  const started = Date.now();
+  // Generated in chunks so a million rows do not need one huge statement.
+  const now = new Date();
+  for (let done = 0; done < size; done += 100_000) {
+    const chunk = Math.min(100_000, size - done);
+    await db.query(
+      `INSERT INTO messages (id, organization_id, direction, origin, from_number, to_number, body, segments,
+                             encoding, status, status_updated_at, created_at)
+       SELECT 'msg_' || $6 || lpad(($4::int + g)::text, 9, '0') || substr(md5(g::text), 1, 16), $1, 'outbound', 'api',
+              $2, '+12025550199', 'bench ' || g, 1, 'GSM-7', 'delivered', $3,
+              $3::timestamptz - (($4::int + g) * interval '1 millisecond')
+         FROM generate_series(1, $5::int) AS g`,
+      [reader.id, reader.number, now, done, chunk, `s${SIZES.indexOf(size)}`],
+    );
+  }
+  await db.query('ANALYZE messages');
+  const insertSeconds = (Date.now() - started) / 1000;
+
+  // A cursor at the deepest page, issued as the server would have after walking there.
+  const lastPage = Math.ceil(size / PAGE);
+  const [deep] = await db.query<{ created_at: string; id: string }>(
+    `SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_at, id
+       FROM messages WHERE organization_id = $1 ORDER BY created_at DESC, id DESC OFFSET $2 LIMIT 1`,
+    [reader.id, (lastPage - 1) * PAGE - 1],
+  );
+  const cursor = ctx.pagination.cursors.issue(
+    { endpoint: 'api.messages.list', keyset: true, organizationId: reader.id, filters: {} },
+    { createdAt: deep!.created_at, id: deep!.id },
+  );
+  const get = (query: string) =>
+    measure({
+      url: `${appUrl}/api/v2/messages?limit=${PAGE}${query}`,
+      headers: { 'x-api-key': reader.key },
+      duration: DURATION,
+    });
+  const pageRows: [string, Result][] = [
+    [
+      'bare Fastify  GET /messages (static page)',
+      await measure({ url: `${baseUrl}/messages`, duration: DURATION }),
+    ],
+    ['offset  first page', await get('&page=1')],
+    ['keyset  first page', await get('&cursor=')],
+    [`offset  last page (${lastPage})`, await get(`&page=${lastPage}`)],
+    ['keyset  last page', await get(`&cursor=${cursor}`)],
+  ];
+  print(
+    `History at ${size.toLocaleString('en-US')} messages (${PAGE} per page; inserted in ${insertSeconds.toFixed(1)} s)`,
+    pageRows,
+  );
+  rows.push(...pageRows);
+}
+
+await app.close();
+await ctx.jobs.stop();
+await ctx.rateLimiter.store.close();
+await baseline.close();
+await db.close();
+if (benchDatabase) {
+  const admin = new pg.Client({ connectionString: benchDatabase.server });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${benchDatabase.name} WITH (FORCE)`);
+  await admin.end();
+}

@@ -1,0 +1,67 @@
+// A carrier that behaves like a real one without a network: it accepts messages at the throughput of the
+// sending number's type and, outside test, reports a delivery receipt a few seconds later. Recipients whose
+// numbers end in the magic digits below make it refuse, fail, leave undelivered or never answer, so every
+// path can be seen in development (docs/messaging.md "The simulated carrier").
+import { createHash } from 'node:crypto';
+import type { NumberType } from '../modules/numbers/service.ts';
+import type { Carrier, CarrierSendResult, OutboundForCarrier, ReceiptStatus, TrustTier } from './carrier.ts';
+
+/** Last four digits of the recipient that pick the simulator's behaviour. */
+export const MAGIC_SUFFIXES = {
+  /** Refused at submission: the message goes straight to `failed`. */
+  rejected: '0666',
+  /** Accepted, then a `failed` receipt. */
+  failed: '0667',
+  /** Accepted, then an `undelivered` receipt. */
+  undelivered: '0668',
+  /** Accepted, and no receipt ever arrives (stays `sent`: awaiting receipt, then no receipt). */
+  silent: '0669',
+} as const;
+
+// Messages per minute per 10DLC campaign by trust tier, after the US carriers' published classes
+// (AT&T: 75 TPM for the lowest scores up to 4,500 TPM for the highest).
+const TEN_DLC_PER_MINUTE: Record<TrustTier, number> = { low: 75, basic: 240, standard: 2400, high: 4500 };
+
+/** Seconds after acceptance at which the simulator reports in development. */
+export const RECEIPT_DELAY_SECONDS = 3;
+
+export class SimulatedCarrier implements Carrier {
+  readonly name = 'simulated';
+
+  constructor(private readonly tenDlcTier: TrustTier = 'basic') {}
+
+  messagesPerSecond(type: NumberType): number {
+    switch (type) {
+      case 'toll_free':
+        return 3; // verified toll-free: about 3 per second
+      case 'ca_local':
+        return 0.9; // Canadian local: just under 1 per second per number, best-effort
+      case 'local':
+        return TEN_DLC_PER_MINUTE[this.tenDlcTier] / 60;
+    }
+  }
+
+  async send(message: OutboundForCarrier): Promise<CarrierSendResult> {
+    if (message.to.endsWith(MAGIC_SUFFIXES.rejected)) {
+      return {
+        accepted: false,
+        errorCode: 'carrier_rejected',
+        errorMessage: 'The carrier refused the message (simulated: recipient ends in 0666)',
+      };
+    }
+    // Derived from our id, as a real carrier's idempotency key would make it: a dispatch retried after a
+    // crash between the carrier's acceptance and our record of it gets the same carrier message back.
+    const digest = createHash('sha256').update(message.id).digest('hex').slice(0, 24);
+    return { accepted: true, carrierMessageId: `sim_${digest}` };
+  }
+
+  plannedReceipt(message: OutboundForCarrier): { status: ReceiptStatus; afterSeconds: number } | null {
+    if (message.to.endsWith(MAGIC_SUFFIXES.silent)) return null;
+    const status: ReceiptStatus = message.to.endsWith(MAGIC_SUFFIXES.failed)
+      ? 'failed'
+      : message.to.endsWith(MAGIC_SUFFIXES.undelivered)
+        ? 'undelivered'
+        : 'delivered';
+    return { status, afterSeconds: RECEIPT_DELAY_SECONDS };
+  }
+}

@@ -1,0 +1,237 @@
+// SMS plan limits on sends (spec "SMS plan limits", CONTRACT section 6): checked and counted inside the
+// send's own transaction, so a refused send leaves no message, no count and no job, and concurrent sends
+// of one organization take turns on its account row (SELECT … FOR UPDATE). Each counter moves only by a
+// guarded update (`… WHERE used + n <= limit RETURNING`), so even without the lock no counter can pass its
+// limit. The checks run in CONTRACT order and the first that fails answers. If the counters cannot be read
+// or locked in time (a lock timeout, a statement timeout, a lost connection), the limit cannot be checked:
+// 503, TRIAL_LIMIT_REACHED for trial organizations, no code for the others, with a short Retry-After.
+import type { Clock } from '../../platform/clock.ts';
+import type { Queryable } from '../../platform/db/index.ts';
+import { ApiError } from '../../platform/errors.ts';
+import type { Organization, OrganizationService } from '../organizations/service.ts';
+
+export const TRIAL_BURST_MESSAGES = 50;
+export const TRIAL_BURST_WINDOW_SECONDS = 10 * 60;
+export const VELOCITY_SEGMENTS = 2000;
+export const VELOCITY_WINDOW_SECONDS = 72 * 60 * 60;
+export const MONTHLY_ABSOLUTE_MULTIPLE = 3;
+/** Seconds a client should wait before retrying a send whose limit could not be checked. */
+export const UNCHECKED_RETRY_AFTER_SECONDS = 2;
+
+const DAY_MS = 86_400_000;
+
+export interface SendLimitOptions {
+  /** How long a send waits for another send of its organization to release the account row. */
+  lockTimeoutMs: number;
+}
+
+/** Start of the UTC day of `at`, and of the next. */
+export function utcDay(at: Date): { start: Date; next: Date } {
+  const start = new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate()));
+  return { start, next: new Date(start.getTime() + DAY_MS) };
+}
+
+/** The monthly pool: the UTC calendar month of `at`, and the start of the next (docs/messaging.md). */
+export function utcMonth(at: Date): { start: Date; next: Date } {
+  return {
+    start: new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1)),
+    next: new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1)),
+  };
+}
+
+const secondsUntil = (until: Date, now: Date) =>
+  Math.max(1, Math.ceil((until.getTime() - now.getTime()) / 1000));
+
+function paidLimit(reason: string, message: string, retryAfterSeconds: number): ApiError {
+  return new ApiError(429, message, {
+    code: 'PAID_LIMIT_REACHED',
+    reason,
+    headers: { 'Retry-After': String(retryAfterSeconds) },
+  });
+}
+
+// Database failures that mean "the counters could not be checked now", not a bug: lock and statement
+// timeouts, serialization failures and deadlocks, and lost connections (SQLSTATE class 08).
+const UNCHECKABLE_SQLSTATES = new Set(['55P03', '57014', '40001', '40P01', '57P01', '57P03', '53300']);
+
+function isUncheckable(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  if (typeof code !== 'string') {
+    const message = error instanceof Error ? error.message : '';
+    return /ECONNREFUSED|ECONNRESET|Connection terminated|timeout/i.test(message);
+  }
+  return UNCHECKABLE_SQLSTATES.has(code) || code.startsWith('08');
+}
+
+export class SendLimits {
+  constructor(
+    private readonly clock: Clock,
+    private readonly organizations: OrganizationService,
+    readonly options: SendLimitOptions,
+  ) {}
+
+  /**
+   * Checks every limit for one message of `segments` chargeable segments and counts it, in `tx`. Throws the
+   * refusal of the first limit that fails; the caller's transaction then rolls back whatever was counted.
+   * Returns the organization as read under the lock.
+   */
+  async reserve(tx: Queryable, organizationId: string, segments: number): Promise<Organization> {
+    let trial = false;
+    try {
+      const now = this.clock.now();
+      await tx.query(
+        `INSERT INTO send_limit_accounts (organization_id, updated_at) VALUES ($1, $2)
+         ON CONFLICT (organization_id) DO NOTHING`,
+        [organizationId, now],
+      );
+      // Bounded waits: a send that cannot get its turn, or whose counters do not answer, quickly answers
+      // 503 rather than hanging. Both settings end with the limit checks (and at the latest with the
+      // transaction), so the writes that follow are not cut short by them.
+      const lockMs = Math.max(1, Math.round(this.options.lockTimeoutMs));
+      await tx.exec(
+        `SET LOCAL lock_timeout = '${lockMs}ms'; SET LOCAL statement_timeout = '${lockMs + 2000}ms'`,
+      );
+      await tx.query(
+        'SELECT organization_id FROM send_limit_accounts WHERE organization_id = $1 FOR UPDATE',
+        [organizationId],
+      );
+      // Read under the lock: a plan or state changed a moment ago applies to this send.
+      const org = await this.organizations.get(organizationId, tx);
+      trial = org.subscriptionState === 'trial';
+      await this.check(tx, org, segments, now);
+      await tx.exec('SET LOCAL lock_timeout = DEFAULT; SET LOCAL statement_timeout = DEFAULT');
+      return org;
+    } catch (error) {
+      if (error instanceof ApiError || !isUncheckable(error)) throw error;
+      throw new ApiError(503, 'The send limit could not be checked right now; retry shortly', {
+        ...(trial || (await this.isTrialQuietly(organizationId)) ? { code: 'TRIAL_LIMIT_REACHED' } : {}),
+        headers: { 'Retry-After': String(UNCHECKED_RETRY_AFTER_SECONDS) },
+      });
+    }
+  }
+
+  // The failed transaction can run no more queries; the state is read on the database itself.
+  private async isTrialQuietly(organizationId: string): Promise<boolean> {
+    try {
+      return (await this.organizations.get(organizationId)).subscriptionState === 'trial';
+    } catch {
+      return false;
+    }
+  }
+
+  private async check(tx: Queryable, org: Organization, segments: number, now: Date): Promise<void> {
+    const id = org.id;
+    // 1. Trial lifetime: a trial sends at most trialMessageLimit messages, ever. Retrying does not help.
+    if (org.subscriptionState === 'trial') {
+      const counted = await tx.query(
+        `UPDATE send_limit_accounts SET trial_messages = trial_messages + 1, updated_at = $3
+          WHERE organization_id = $1 AND trial_messages + 1 <= $2 RETURNING trial_messages`,
+        [id, org.trialMessageLimit, now],
+      );
+      if (counted.length === 0) {
+        throw new ApiError(
+          429,
+          `The trial allows ${org.trialMessageLimit} messages and they have been sent; subscribe to send more`,
+          { code: 'TRIAL_LIMIT_REACHED', reason: 'lifetime' },
+        );
+      }
+
+      // 2. Trial burst: more than 50 messages in any 10 minutes. Counted from the messages themselves (a
+      // sliding window), which the account lock makes exact.
+      const since = new Date(now.getTime() - TRIAL_BURST_WINDOW_SECONDS * 1000);
+      const [{ recent }] = await tx.query<{ recent: number }>(
+        `SELECT count(*)::int AS recent FROM messages
+          WHERE organization_id = $1 AND created_at > $2 AND direction = 'outbound' AND origin <> 'auto_reply'`,
+        [id, since],
+      );
+      if (recent + 1 > TRIAL_BURST_MESSAGES) {
+        throw new ApiError(
+          429,
+          `A trial sends at most ${TRIAL_BURST_MESSAGES} messages in 10 minutes; slow down`,
+          { code: 'TRIAL_LIMIT_REACHED', reason: 'burst' },
+        );
+      }
+    }
+
+    // 3. New-account velocity: 2,000 segments in the first 72 hours after the organization was created.
+    const velocityEnds = new Date(org.createdAt.getTime() + VELOCITY_WINDOW_SECONDS * 1000);
+    if (now < velocityEnds) {
+      const counted = await tx.query(
+        `UPDATE send_limit_accounts SET first_72h_segments = first_72h_segments + $2, updated_at = $4
+          WHERE organization_id = $1 AND first_72h_segments + $2 <= $3 RETURNING first_72h_segments`,
+        [id, segments, VELOCITY_SEGMENTS, now],
+      );
+      if (counted.length === 0) {
+        throw paidLimit(
+          'new_account_velocity',
+          `A new account sends at most ${VELOCITY_SEGMENTS} segments in its first 72 hours`,
+          secondsUntil(velocityEnds, now),
+        );
+      }
+    }
+
+    // 4. Daily: dailyLimitSegments per UTC day.
+    const day = utcDay(now);
+    if (!(await this.bump(tx, id, 'day', day.start, segments, org.dailyLimitSegments))) {
+      throw paidLimit(
+        'daily',
+        `The daily limit of ${org.dailyLimitSegments} segments has been reached; it resets at 00:00 UTC`,
+        secondsUntil(day.next, now),
+      );
+    }
+
+    // 5. Monthly absolute: three times the allowance per pool (UTC calendar month).
+    const month = utcMonth(now);
+    const ceiling = MONTHLY_ABSOLUTE_MULTIPLE * org.monthlyAllowanceSegments;
+    const usedThisMonth = await this.bump(tx, id, 'month', month.start, segments, ceiling);
+    if (usedThisMonth === undefined) {
+      throw paidLimit(
+        'monthly_absolute',
+        `The monthly ceiling of ${ceiling} segments (3 times the allowance) has been reached`,
+        secondsUntil(month.next, now),
+      );
+    }
+
+    // 6 and 7. Beyond the included allowance: only a subscription in good standing with a card may go on.
+    if (usedThisMonth > org.monthlyAllowanceSegments) {
+      if (org.subscriptionState === 'past_due' || org.subscriptionState === 'scheduled_to_cancel') {
+        throw new ApiError(
+          402,
+          `This send goes beyond the included ${org.monthlyAllowanceSegments} segments, which a subscription ` +
+            `that is ${org.subscriptionState === 'past_due' ? 'past due' : 'scheduled to cancel'} cannot do`,
+          { code: 'CAPABILITY_RESTRICTED_BY_STATE' },
+        );
+      }
+      if (!org.cardVerified) {
+        throw new ApiError(
+          403,
+          `This send goes beyond the included ${org.monthlyAllowanceSegments} segments; add a valid payment method`,
+          { code: 'CARD_NOT_VERIFIED' },
+        );
+      }
+    }
+  }
+
+  /** Adds one message of `segments` to a period's usage unless that passes `limit`; the new total or undefined. */
+  private async bump(
+    tx: Queryable,
+    organizationId: string,
+    period: 'day' | 'month',
+    start: Date,
+    segments: number,
+    limit: number,
+  ): Promise<number | undefined> {
+    await tx.query(
+      `INSERT INTO send_usage (organization_id, period, period_start) VALUES ($1, $2, $3)
+       ON CONFLICT DO NOTHING`,
+      [organizationId, period, start],
+    );
+    const [row] = await tx.query<{ segments: number }>(
+      `UPDATE send_usage SET segments = segments + $4, messages = messages + 1
+        WHERE organization_id = $1 AND period = $2 AND period_start = $3 AND segments + $4 <= $5
+        RETURNING segments`,
+      [organizationId, period, start, segments, limit],
+    );
+    return row?.segments;
+  }
+}
