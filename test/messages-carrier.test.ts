@@ -23,7 +23,7 @@ describe('the simulated carrier', () => {
     (await t.request('GET', `/api/v2/messages/${id}`, { apiKey: acme.key })).body.data;
   const eventsOf = (id: string) =>
     t.ctx.db.query<{ type: string }>(
-      "SELECT type FROM events WHERE data->'message'->>'id' = $1 ORDER BY created_at, id",
+      "SELECT type FROM events WHERE data->>'id' = $1 ORDER BY created_at, id",
       [id],
     );
   /** Runs every job due within the next `seconds` of the test clock. */

@@ -40,7 +40,7 @@ describe('inbound texts and keywords', () => {
     assert.equal(keyword, null);
     assert.equal(reply, null);
     const [event] = await t.ctx.db.query<{ type: string; organization_id: string }>(
-      "SELECT type, organization_id FROM events WHERE data->'message'->>'id' = $1",
+      "SELECT type, organization_id FROM events WHERE data->>'id' = $1",
       [message.id],
     );
     assert.deepEqual({ ...event }, { type: 'message.received', organization_id: acme.id });

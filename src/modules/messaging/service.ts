@@ -405,7 +405,7 @@ export class MessagingService {
       await this.events.record(tx, {
         organizationId: updated.organization_id,
         type: 'message.sent',
-        data: { message: toMessage(updated, this.clock.now()) },
+        data: { ...toMessage(updated, this.clock.now()) },
       });
       const planned = this.options.automaticReceipts ? this.carrier.plannedReceipt?.(outbound) : undefined;
       if (planned) {
@@ -434,7 +434,7 @@ export class MessagingService {
         await this.events.record(tx, {
           organizationId: updated.organization_id,
           type: 'message.failed',
-          data: { message: toMessage(updated, this.clock.now()) },
+          data: { ...toMessage(updated, this.clock.now()) },
         });
       }
     });
@@ -468,7 +468,7 @@ export class MessagingService {
         await this.events.record(tx, {
           organizationId: updated.organization_id,
           type: `message.${status}`,
-          data: { message: toMessage(updated, this.clock.now()) },
+          data: { ...toMessage(updated, this.clock.now()) },
         });
         return toMessage(updated, this.clock.now());
       }
@@ -531,7 +531,7 @@ export class MessagingService {
       await this.events.record(tx, {
         organizationId: organization.id,
         type: 'message.received',
-        data: { message },
+        data: { ...message },
       });
 
       let replyText: string | null = null;

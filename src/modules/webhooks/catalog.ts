@@ -16,8 +16,10 @@ export interface CatalogEntry {
   example: Record<string, unknown>;
 }
 
+// A message event's `data` is the message exactly as GET /api/v2/messages/{id} returns it.
 const messageFields = {
   id: 'Message id (msg_…)',
+  direction: '`outbound` or `inbound`',
   from: 'Sending number, E.164',
   to: 'Recipient number, E.164',
   body: 'Text of the message (null for media only)',
@@ -25,18 +27,34 @@ const messageFields = {
   encoding: '`GSM-7` or `UCS-2`',
   mediaCount: 'Number of MMS media parts',
   status: 'Message status after this event',
+  media: 'Hosted media URLs and uploaded files (`{urls, files}`)',
+  errorCode: 'Carrier error code, or null',
+  errorMessage: 'Why it failed, or null',
+  sentAt: 'When the carrier accepted it, or null',
+  deliveredAt: 'When the receipt said delivered, or null',
+  receiptState:
+    '`awaiting_receipt` or `no_receipt` while a sent message has no receipt (72-hour rule), else null',
   createdAt: 'When the message was created',
+  updatedAt: 'When its status last changed',
 };
 const messageExample = (status: string, extra: Record<string, unknown> = {}) => ({
   id: 'msg_0mf3k2a9x4q8w7e6r5t4y3u2',
+  direction: 'outbound',
+  status,
   from: '+12025550100',
   to: '+12025550123',
   body: 'Your order has shipped',
   segments: 1,
   encoding: 'GSM-7',
   mediaCount: 0,
-  status,
+  media: { urls: [], files: [] },
+  errorCode: null,
+  errorMessage: null,
+  sentAt: null,
+  deliveredAt: null,
+  receiptState: null,
   createdAt: '2026-06-10T12:00:00.000Z',
+  updatedAt: '2026-06-10T12:00:00.000Z',
   ...extra,
 });
 const failureFields = {
@@ -71,22 +89,22 @@ export const EVENT_CATALOG: readonly CatalogEntry[] = [
     type: 'message.failed',
     description: 'The message could not be sent (refused by the carrier before delivery).',
     status: 'available',
-    fields: { ...messageFields, ...failureFields, failedAt: 'When it failed' },
+    fields: { ...messageFields, ...failureFields, updatedAt: 'When it failed' },
     example: messageExample('failed', {
       errorCode: '30007',
       errorMessage: 'Carrier filtered the message',
-      failedAt: '2026-06-10T12:00:02.000Z',
+      updatedAt: '2026-06-10T12:00:02.000Z',
     }),
   },
   {
     type: 'message.undelivered',
     description: 'The carrier accepted the message but reported it could not be delivered.',
     status: 'available',
-    fields: { ...messageFields, ...failureFields, undeliveredAt: 'When the receipt arrived' },
+    fields: { ...messageFields, ...failureFields, updatedAt: 'When the receipt said undelivered' },
     example: messageExample('undelivered', {
       errorCode: '30003',
       errorMessage: 'Unreachable handset',
-      undeliveredAt: '2026-06-10T12:05:00.000Z',
+      updatedAt: '2026-06-10T12:05:00.000Z',
     }),
   },
   {
@@ -94,23 +112,19 @@ export const EVENT_CATALOG: readonly CatalogEntry[] = [
     description: 'A text arrived at one of your numbers.',
     status: 'available',
     fields: {
-      id: 'Message id (msg_…)',
+      ...messageFields,
+      direction: '`inbound`',
       from: 'Sender, E.164',
       to: 'Your number that received it, E.164',
-      body: 'Text received',
-      mediaCount: 'Number of MMS media parts',
       status: '`received`',
-      receivedAt: 'When it arrived',
+      createdAt: 'When it arrived',
     },
-    example: {
-      id: 'msg_0mf3k2b1z9y8x7w6v5u4t3s2',
+    example: messageExample('received', {
+      direction: 'inbound',
       from: '+12025550123',
       to: '+12025550100',
       body: 'Thanks!',
-      mediaCount: 0,
-      status: 'received',
-      receivedAt: '2026-06-10T12:10:00.000Z',
-    },
+    }),
   },
   {
     type: 'contact.opted_out',
