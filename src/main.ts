@@ -23,6 +23,19 @@ async function main() {
   const log = pino({
     level: config.logLevel,
     redact: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]'],
+    serializers: {
+      // Paths only: query strings carry phone numbers and other personal data (e.g. ?number=+1…).
+      req: (request: { method?: string; url?: string; ip?: string }) => ({
+        method: request.method,
+        path: request.url?.split('?')[0],
+        remoteAddress: request.ip,
+      }),
+      // PostgreSQL's `detail` repeats key values (a phone in a unique violation): keep it out of the log.
+      err: (error: Error & { detail?: unknown }) => {
+        const { detail: _detail, ...rest } = pino.stdSerializers.err(error) as Record<string, unknown>;
+        return rest;
+      },
+    },
   });
   const db = await openDatabase(config);
   const applied = await migrate(db);

@@ -296,4 +296,37 @@ describe('SMS plan limits', () => {
       await holder.end();
     }
   });
+
+  test('more stalled sends at once than the pool has connections still all answer 503, and sending resumes', {
+    skip: onPostgres ? false : 'PGlite is one connection: the lock timeout cannot happen there',
+  }, async () => {
+    at('2026-11-10T13:00:00.000Z');
+    // Twelve organizations (the pool has ten connections), each with one send done so its counter row exists.
+    const senders = [];
+    for (let i = 0; i < 12; i++) senders.push(await sender(t, { createdAt: '2026-01-01T00:00:00.000Z' }));
+    for (const who of senders)
+      assert.equal((await send(t, who, { to: freshNumber(), message: 'first' })).status, 202);
+    const previous = t.ctx.messages.limits.options.lockTimeoutMs;
+    t.ctx.messages.limits.options.lockTimeoutMs = 300;
+    const holder = new pg.Client({ connectionString: t.database.url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT * FROM send_limit_accounts WHERE organization_id = ANY($1) FOR UPDATE', [
+        senders.map((who) => who.id),
+      ]);
+      const answers = await Promise.all(
+        senders.map((who) => send(t, who, { to: freshNumber(), message: 'stalled' })),
+      );
+      assert.deepEqual(
+        answers.map((answer) => answer.status),
+        senders.map(() => 503),
+      );
+      await holder.query('ROLLBACK');
+      assert.equal((await send(t, senders[0]!, { to: freshNumber(), message: 'again' })).status, 202);
+    } finally {
+      t.ctx.messages.limits.options.lockTimeoutMs = previous;
+      await holder.end();
+    }
+  });
 });

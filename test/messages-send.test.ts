@@ -339,4 +339,18 @@ describe('messages/send', () => {
     const list = await t.request('GET', '/api/v2/messages', { apiKey: writer.key });
     assert.equal(list.status, 403);
   });
+
+  test('counting segments needs messages:send but does not use up the 30 sends per minute', async () => {
+    const { alignClock } = await import('./helpers/portal.ts');
+    const org = await sender(t);
+    await alignClock(t, 60);
+    for (let i = 0; i < 35; i++) {
+      const count = await t.request('POST', '/api/v2/messages/segments', {
+        apiKey: org.key,
+        body: { message: 'hi' },
+      });
+      assert.equal(count.status, 200);
+    }
+    assert.equal((await send(t, org, { to: freshNumber(), message: 'still allowed' })).status, 202);
+  });
 });

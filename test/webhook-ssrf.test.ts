@@ -44,6 +44,7 @@ describe('address rules', () => {
       '::ffff:a9fe:a9fe',
       '0:0:0:0:0:ffff:c0a8:0101',
       '64:ff9b::a00:1',
+      '::ffff:0:7f00:1',
       '2002:7f00:1::',
       '[::1]',
       'not-an-ip',

@@ -62,6 +62,7 @@ describe('webhook management', () => {
     const before = (await hooks(owner.token, 'GET')).body.pagination.total;
     const bodies: [unknown, RegExp][] = [
       [{ url: 'ftp://example.com/x', events: ['contact.opted_out'] }, /http or https/],
+      [{ url: 'https://user:secret@example.com/x', events: ['contact.opted_out'] }, /user name or password/],
       [{ url: 'not a url', events: ['contact.opted_out'] }, /url/],
       [{ url: '', events: ['contact.opted_out'] }, /url/],
       [{ url: 'https://example.com/x', events: [] }, /events/],

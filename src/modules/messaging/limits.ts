@@ -73,23 +73,28 @@ export class SendLimits {
   /**
    * Checks every limit for one message of `segments` chargeable segments and counts it, in `tx`. Throws the
    * refusal of the first limit that fails; the caller's transaction then rolls back whatever was counted.
-   * Returns the organization as read under the lock.
+   * Returns the organization as read under the lock. `known` is the organization as the caller read it before
+   * the transaction: when the limit cannot be checked, its state decides the 503's code, because the failed
+   * transaction can run no more queries and a query elsewhere could wait for a connection that the stalled
+   * sends themselves hold.
    */
-  async reserve(tx: Queryable, organizationId: string, segments: number): Promise<Organization> {
-    let trial = false;
+  async reserve(tx: Queryable, known: Organization, segments: number): Promise<Organization> {
+    const organizationId = known.id;
+    let trial = known.subscriptionState === 'trial';
     try {
       const now = this.clock.now();
+      // Bounded waits, from the first statement on (the insert can wait on another send's uncommitted insert):
+      // a send that cannot get its turn, or whose counters do not answer, quickly answers 503 rather than
+      // hanging. Both settings end with the limit checks (and at the latest with the transaction), so the
+      // writes that follow are not cut short by them.
+      const lockMs = Math.max(1, Math.round(this.options.lockTimeoutMs));
+      await tx.exec(
+        `SET LOCAL lock_timeout = '${lockMs}ms'; SET LOCAL statement_timeout = '${lockMs + 2000}ms'`,
+      );
       await tx.query(
         `INSERT INTO send_limit_accounts (organization_id, updated_at) VALUES ($1, $2)
          ON CONFLICT (organization_id) DO NOTHING`,
         [organizationId, now],
-      );
-      // Bounded waits: a send that cannot get its turn, or whose counters do not answer, quickly answers
-      // 503 rather than hanging. Both settings end with the limit checks (and at the latest with the
-      // transaction), so the writes that follow are not cut short by them.
-      const lockMs = Math.max(1, Math.round(this.options.lockTimeoutMs));
-      await tx.exec(
-        `SET LOCAL lock_timeout = '${lockMs}ms'; SET LOCAL statement_timeout = '${lockMs + 2000}ms'`,
       );
       await tx.query(
         'SELECT organization_id FROM send_limit_accounts WHERE organization_id = $1 FOR UPDATE',
@@ -97,25 +102,16 @@ export class SendLimits {
       );
       // Read under the lock: a plan or state changed a moment ago applies to this send.
       const org = await this.organizations.get(organizationId, tx);
-      trial = org.subscriptionState === 'trial';
+      trial ||= org.subscriptionState === 'trial';
       await this.check(tx, org, segments, now);
       await tx.exec('SET LOCAL lock_timeout = DEFAULT; SET LOCAL statement_timeout = DEFAULT');
       return org;
     } catch (error) {
       if (error instanceof ApiError || !isUncheckable(error)) throw error;
       throw new ApiError(503, 'The send limit could not be checked right now; retry shortly', {
-        ...(trial || (await this.isTrialQuietly(organizationId)) ? { code: 'TRIAL_LIMIT_REACHED' } : {}),
+        ...(trial ? { code: 'TRIAL_LIMIT_REACHED' } : {}),
         headers: { 'Retry-After': String(UNCHECKED_RETRY_AFTER_SECONDS) },
       });
-    }
-  }
-
-  // The failed transaction can run no more queries; the state is read on the database itself.
-  private async isTrialQuietly(organizationId: string): Promise<boolean> {
-    try {
-      return (await this.organizations.get(organizationId)).subscriptionState === 'trial';
-    } catch {
-      return false;
     }
   }
 

@@ -21,7 +21,8 @@ export interface MessageSurface {
   name: 'api' | 'portal';
   security: Record<string, string[]>[];
   errorSchema: TSchema;
-  config(access: 'send' | 'read'): FastifyContextConfig;
+  /** `count` is the segment counter: it needs the send scope but sends nothing, so no send is counted. */
+  config(access: 'send' | 'count' | 'read'): FastifyContextConfig;
   organization(request: FastifyRequest): Promise<Organization>;
   /** Extra admission for a send (the portal's share of the 30 sends per minute). */
   beforeSend?(request: FastifyRequest, reply: FastifyReply, organization: Organization): Promise<void>;
@@ -33,9 +34,9 @@ export const developerMessageSurface: MessageSurface = {
   security: [{ apiKey: [] }],
   errorSchema: ErrorShapeB,
   config: (access) =>
-    access === 'send'
-      ? { scope: 'messages:send', rateLimit: 'messaging', sendLimit: true }
-      : { scope: 'messages:read', rateLimit: 'messaging' },
+    access === 'read'
+      ? { scope: 'messages:read', rateLimit: 'messaging' }
+      : { scope: 'messages:send', rateLimit: 'messaging', sendLimit: access === 'send' },
   organization: async (request) => request.organization!,
 };
 
@@ -180,7 +181,7 @@ export async function messageRoutes(app: App, ctx: AppContext, surface: MessageS
   app.post(
     '/messages/segments',
     {
-      config: surface.config('send'),
+      config: surface.config('count'),
       schema: {
         tags,
         summary: 'Count the segments a text would cost, without sending',

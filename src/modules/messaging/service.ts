@@ -229,7 +229,7 @@ export class MessagingService {
         const count = countSegments(body);
         const segments = chargeableSegments(count.segments, media.count);
 
-        await this.limits.reserve(tx, organization.id, segments);
+        await this.limits.reserve(tx, organization, segments);
 
         const now = this.clock.now();
         const id = newId('msg', now.getTime());

@@ -31,6 +31,7 @@ for (const [network, prefix] of [
   ['::1', 128], // loopback
   ['::', 96], // IPv4-compatible (deprecated) addresses
   ['64:ff9b::', 96], // NAT64: reaches an embedded IPv4 address
+  ['::ffff:0:0:0', 96], // IPv4-translated (RFC 2765): carries an IPv4 address too
   ['64:ff9b:1::', 48], // local-use NAT64
   ['100::', 64], // discard-only
   ['2001::', 23], // IETF protocol assignments (Teredo and others)

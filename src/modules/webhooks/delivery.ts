@@ -104,6 +104,10 @@ export class WebhookDelivery {
       [job.deliveryId],
     );
     if (delivery?.status !== 'pending') return;
+    // A job taken up again after a lost lease must not send before the delivery's own schedule.
+    if (delivery.next_attempt_at && delivery.next_attempt_at.getTime() > this.clock.nowMs()) {
+      throw new RetryAt(delivery.next_attempt_at);
+    }
     if (!delivery.enabled) {
       await this.db.query(
         `UPDATE webhook_deliveries SET status = 'failed', last_error = $2, next_attempt_at = NULL
@@ -174,11 +178,12 @@ export class WebhookDelivery {
           ]);
         }
       } else {
-        const failingSince = delivery.failing_since ?? now;
         const [endpoint] = await tx.query<EndpointRow>(
           'UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, $2) WHERE id = $1 RETURNING *',
           [delivery.endpoint_id, now],
         );
+        // The endpoint's run of failures as it is now (another delivery may have ended it during our POST).
+        const failingSince = endpoint!.failing_since ?? now;
         const gone = result.statusCode === 410;
         const failingTooLong = now.getTime() - failingSince.getTime() >= FAILING_DISABLE_AFTER_MS;
         if (gone || failingTooLong) await this.disable(tx, endpoint!, gone ? 'gone' : 'failing', now);

@@ -254,17 +254,12 @@ export class WebhookService {
     const now = this.clock.now();
     const secret = newWebhookSecret();
     const [row] = await this.db.query<EndpointRow>(
-      `UPDATE webhook_endpoints SET secret_sealed = $3, previous_secret_sealed = $4,
-              previous_secret_expires_at = $5, updated_at = $6
+      // The previous secret is the row's current one as the UPDATE sees it, so two rotations at once each keep
+      // the secret the other replaced rather than both keeping the first.
+      `UPDATE webhook_endpoints SET previous_secret_sealed = secret_sealed, secret_sealed = $3,
+              previous_secret_expires_at = $4, updated_at = $5
         WHERE id = $1 AND organization_id = $2 RETURNING *`,
-      [
-        id,
-        organizationId,
-        this.secrets.seal(secret, id),
-        current.secret_sealed,
-        new Date(now.getTime() + ROTATION_OVERLAP_MS),
-        now,
-      ],
+      [id, organizationId, this.secrets.seal(secret, id), new Date(now.getTime() + ROTATION_OVERLAP_MS), now],
     );
     if (!row) throw ApiError.notFound('Webhook');
     return { endpoint: publicEndpoint(row), secret };
@@ -369,6 +364,9 @@ export class WebhookService {
     if (url.protocol !== 'https:' && url.protocol !== 'http:') {
       throw ApiError.badRequest('url must be an absolute http or https URL');
     }
+    // Credentials in a URL would be shown to every member and copied into events; use the signature instead.
+    if (url.username || url.password)
+      throw ApiError.badRequest('url must not contain a user name or password');
     if (!this.options.production) return url.toString();
     if (url.protocol !== 'https:') throw ApiError.badRequest('url must use https');
     try {

@@ -70,7 +70,9 @@ export class PostgresDatabase implements Database {
   constructor(readonly pool: pg.Pool) {}
 
   static open(url: string, poolSize = 10): PostgresDatabase {
-    const pool = new pg.Pool({ connectionString: url, max: poolSize });
+    // A bounded wait for a connection: an exhausted pool answers with an error (a 500, or a 503 where a
+    // service maps it) instead of leaving requests hanging forever.
+    const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 10_000 });
     // An idle client losing its connection must not crash the process; the pool replaces it.
     pool.on('error', () => {});
     return new PostgresDatabase(pool);
