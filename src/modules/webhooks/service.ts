@@ -250,7 +250,6 @@ export class WebhookService {
    * hours retires the oldest at once: only the secret being replaced stays valid.
    */
   async rotateSecret(organizationId: string, id: string) {
-    const current = await this.getRow(organizationId, id);
     const now = this.clock.now();
     const secret = newWebhookSecret();
     const [row] = await this.db.query<EndpointRow>(
