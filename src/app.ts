@@ -43,7 +43,13 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   const app = Fastify({
     loggerInstance: ctx.log,
     // Only behind a proxy we run may X-Forwarded-For name the client: login limits per IP depend on it.
-    trustProxy: ctx.config.trustProxy,
+    trustProxy:
+      typeof ctx.config.trustProxy === 'number'
+        ? (
+            (hops) => (_address: string, hop: number) =>
+              hop < hops
+          )(ctx.config.trustProxy)
+        : ctx.config.trustProxy,
     bodyLimit: 8 * 1024 * 1024,
   }).withTypeProvider<TypeBoxTypeProvider>();
 

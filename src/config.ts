@@ -11,8 +11,11 @@ export type Role = 'api' | 'worker';
 export interface Config {
   port: number;
   host: string;
-  /** Trust X-Forwarded-For from the proxy in front (TRUST_PROXY=true); never by default. */
-  trustProxy: boolean;
+  /**
+   * How many proxies in front may name the client in X-Forwarded-For (TRUST_PROXY=true means one); never by
+   * default. A count, not "trust all": otherwise a client could write its own address into the header.
+   */
+  trustProxy: boolean | number;
   appEnv: AppEnv;
   /** postgres://… when a PostgreSQL server is used; undefined for embedded PGlite. */
   databaseUrl?: string;
@@ -32,6 +35,13 @@ export interface Config {
 }
 
 export class ConfigError extends Error {}
+
+function parseTrustProxy(value: string | undefined): number | false {
+  if (!value || value === 'false' || value === '0') return false;
+  if (value === 'true') return 1;
+  const hops = Number(value);
+  return Number.isInteger(hops) && hops > 0 ? hops : false;
+}
 
 const appEnvs: AppEnv[] = ['production', 'development', 'test'];
 
@@ -80,7 +90,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     port,
     host: env.HOST || '0.0.0.0',
-    trustProxy: env.TRUST_PROXY === 'true' || env.TRUST_PROXY === '1',
+    trustProxy: parseTrustProxy(env.TRUST_PROXY),
     appEnv,
     databaseUrl,
     dataDir,

@@ -74,7 +74,7 @@ export function createContext(
   const rateLimiter = new RateLimiter(counters, theClock);
   const organizations = new OrganizationService(db, theClock);
   const users = new UserService(db, theClock);
-  const mailer = createMailer(config.smtpUrl, log);
+  const mailer = createMailer(config.smtpUrl, log, config.appEnv === 'production');
   const sessions = new SessionService(db, theClock, new SessionTokenCodec(config.jwtSecret));
   const twoFactor = new TwoFactorService(db, theClock, createSecretBox(config.jwtSecret, 'totp-secret'));
   const portalAuth = new PortalAuthService({

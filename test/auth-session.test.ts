@@ -288,6 +288,26 @@ describe('organizations', () => {
     assert.equal((await me(t, back.body.data.token)).body.data.role, 'owner');
   });
 
+  test('a session revoked while a switch is under way is not carried over to a new one', async () => {
+    const first = await createOrganization(t);
+    const second = await createOrganization(t);
+    const user = await createUser(t, { organizationIds: [first.id, second.id], role: 'owner' });
+    const token = await signIn(t, user);
+    // The guard has accepted the session; then a password change elsewhere revokes it, before the switch.
+    const session = await t.ctx.sessions.authenticate(token, {});
+    await t.ctx.sessions.revokeAll(user.id, 'password_change');
+    await assert.rejects(t.ctx.portalAuth.switchOrganization(session, second.id), (error: any) => {
+      assert.equal(error.status, 401);
+      assert.equal(error.code, 'TOKEN_REVOKED');
+      return true;
+    });
+    const [live] = await t.ctx.db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM sessions WHERE user_id = $1 AND revoked_at IS NULL',
+      [user.id],
+    );
+    assert.equal(live!.n, 0, 'no new session was made');
+  });
+
   test('switching to an organization the user does not belong to is 403 FORBIDDEN and changes nothing', async () => {
     const user = await createUser(t);
     const foreign = await createOrganization(t);

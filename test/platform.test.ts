@@ -138,3 +138,23 @@ describe('API description', () => {
     assert.match(res.text, /openapi\.json|scalar/i);
   });
 });
+
+describe('behind a proxy', () => {
+  test('TRUST_PROXY counts hops: the client is the address our proxy saw, not one the client wrote', async () => {
+    assert.equal(loadConfig({ TRUST_PROXY: 'true', DATA_DIR: 'memory://' }).trustProxy, 1);
+    assert.equal(loadConfig({ TRUST_PROXY: '2', DATA_DIR: 'memory://' }).trustProxy, 2);
+    assert.equal(loadConfig({ DATA_DIR: 'memory://' }).trustProxy, false);
+    const t = await startTestApp({
+      config: { trustProxy: 1 },
+      extend: (app) => app.get('/v2/portal/test-client-address', async (request) => ({ ip: request.ip })),
+    });
+    try {
+      const res = await t.request('GET', '/v2/portal/test-client-address', {
+        headers: { 'x-forwarded-for': '6.6.6.6, 10.1.2.3' },
+      });
+      assert.equal(res.body.ip, '10.1.2.3');
+    } finally {
+      await t.close();
+    }
+  });
+});

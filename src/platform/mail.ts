@@ -16,10 +16,20 @@ export interface Mailer {
 
 export const MAIL_FROM = 'Commsplatform <no-reply@commsplatform.local>';
 
-export function createMailer(smtpUrl: string | undefined, log: FastifyBaseLogger): Mailer {
+export function createMailer(
+  smtpUrl: string | undefined,
+  log: FastifyBaseLogger,
+  production = false,
+): Mailer {
   if (!smtpUrl) {
     return {
       async send(message) {
+        // In production a mail's body (a password-reset link) must not reach logs that others can read: only
+        // that a mail could not be sent is logged. Elsewhere the log is how a developer gets the link.
+        if (production) {
+          log.error({ to: message.to, subject: message.subject }, 'SMTP_URL is not set: e-mail not sent');
+          return;
+        }
         log.info({ mail: message }, 'SMTP_URL is not set: e-mail written to the log instead of sent');
       },
       close() {},

@@ -192,10 +192,9 @@ export class PortalAuthService {
     if (!memberships.some((m) => m.organizationId === organizationId)) {
       throw ApiError.forbidden('You are not a member of that organization');
     }
-    const current = await sessions.get(session.sessionId);
-    if (!current) throw ApiError.unauthorized('Session has ended; sign in again', 'SESSION_EXPIRED');
     const issued = await db.transaction(async (tx) => {
-      await sessions.end(session.sessionId, tx);
+      // Taken, not read then ended: a session revoked meanwhile must not live on as the new one.
+      const current = await sessions.take(session.sessionId, tx);
       const created = await sessions.create(
         {
           userId: session.userId,

@@ -185,6 +185,24 @@ export class SessionService {
     return row && toSession(row);
   }
 
+  /**
+   * Ends a live session and returns it, in one statement: a session revoked or expired a moment ago (by a
+   * password change or sign-out everywhere on another request) is refused, never carried over.
+   */
+  async take(sessionId: string, tx: Queryable): Promise<SessionRecord> {
+    const [row] = await tx.query<SessionRow>(
+      'DELETE FROM sessions WHERE id = $1 AND revoked_at IS NULL AND expires_at > $2 RETURNING *',
+      [sessionId, this.clock.now()],
+    );
+    if (row) return toSession(row);
+    const [left] = await tx.query<{ revoked_at: Date | null }>(
+      'SELECT revoked_at FROM sessions WHERE id = $1',
+      [sessionId],
+    );
+    if (left?.revoked_at) throw ApiError.unauthorized(AUTH_MESSAGES.revoked, 'TOKEN_REVOKED');
+    throw ApiError.unauthorized(AUTH_MESSAGES.gone, 'SESSION_EXPIRED');
+  }
+
   /** Refresh: a fresh token for a session that still exists and is not revoked. */
   async refresh(sessionId: string): Promise<IssuedToken> {
     const [row] = await this.db.query<SessionRow>(
