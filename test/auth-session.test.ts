@@ -4,15 +4,18 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { SignJWT } from 'jose';
+import { PasswordResetService } from '../src/modules/identity/password-reset.ts';
 import { createOrganization, isShapeA, type Response, startTestApp, type TestApp } from './helpers/app.ts';
 import {
   advance,
   CookieJar,
   createUser,
+  enableTwoFactor,
   login,
   PASSWORD,
   parseSetCookies,
   signIn,
+  totpCode,
 } from './helpers/portal.ts';
 
 const AUTH = '/v2/portal/auth';
@@ -286,6 +289,35 @@ describe('organizations', () => {
     });
     assert.equal(back.status, 200, back.text);
     assert.equal((await me(t, back.body.data.token)).body.data.role, 'owner');
+  });
+
+  test('a password change voids a pending 2FA challenge and an earlier reset link', async () => {
+    const user = await createUser(t);
+    const token = await signIn(t, user);
+    const { secret } = await enableTwoFactor(t, token);
+    // Someone with the old password starts a sign-in; a reset link is also out.
+    const challenge = await login(t, { email: user.email, password: PASSWORD });
+    assert.equal(challenge.body.data.requiresTwoFactor, true);
+    const resets = new PasswordResetService(t.ctx.db, t.ctx.clock, t.ctx.users, t.ctx.sessions);
+    const reset = await resets.issue(user.email);
+
+    const changed = await t.request('POST', `${AUTH}/password`, {
+      token,
+      body: { currentPassword: PASSWORD, newPassword: 'a brand new password' },
+    });
+    assert.equal(changed.status, 200, changed.text);
+
+    const verify = await t.request('POST', `${AUTH}/2fa/login-verify`, {
+      body: { tempToken: challenge.body.data.tempToken, code: totpCode(t, secret) },
+    });
+    assert.equal(verify.status, 401);
+    const confirm = await t.request('POST', `${AUTH}/password-reset/confirm`, {
+      body: { token: reset!.token, newPassword: 'attacker chosen password' },
+    });
+    assert.equal(confirm.status, 400);
+    // The new password is the one that works.
+    const relogin = await login(t, { email: user.email, password: 'a brand new password' });
+    assert.equal(relogin.status, 200);
   });
 
   test('a session revoked while a switch is under way is not carried over to a new one', async () => {

@@ -36,6 +36,13 @@ export class PasswordResetService {
   }
 
   async confirm(token: string, newPassword: string): Promise<void> {
+    // A cheap look first, so a guessed token costs no argon2 work; the atomic spend below still decides.
+    const [usable] = await this.db.query(
+      'SELECT 1 FROM password_reset_tokens WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2',
+      [sha256Hex(token), this.clock.now()],
+    );
+    if (!usable)
+      throw ApiError.badRequest('Password reset token is invalid, used or expired; request a new one');
     // Hashed before the transaction: argon2 takes a while and PGlite holds the database during one.
     const passwordHash = await hashPassword(newPassword);
     await this.db.transaction(async (tx) => {

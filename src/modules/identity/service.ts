@@ -232,6 +232,11 @@ export class PortalAuthService {
     const issued = await db.transaction(async (tx) => {
       await users.update(user.id, { passwordHash: newHash, requirePasswordChange: false }, tx);
       await sessions.revokeAll(user.id, 'password_change', tx);
+      // A reset link sent before the change would otherwise still set the password afterwards.
+      await tx.query('UPDATE password_reset_tokens SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL', [
+        user.id,
+        this.deps.clock.now(),
+      ]);
       const created = await sessions.create(
         {
           userId: user.id,

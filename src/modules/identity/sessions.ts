@@ -230,6 +230,9 @@ export class SessionService {
         WHERE user_id = $1 AND revoked_at IS NULL AND ($4::text IS NULL OR id <> $4::text) RETURNING id`,
       [userId, this.clock.now(), reason, keep ?? null],
     );
+    // A pending two-factor challenge is a sign-in half made (with the old password, before the revocation):
+    // it must not complete into a new session afterwards.
+    await tx.query('DELETE FROM login_challenges WHERE user_id = $1', [userId]);
     return rows.length;
   }
 
