@@ -197,43 +197,52 @@ export class WebhookService {
   }
 
   async update(organizationId: string, id: string, patch: EndpointPatch): Promise<PublicEndpoint> {
-    const current = await this.getRow(organizationId, id);
-    const url = patch.url === undefined ? current.url : await this.checkUrl(patch.url);
-    const events = patch.events === undefined ? current.events : checkEvents(patch.events);
-    const description =
-      patch.description === undefined ? current.description : patch.description?.trim() || null;
-    const now = this.clock.now();
-    let { enabled, disabled_reason, disabled_at, failing_since } = current;
-    if (patch.enabled === true && !current.enabled) {
-      // Turned back on: its failure history starts over.
-      enabled = true;
-      disabled_reason = null;
-      disabled_at = null;
-      failing_since = null;
-    } else if (patch.enabled === false && current.enabled) {
-      enabled = false;
-      disabled_reason = 'manual';
-      disabled_at = now;
-    }
-    const [row] = await this.db.query<EndpointRow>(
-      `UPDATE webhook_endpoints SET url = $3, events = $4::text[], description = $5, enabled = $6,
-              disabled_reason = $7, disabled_at = $8, failing_since = $9, updated_at = $10
-        WHERE id = $1 AND organization_id = $2 RETURNING *`,
-      [
-        id,
-        organizationId,
-        url,
-        events,
-        description,
-        enabled,
-        disabled_reason,
-        disabled_at,
-        failing_since,
-        now,
-      ],
-    );
-    if (!row) throw ApiError.notFound('Webhook');
-    return publicEndpoint(row);
+    await this.getRow(organizationId, id); // an unknown id is a 404 before any validation
+    // Checked before the transaction: a URL check may resolve DNS, which must not happen under a row lock.
+    const url = patch.url === undefined ? undefined : await this.checkUrl(patch.url);
+    const events = patch.events === undefined ? undefined : checkEvents(patch.events);
+    return this.db.transaction(async (tx) => {
+      // Applied to the row as it is now, locked: a delivery that disabled the endpoint a moment ago (410, or
+      // five days of failures) is not undone by an edit of its description.
+      const [current] = await tx.query<EndpointRow>(
+        'SELECT * FROM webhook_endpoints WHERE id = $1 AND organization_id = $2 FOR UPDATE',
+        [id, organizationId],
+      );
+      if (!current) throw ApiError.notFound('Webhook');
+      const description =
+        patch.description === undefined ? current.description : patch.description?.trim() || null;
+      const now = this.clock.now();
+      let { enabled, disabled_reason, disabled_at, failing_since } = current;
+      if (patch.enabled === true && !current.enabled) {
+        // Turned back on: its failure history starts over.
+        enabled = true;
+        disabled_reason = null;
+        disabled_at = null;
+        failing_since = null;
+      } else if (patch.enabled === false && current.enabled) {
+        enabled = false;
+        disabled_reason = 'manual';
+        disabled_at = now;
+      }
+      const [row] = await tx.query<EndpointRow>(
+        `UPDATE webhook_endpoints SET url = $3, events = $4::text[], description = $5, enabled = $6,
+                disabled_reason = $7, disabled_at = $8, failing_since = $9, updated_at = $10
+          WHERE id = $1 AND organization_id = $2 RETURNING *`,
+        [
+          id,
+          organizationId,
+          url ?? current.url,
+          events ?? current.events,
+          description,
+          enabled,
+          disabled_reason,
+          disabled_at,
+          failing_since,
+          now,
+        ],
+      );
+      return publicEndpoint(row!);
+    });
   }
 
   async remove(organizationId: string, id: string): Promise<PublicEndpoint> {
