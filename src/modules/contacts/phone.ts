@@ -5,10 +5,13 @@ import type { Region } from '../organizations/service.ts';
 
 const DEFAULT_COUNTRY: Record<Region, CountryCode | undefined> = { us: 'US', ca: 'CA', eu: undefined };
 
-/** The number in E.164, or undefined when it is not a valid phone number. */
-export function normalisePhone(input: string, region: Region): string | undefined {
+/**
+ * The number in E.164, or undefined when it is not a valid phone number. Without a region the number must
+ * carry its country code (`+…`), as our own numbers do.
+ */
+export function normalisePhone(input: string, region?: Region): string | undefined {
   const trimmed = input.trim();
   if (!trimmed || trimmed.length > 40) return undefined;
-  const parsed = parsePhoneNumberFromString(trimmed, DEFAULT_COUNTRY[region]);
+  const parsed = parsePhoneNumberFromString(trimmed, region && DEFAULT_COUNTRY[region]);
   return parsed?.isValid() ? parsed.number : undefined;
 }

@@ -1,9 +1,9 @@
 // Phone numbers an organization owns, in E.164. The first number an organization gets is its default sender.
-import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import type { Clock } from '../../platform/clock.ts';
 import { isUniqueViolation, type Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
+import { normalisePhone } from '../contacts/phone.ts';
 
 export const NUMBER_TYPES = ['local', 'toll_free', 'ca_local'] as const;
 export type NumberType = (typeof NUMBER_TYPES)[number];
@@ -34,15 +34,15 @@ export class NumberService {
 
   /** Adds a number; the organization must exist (callers check, so they can answer 404 in their shape). */
   async add(organizationId: string, input: { number: string; type: NumberType }, tx: Queryable = this.db) {
-    const parsed = parsePhoneNumberFromString(input.number);
-    if (!parsed?.isValid()) throw ApiError.badRequest('number must be a valid phone number in E.164 form');
+    const number = normalisePhone(input.number);
+    if (!number) throw ApiError.badRequest('number must be a valid phone number in E.164 form');
     const now = this.clock.now();
     try {
       const [row] = await tx.query<PhoneNumberRow>(
         `INSERT INTO phone_numbers (id, organization_id, number, type, is_default, created_at)
          VALUES ($1, $2, $3, $4, NOT EXISTS (SELECT 1 FROM phone_numbers WHERE organization_id = $2), $5)
          RETURNING *`,
-        [newId('num', now.getTime()), organizationId, parsed.number, input.type, now],
+        [newId('num', now.getTime()), organizationId, number, input.type, now],
       );
       return toPhoneNumber(row!);
     } catch (error) {
