@@ -9,9 +9,9 @@ import Fastify from 'fastify';
 import { pino } from 'pino';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
-import { createContext } from '../src/context.ts';
 import { openDatabase } from '../src/platform/db/index.ts';
 import { migrate } from '../src/platform/db/migrate.ts';
+import { createRuntime } from '../src/runtime.ts';
 
 const ROWS = Number(process.env.ROWS ?? 100_000);
 
@@ -56,7 +56,7 @@ const base = await post(`http://127.0.0.1:${baselinePort}/upload`, body);
 const config = loadConfig({ APP_ENV: 'test', DATA_DIR: 'memory://', ...process.env, LOG_LEVEL: 'silent' });
 const db = await openDatabase(config);
 await migrate(db);
-const ctx = createContext(config, db, pino({ level: 'silent' }));
+const ctx = createRuntime(config, db, pino({ level: 'silent' }));
 const app = await buildApp(ctx);
 await app.listen({ port: 0, host: '127.0.0.1' });
 const org = await ctx.organizations.create({ name: 'Bench' });

@@ -14,9 +14,9 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
-import { createContext } from '../src/context.ts';
 import { openDatabase } from '../src/platform/db/index.ts';
 import { migrate } from '../src/platform/db/migrate.ts';
+import { createRuntime } from '../src/runtime.ts';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
@@ -102,7 +102,7 @@ if (config.databaseUrl) {
 }
 const db = await openDatabase(config);
 await migrate(db);
-const ctx = createContext(config, db, pino({ level: 'silent' }));
+const ctx = createRuntime(config, db, pino({ level: 'silent' }));
 const app = await buildApp(ctx);
 await app.listen({ port: 0, host: '127.0.0.1' });
 const appUrl = `http://127.0.0.1:${port(app)}`;

@@ -6,10 +6,10 @@ import Fastify from 'fastify';
 import { pino } from 'pino';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
-import { createContext } from '../src/context.ts';
 import { openDatabase } from '../src/platform/db/index.ts';
 import { migrate } from '../src/platform/db/migrate.ts';
 import { CHANGELOG, CURRENT_VERSION } from '../src/platform/version.ts';
+import { createRuntime } from '../src/runtime.ts';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -29,7 +29,7 @@ await baseline.listen({ port: 0, host: '127.0.0.1' });
 const config = loadConfig({ APP_ENV: 'test', DATA_DIR: 'memory://', ...process.env, LOG_LEVEL: 'silent' });
 const db = await openDatabase(config);
 await migrate(db);
-const app = await buildApp(createContext(config, db, pino({ level: 'silent' })));
+const app = await buildApp(createRuntime(config, db, pino({ level: 'silent' })));
 await app.listen({ port: 0, host: '127.0.0.1' });
 
 const port = (server: { server: { address(): unknown } }) =>

@@ -11,10 +11,11 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { loadConfig } from '../src/config.ts';
-import { createContext } from '../src/context.ts';
+import { ContactOptedOut } from '../src/modules/contacts/events.ts';
 import { WebhookTransport } from '../src/modules/webhooks/transport.ts';
 import { openDatabase } from '../src/platform/db/index.ts';
 import { migrate } from '../src/platform/db/migrate.ts';
+import { createRuntime } from '../src/runtime.ts';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 2000);
 const CONCURRENCY = 4; // the job queue's default concurrency per worker
@@ -75,15 +76,20 @@ if (server) {
 }
 const db = await openDatabase(config);
 await migrate(db);
-const ctx = createContext(config, db, pino({ level: 'silent' }));
+const ctx = createRuntime(config, db, pino({ level: 'silent' }));
 const organization = await ctx.organizations.create({ name: 'Bench' });
 await ctx.webhooks.create(organization.id, { url: receiverUrl, events: ['contact.opted_out'] });
 for (let i = 0; i < EVENTS; i++) {
   await db.transaction((tx) =>
-    ctx.events.record(tx, {
+    ctx.events.record(tx, ContactOptedOut, {
       organizationId: organization.id,
-      type: 'contact.opted_out',
-      data: { contactId: null, phone: `+1202555${String(i).padStart(4, '0')}`, method: 'api', reason: null },
+      data: {
+        contactId: null,
+        phone: `+1202555${String(i).padStart(4, '0')}`,
+        method: 'api',
+        reason: null,
+        optedOutAt: new Date().toISOString(),
+      },
     }),
   );
 }

@@ -1,7 +1,5 @@
-// Builds the Fastify app: platform behaviour first (errors, versioning, OpenAPI), then every module's routes.
-// The app holds no state of its own; everything it needs comes in through the AppContext.
-
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+// Builds the Fastify app: platform behaviour first (errors, versioning, OpenAPI), then every module's routes
+// on the interfaces it names, in one loop. The app holds no state of its own; it serves a Runtime.
 import cookie from '@fastify/cookie';
 import multipart from '@fastify/multipart';
 import swagger from '@fastify/swagger';
@@ -9,29 +7,16 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import scalar from '@scalar/fastify-api-reference';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
-import type { AppContext } from './context.ts';
-import { adminRoutes } from './modules/admin/routes.ts';
-import { apiKeyDeveloperRoutes } from './modules/api-keys/developer-routes.ts';
-import { installApiKeyGuard } from './modules/api-keys/guard.ts';
-import { apiKeyRoutes } from './modules/api-keys/routes.ts';
-import { contactRoutes, developerContactSurface, portalContactSurface } from './modules/contacts/routes.ts';
-import { portalAuthRoutes } from './modules/identity/routes.ts';
-import { developerMessageSurface, messageRoutes, portalMessageRoutes } from './modules/messaging/routes.ts';
-import { systemRoutes } from './modules/system/routes.ts';
-import { webhookDeveloperRoutes, webhookRoutes } from './modules/webhooks/routes.ts';
-import { requireSession } from './platform/auth/session-guard.ts';
+import Fastify, { type FastifyError } from 'fastify';
 import { ApiError, renderError, shapeForPath } from './platform/errors.ts';
-import { ErrorShapeA, ErrorShapeB } from './platform/http/schemas.ts';
+import type { App } from './platform/http/app-type.ts';
+import { INTERFACE_NAMES } from './platform/http/caller.ts';
+import { mountInterface, type RoutePlugin, SECURITY_SCHEMES } from './platform/http/interfaces.ts';
+import { webhooksDocument } from './platform/http/openapi.ts';
 import { CURRENT_VERSION, KNOWN_VERSIONS } from './platform/version.ts';
+import type { Runtime } from './runtime.ts';
 
-export type App = FastifyInstance<
-  Server,
-  IncomingMessage,
-  ServerResponse,
-  FastifyBaseLogger,
-  TypeBoxTypeProvider
->;
+export type { App };
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -39,24 +24,24 @@ declare module 'fastify' {
   }
 }
 
-export async function buildApp(ctx: AppContext): Promise<App> {
+export async function buildApp(runtime: Runtime): Promise<App> {
   const app = Fastify({
-    loggerInstance: ctx.log,
+    loggerInstance: runtime.log,
     // Only behind a proxy we run may X-Forwarded-For name the client: login limits per IP depend on it.
     trustProxy:
-      typeof ctx.config.trustProxy === 'number'
+      typeof runtime.config.trustProxy === 'number'
         ? (
             (hops) => (_address: string, hop: number) =>
               hop < hops
-          )(ctx.config.trustProxy)
-        : ctx.config.trustProxy,
+          )(runtime.config.trustProxy)
+        : runtime.config.trustProxy,
     bodyLimit: 8 * 1024 * 1024,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorateRequest('apiVersion', CURRENT_VERSION);
-  // Portal sessions: the portal_token cookie, and request.session set by the session guard.
+  app.decorateRequest('caller', null);
+  // Portal sessions: the portal_token cookie.
   await app.register(cookie);
-  app.decorateRequest('session', null);
 
   // Query strings, params and headers arrive as text, so they are coerced to their schema types; a JSON
   // body is already typed and is validated as sent (a number stays a number, "3" stays a string).
@@ -102,52 +87,37 @@ export async function buildApp(ctx: AppContext): Promise<App> {
         title: 'Communications Platform API',
         version: CURRENT_VERSION,
         description:
-          'SMS/MMS messaging, cloud phone system and AI voice agents. Portal API (`/v2/portal`, session token), ' +
-          'key and webhook management (`/api/api-keys`, `/api/webhooks`, session token), developer API ' +
-          '(`/api/v2`, `x-api-key`) and the operator API (`/admin/v1`).',
+          'SMS/MMS messaging, cloud phone system and AI voice agents. Developer API (`/api/v2`, `x-api-key`), ' +
+          'portal API (`/v2/portal`, session token), key and webhook management (`/api/api-keys`, ' +
+          '`/api/webhooks`, session token) and the operator API (`/admin/v1`). Operation ids without a prefix ' +
+          'are the developer API (the SDK names its methods after them); `portal.`, `manage.` and `admin.` ' +
+          'name the other interfaces.',
       },
-      components: {
-        securitySchemes: {
-          session: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
-          sessionCookie: { type: 'apiKey', in: 'cookie', name: 'portal_token' },
-          apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
-          admin: { type: 'http', scheme: 'bearer' },
-        },
-      },
+      components: { securitySchemes: SECURITY_SCHEMES as never },
     },
   });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/openapi.json', { schema: { hide: true } }, async () => ({
+    ...app.swagger(),
+    webhooks: webhooksDocument(runtime.events.definitions()),
+  }));
   await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/openapi.json' } });
 
-  await app.register(async (scope) => systemRoutes(scope as App, ctx));
-  // The developer API: every route in this scope passes the API-key guard.
-  await app.register(
-    async (scope) => {
-      const developer = scope as App;
-      installApiKeyGuard(developer, ctx);
-      await apiKeyDeveloperRoutes(developer);
-      await contactRoutes(developer, ctx, developerContactSurface(ErrorShapeB));
-      await webhookDeveloperRoutes(developer, ctx);
-      await messageRoutes(developer, ctx, developerMessageSurface);
-    },
-    { prefix: '/api/v2' },
-  );
-  await app.register(async (scope) => portalAuthRoutes(scope as App, ctx), { prefix: '/v2/portal/auth' });
-  await app.register(async (scope) => portalMessageRoutes(scope as App, ctx), { prefix: '/v2/portal' });
-  await app.register(async (scope) => apiKeyRoutes(scope as App, ctx), { prefix: '/api/api-keys' });
-  // The portal twins of developer routes: the same handlers, for a signed-in person.
-  await app.register(
-    async (scope) => {
-      const portal = scope as App;
-      portal.addHook('onRequest', requireSession(ctx));
-      await contactRoutes(portal, ctx, portalContactSurface(ctx, ErrorShapeA));
-    },
-    { prefix: '/v2/portal' },
-  );
-  await app.register(async (scope) => webhookRoutes(scope as App, ctx), { prefix: '/api/webhooks' });
-  if (ctx.config.adminToken) {
-    // Without ADMIN_TOKEN the operator API does not exist: the whole /admin tree answers 404.
-    await app.register(async (scope) => adminRoutes(scope as App, ctx), { prefix: '/admin/v1' });
+  // Every module's routes, per interface. Without ADMIN_TOKEN the operator API does not exist (404), and
+  // test controls exist only under APP_ENV=test.
+  const testing = runtime.config.appEnv === 'test';
+  for (const name of INTERFACE_NAMES) {
+    if (name === 'operator' && !runtime.config.adminToken) continue;
+    const plugins: RoutePlugin[] = [];
+    for (const { definition, services } of runtime.modules) {
+      for (const routes of definition.routes?.[name] ?? [])
+        plugins.push(routes(services, runtime, runtime.use));
+      if (name === 'operator' && testing) {
+        for (const routes of definition.testControls ?? []) {
+          plugins.push(routes(services, runtime, runtime.use));
+        }
+      }
+    }
+    await mountInterface(app as unknown as App, runtime.interfaces[name], plugins);
   }
 
   return app as unknown as App;

@@ -1,7 +1,8 @@
 // First start of an empty development database: create a demo organization with an owner, a number and a
 // test API key with every scope, and print how to sign in and call the API, once. Nothing here runs in production or test, or on a database with data.
-import type { AppContext } from './context.ts';
+
 import { randomSecret } from './platform/ids.ts';
+import type { Runtime } from './runtime.ts';
 
 export interface DemoCredentials {
   organizationId: string;
@@ -13,7 +14,7 @@ export interface DemoCredentials {
 export const DEMO_EMAIL = 'owner@demo.example';
 export const DEMO_NUMBER = '+12025550143';
 
-export async function seedDemoIfEmpty(ctx: AppContext): Promise<DemoCredentials | undefined> {
+export async function seedDemoIfEmpty(ctx: Runtime): Promise<DemoCredentials | undefined> {
   if (ctx.config.appEnv !== 'development') return undefined;
   return ctx.db.transaction(async (tx) => {
     // Two instances starting together on one empty database: only the first to lock seeds.

@@ -3,10 +3,10 @@
 import { pino } from 'pino';
 import { buildApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
-import { createContext } from './context.ts';
 import { printDemoCredentials, seedDemoIfEmpty } from './first-run.ts';
 import { openDatabase } from './platform/db/index.ts';
 import { migrate } from './platform/db/migrate.ts';
+import { createRuntime } from './runtime.ts';
 
 async function main() {
   let config: Config;
@@ -42,7 +42,7 @@ async function main() {
   if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');
   log.info({ engine: db.engine, appEnv: config.appEnv }, 'database ready');
 
-  const ctx = createContext(config, db, log);
+  const ctx = createRuntime(config, db, log);
   await ctx.rateLimiter.store.ready();
   const app = config.roles.includes('api') ? await buildApp(ctx) : undefined;
   const demo = await seedDemoIfEmpty(ctx);

@@ -298,7 +298,12 @@ describe('organizations', () => {
     // Someone with the old password starts a sign-in; a reset link is also out.
     const challenge = await login(t, { email: user.email, password: PASSWORD });
     assert.equal(challenge.body.data.requiresTwoFactor, true);
-    const resets = new PasswordResetService(t.ctx.db, t.ctx.clock, t.ctx.users, t.ctx.sessions);
+    const resets = new PasswordResetService({
+      db: t.ctx.db,
+      clock: t.ctx.clock,
+      users: t.ctx.users,
+      sessions: t.ctx.sessions,
+    });
     const reset = await resets.issue(user.email);
 
     const changed = await t.request('POST', `${AUTH}/password`, {

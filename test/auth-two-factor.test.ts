@@ -4,13 +4,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { App } from '../src/app.ts';
-import type { AppContext } from '../src/context.ts';
-import {
-  currentSession,
-  requireRole,
-  requireSession,
-  requireStepUp,
-} from '../src/platform/auth/session-guard.ts';
+import { currentSession } from '../src/modules/identity/index.ts';
+import { mountInterface } from '../src/platform/http/interfaces.ts';
+import type { Runtime } from '../src/runtime.ts';
 import { isShapeA, type Response, startTestApp, type TestApp } from './helpers/app.ts';
 import {
   advance,
@@ -33,26 +29,20 @@ function assertRefused(res: Response, status: number, code: string | undefined) 
   assert.equal(res.body.code, code, res.text);
 }
 
-/** A sensitive action and a managers-only action, guarded the way issue 4 will guard API keys. */
-function sensitiveRoutes(app: App, ctx: AppContext) {
-  app.register(
-    async (scope) => {
-      scope.addHook('preHandler', requireSession(ctx));
-      scope.post(
-        '/sensitive',
-        { preHandler: [requireRole('owner', 'admin'), requireStepUp(ctx)] },
-        async (req) => ({
-          success: true,
-          data: { userId: currentSession(req).userId },
-        }),
-      );
-      scope.get('/managers-only', { preHandler: requireRole('owner', 'admin') }, async () => ({
+/** A sensitive action and a managers-only action, declared the way API keys and webhooks declare theirs. */
+function sensitiveRoutes(app: App, ctx: Runtime) {
+  return mountInterface(app, { ...ctx.interfaces.portal, prefix: '/v2/portal/test' }, [
+    (scope) => {
+      scope.post('/sensitive', { config: { role: 'manager', stepUp: true } }, async (req) => ({
+        success: true,
+        data: { userId: currentSession(req).userId },
+      }));
+      scope.get('/managers-only', { config: { role: 'manager' } }, async () => ({
         success: true,
       }));
       scope.get('/anyone', async (req) => ({ success: true, data: { role: currentSession(req).role } }));
     },
-    { prefix: '/v2/portal/test' },
-  );
+  ]);
 }
 
 async function nextCode(t: TestApp, secret: string): Promise<string> {

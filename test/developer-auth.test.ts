@@ -4,18 +4,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { App } from '../src/app.ts';
-import type { AppContext } from '../src/context.ts';
-import { installApiKeyGuard } from '../src/modules/api-keys/guard.ts';
-import type { Scope } from '../src/modules/api-keys/scopes.ts';
+import type { Scope } from '../src/modules/api-keys/index.ts';
+import { mountInterface } from '../src/platform/http/interfaces.ts';
+import type { Runtime } from '../src/runtime.ts';
 import { createOrganization, freshDatabase, isShapeB, startTestApp, type TestApp } from './helpers/app.ts';
 import { alignClock } from './helpers/portal.ts';
 
 /** Test-only developer routes behind the real guard, one per kind of limit and scope. */
-function scopedRoutes(app: App, ctx: AppContext) {
-  app.register(
-    async (scope) => {
-      const api = scope as App;
-      installApiKeyGuard(api, ctx);
+function scopedRoutes(app: App, ctx: Runtime) {
+  return mountInterface(app, { ...ctx.interfaces.developer, prefix: '/api/v2/test' }, [
+    (api) => {
       api.get('/read-messages', { config: { scope: 'messages:read', rateLimit: 'messaging' } }, async () => ({
         success: true,
       }));
@@ -28,8 +26,7 @@ function scopedRoutes(app: App, ctx: AppContext) {
         success: true,
       }));
     },
-    { prefix: '/api/v2/test' },
-  );
+  ]);
 }
 
 async function issueKey(

@@ -8,12 +8,23 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { Type } from 'typebox';
 import { Clock } from '../src/platform/clock.ts';
 import { PgliteDatabase } from '../src/platform/db/index.ts';
 import { migrate } from '../src/platform/db/migrate.ts';
-import { type DomainEvent, EventOutbox } from '../src/platform/events.ts';
+import { type DomainEvent, defineEvent, EventOutbox } from '../src/platform/events.ts';
 import { JobQueue, RetryAt } from '../src/platform/jobs.ts';
 import { freshDatabase, startTestApp, type TestApp } from './helpers/app.ts';
+
+// Events a module would declare; these tests declare their own on each outbox they record on.
+const Happened = defineEvent('test.happened', Type.Object({ a: Type.Number() }), 'test', {
+  example: { a: 1 },
+});
+const RolledBack = defineEvent('test.rolled_back', Type.Object({}), 'test', { example: {} });
+const Committed = defineEvent('test.committed', Type.Object({ n: Type.Number() }), 'test', {
+  example: { n: 1 },
+});
+const Retried = defineEvent('test.retry', Type.Object({}), 'test', { example: {} });
 
 async function jobRow(t: TestApp, id: string) {
   const [row] = await t.ctx.db.query<any>('SELECT * FROM jobs WHERE id = $1', [id]);
@@ -253,9 +264,10 @@ describe('restart durability (embedded PGlite files)', () => {
       await migrate(db);
       let jobs = new JobQueue(db, clock);
       let outbox = new EventOutbox(db, jobs, clock);
+      outbox.declare(Happened);
       const jobId = await jobs.enqueue(db, 'test.durable', { survive: true });
       const event = await db.transaction((tx) =>
-        outbox.record(tx, { organizationId: 'org_x', type: 'test.happened', data: { a: 1 } }),
+        outbox.record(tx, Happened, { organizationId: 'org_x', data: { a: 1 } }),
       );
       await db.close();
 
@@ -290,6 +302,7 @@ describe('event outbox', () => {
   let t: TestApp;
   before(async () => {
     t = await startTestApp();
+    t.ctx.events.declare(RolledBack, Committed);
   });
   after(() => t.close());
 
@@ -300,12 +313,12 @@ describe('event outbox', () => {
     });
     await assert.rejects(
       t.ctx.db.transaction(async (tx) => {
-        await t.ctx.events.record(tx, { organizationId: 'org_a', type: 'test.rolled_back', data: {} });
+        await t.ctx.events.record(tx, RolledBack, { organizationId: 'org_a', data: {} });
         throw new Error('the change failed');
       }),
     );
     const committed = await t.ctx.db.transaction((tx) =>
-      t.ctx.events.record(tx, { organizationId: 'org_a', type: 'test.committed', data: { n: 1 } }),
+      t.ctx.events.record(tx, Committed, { organizationId: 'org_a', data: { n: 1 } }),
     );
     assert.match(committed.id, /^evt_/);
     const rows = await t.ctx.db.query<any>("SELECT type FROM events WHERE organization_id = 'org_a'");
@@ -325,6 +338,7 @@ describe('event outbox', () => {
 
   test('a consumer that fails gets the event again on retry', async () => {
     const t2 = await startTestApp();
+    t2.ctx.events.declare(Retried);
     try {
       let attempts = 0;
       t2.ctx.events.subscribe(async () => {
@@ -332,7 +346,7 @@ describe('event outbox', () => {
         if (attempts === 1) throw new Error('receiver down');
       });
       await t2.ctx.db.transaction((tx) =>
-        t2.ctx.events.record(tx, { organizationId: 'org_b', type: 'test.retry', data: {} }),
+        t2.ctx.events.record(tx, Retried, { organizationId: 'org_b', data: {} }),
       );
       await t2.ctx.jobs.drain();
       assert.equal(attempts, 1);

@@ -2,7 +2,10 @@
 // Carrier when its paced slot comes; the carrier answers whether it took the message, and later reports
 // delivery receipts and inbound texts back through the messaging service (`applyReceipt`, `receiveInbound`).
 // A real adapter (an aggregator's HTTP API) implements the same interface; the simulated one stands in until.
-import type { NumberType } from '../modules/numbers/service.ts';
+
+/** The kinds of number a carrier sends from; each has its own throughput (docs/messaging.md). */
+export const NUMBER_TYPES = ['local', 'toll_free', 'ca_local'] as const;
+export type NumberType = (typeof NUMBER_TYPES)[number];
 
 export interface OutboundForCarrier {
   id: string;

@@ -3,8 +3,14 @@
 // numbers end in the magic digits below make it refuse, fail, leave undelivered or never answer, so every
 // path can be seen in development (docs/messaging.md "The simulated carrier").
 import { createHash } from 'node:crypto';
-import type { NumberType } from '../modules/numbers/service.ts';
-import type { Carrier, CarrierSendResult, OutboundForCarrier, ReceiptStatus, TrustTier } from './carrier.ts';
+import type {
+  Carrier,
+  CarrierSendResult,
+  NumberType,
+  OutboundForCarrier,
+  ReceiptStatus,
+  TrustTier,
+} from './carrier.ts';
 
 /** Last four digits of the recipient that pick the simulator's behaviour. */
 export const MAGIC_SUFFIXES = {

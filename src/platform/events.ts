@@ -1,7 +1,11 @@
-// The event outbox. A domain change records its event in the same transaction as the change, so an event
+// Declared events and the event outbox. A module declares each event it emits with defineEvent (its type,
+// the TypeBox schema of its `data`, a description and an example); the webhook catalog and the OpenAPI
+// webhooks section are built from those declarations, and record() accepts only a declared event with data
+// of its schema's type. A domain change records its event in the same transaction as the change, so an event
 // exists exactly when the change committed. Recording also enqueues a dispatch job in that transaction; the
 // job hands the event to every consumer (webhooks fan it out to subscribed endpoints). Consumers must be
 // idempotent: dispatch is at-least-once.
+import type { Static, TObject } from 'typebox';
 import type { Clock } from './clock.ts';
 import type { Queryable } from './db/index.ts';
 import { newId } from './ids.ts';
@@ -17,6 +21,64 @@ export interface DomainEvent<Data = Record<string, unknown>> {
 
 export type EventConsumer = (event: DomainEvent) => Promise<void>;
 
+/** `available` events are emitted by a product that exists; `coming` ones may be subscribed to already. */
+export type EventStatus = 'available' | 'coming';
+
+export interface EventDefinition<Schema extends TObject = TObject> {
+  type: string;
+  /** The shape of the event's `data`; each property's description documents that field. */
+  schema: Schema;
+  description: string;
+  status: EventStatus;
+  example: Static<Schema>;
+  /** What a field means in this event where it says more than the schema's description (e.g. `sentAt`). */
+  fields: Record<string, string>;
+}
+
+/** Declares an event a module emits. Declare it in the module's index (its `events`) to make it real. */
+export function defineEvent<Schema extends TObject>(
+  type: string,
+  schema: Schema,
+  description: string,
+  options: { example: Static<Schema>; status?: EventStatus; fields?: Record<string, string> },
+): EventDefinition<Schema> {
+  return {
+    type,
+    schema,
+    description,
+    status: options.status ?? 'available',
+    example: options.example,
+    fields: options.fields ?? {},
+  };
+}
+
+/** One entry of the subscribable catalog (GET /api/webhooks/events). */
+export interface CatalogEntry {
+  type: string;
+  description: string;
+  status: EventStatus;
+  /** Each field of `data` and what it means. */
+  fields: Record<string, string>;
+  example: Record<string, unknown>;
+  /** The JSON Schema of `data`. */
+  schema: Record<string, unknown>;
+}
+
+export function catalogEntry(definition: EventDefinition): CatalogEntry {
+  const fields: Record<string, string> = {};
+  for (const [name, property] of Object.entries(definition.schema.properties)) {
+    fields[name] = definition.fields[name] ?? (property as { description?: string }).description ?? name;
+  }
+  return {
+    type: definition.type,
+    description: definition.description,
+    status: definition.status,
+    fields,
+    example: definition.example as Record<string, unknown>,
+    schema: JSON.parse(JSON.stringify(definition.schema)),
+  };
+}
+
 const DISPATCH_QUEUE = 'events.dispatch';
 
 interface EventRow {
@@ -29,6 +91,7 @@ interface EventRow {
 
 export class EventOutbox {
   private readonly consumers: EventConsumer[] = [];
+  private readonly declared = new Map<string, EventDefinition>();
 
   constructor(
     private readonly db: Queryable,
@@ -42,8 +105,36 @@ export class EventOutbox {
     this.consumers.push(consumer);
   }
 
-  /** Records an event inside the caller's transaction `tx`. */
-  async record(
+  /** Makes events recordable and subscribable; each type is declared once, by the module that emits it. */
+  declare(...definitions: EventDefinition[]): void {
+    for (const definition of definitions) {
+      if (this.declared.has(definition.type)) throw new Error(`Event ${definition.type} is declared twice`);
+      this.declared.set(definition.type, definition);
+    }
+  }
+
+  /** Every declared event, in declaration order. */
+  definitions(): EventDefinition[] {
+    return [...this.declared.values()];
+  }
+
+  isDeclared(type: string): boolean {
+    return this.declared.has(type);
+  }
+
+  /** Records a declared event inside the caller's transaction `tx`. */
+  async record<Schema extends TObject>(
+    tx: Queryable,
+    definition: EventDefinition<Schema>,
+    event: { organizationId: string; data: Static<Schema> },
+  ): Promise<DomainEvent> {
+    if (this.declared.get(definition.type) !== (definition as unknown as EventDefinition)) {
+      throw new Error(`Event ${definition.type} is recorded but not declared by its module`);
+    }
+    return this.insert(tx, { ...event, type: definition.type, data: event.data as Record<string, unknown> });
+  }
+
+  private async insert(
     tx: Queryable,
     event: { organizationId: string; type: string; data: Record<string, unknown> },
   ): Promise<DomainEvent> {

@@ -6,6 +6,7 @@
 // protecting each instance (less strictly) rather than failing open or refusing every request.
 import { Redis } from 'ioredis';
 import type { Clock } from './clock.ts';
+import { ApiError } from './errors.ts';
 
 export interface RateLimitRule {
   /** Stable name; part of the counter key. */
@@ -192,3 +193,24 @@ export function rateLimitHeaders(state: RateLimitState): Record<string, string> 
 export function createCounterStore(redisUrl: string | undefined, onFallback?: (error: unknown) => void) {
   return redisUrl ? new RedisCounterStore(redisUrl, onFallback) : new MemoryCounterStore();
 }
+
+/**
+ * The one way a request-rate refusal is rendered: 429 with the `RateLimit-*` headers of the refusing rule,
+ * and `Retry-After` where the spec asks for it. `code` defaults to RATE_LIMITED; sign-in limits send none.
+ */
+export function rateLimitExceeded(
+  state: RateLimitState,
+  message: string,
+  options: { retryAfter?: boolean; code?: string | null } = {},
+): ApiError {
+  const headers = rateLimitHeaders(state);
+  if (options.retryAfter) headers['Retry-After'] = String(state.resetSeconds);
+  const code = options.code === null ? undefined : (options.code ?? 'RATE_LIMITED');
+  return new ApiError(429, message, { code, headers });
+}
+
+/**
+ * Spec "SMS sending endpoints: 30 sends/minute", per organization: one budget whichever way the
+ * organization sends (developer API or portal); each interface's guard consumes it for routes that send.
+ */
+export const SEND_RATE_RULE: RateLimitRule = { name: 'api-sends', limit: 30, windowSeconds: 60 };

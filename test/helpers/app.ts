@@ -7,9 +7,9 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { type App, buildApp } from '../../src/app.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
-import { type AppContext, createContext } from '../../src/context.ts';
 import { type Database, PgliteDatabase, PostgresDatabase } from '../../src/platform/db/index.ts';
 import { migrate } from '../../src/platform/db/migrate.ts';
+import { createRuntime, type Runtime } from '../../src/runtime.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -100,7 +100,7 @@ export interface RequestOptions {
 
 export interface TestApp {
   app: App;
-  ctx: AppContext;
+  ctx: Runtime;
   url: string;
   database: FreshDatabase;
   request<Body = any>(method: string, path: string, options?: RequestOptions): Promise<Response<Body>>;
@@ -114,7 +114,7 @@ export interface StartOptions {
   /** Use this database instead of a fresh one (a second instance on the same data). */
   database?: FreshDatabase;
   /** Extra routes a test needs (e.g. one that throws), added before the app starts. */
-  extend?: (app: App, ctx: AppContext) => void;
+  extend?: (app: App, ctx: Runtime) => unknown;
 }
 
 export async function startTestApp(options: StartOptions = {}): Promise<TestApp> {
@@ -122,10 +122,10 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
   const database = options.database ?? (await freshDatabase());
   const db = options.database ? database.connectAgain() : database.db;
   const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const ctx = createContext(config, db, log);
+  const ctx = createRuntime(config, db, log);
   await ctx.rateLimiter.store.ready();
   const app = await buildApp(ctx);
-  options.extend?.(app, ctx);
+  await options.extend?.(app, ctx);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;

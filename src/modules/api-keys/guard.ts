@@ -5,29 +5,26 @@
 //   4. the route's scope (403 insufficient_scope; a key with no scopes can call nothing).
 // Each route declares what it needs in its config: `{ scope, rateLimit: 'messaging' | 'other', sendLimit }`.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { App } from '../../app.ts';
-import type { AppContext } from '../../context.ts';
 import { bearerToken } from '../../platform/auth/secrets.ts';
 import { ApiError } from '../../platform/errors.ts';
-import { type RateLimitRule, type RateLimitState, rateLimitHeaders } from '../../platform/rate-limit.ts';
-import type { Organization, Plan } from '../organizations/service.ts';
-import { type Scope, scopeSatisfied } from './scopes.ts';
-import type { ApiKey } from './service.ts';
-
-export type RateLimitClass = 'messaging' | 'other';
+import type { Caller } from '../../platform/http/caller.ts';
+import type { RateLimitClass } from '../../platform/http/route-access.ts';
+import {
+  type RateLimiter,
+  type RateLimitRule,
+  type RateLimitState,
+  rateLimitExceeded,
+  rateLimitHeaders,
+  SEND_RATE_RULE,
+} from '../../platform/rate-limit.ts';
+import type { Organization, OrganizationService, Plan } from '../organizations/index.ts';
+import { SCOPES, type Scope, scopeSatisfied } from './scopes.ts';
+import type { ApiKey, ApiKeyService } from './service.ts';
 
 declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** Scope a key needs; undefined means any key with at least one scope. */
-    scope?: Scope;
-    /** Which request limit counts this route: the messaging product per organization, or per key. */
-    rateLimit?: RateLimitClass;
-    /** Also counts against the 30 sends per minute per organization. */
-    sendLimit?: boolean;
-  }
   interface FastifyRequest {
+    /** The key the developer guard authenticated. */
     apiKey?: ApiKey;
-    organization?: Organization;
   }
 }
 
@@ -39,29 +36,43 @@ const MESSAGING_LIMIT_PER_MINUTE: Record<Plan, number | null> = {
   enterprise: null,
 };
 const OTHER_LIMIT_PER_MINUTE = 100;
-/**
- * Spec "SMS sending endpoints: 30 sends/minute", per organization. One budget whichever way the organization
- * sends: the portal's send route consumes the same rule.
- */
-export const SEND_RATE_RULE: RateLimitRule = { name: 'api-sends', limit: 30, windowSeconds: 60 };
 
 const INVALID_KEY = 'Invalid API key';
 
-/** Installs the guard on a plugin scope that holds developer API routes. */
-export function installApiKeyGuard(app: App, ctx: AppContext): void {
-  app.addHook('onRequest', async (request, reply) => {
+export class DeveloperGuard {
+  private readonly apiKeys: ApiKeyService;
+  private readonly organizations: OrganizationService;
+  private readonly rateLimiter: RateLimiter;
+
+  constructor(deps: {
+    apiKeys: ApiKeyService;
+    organizations: OrganizationService;
+    rateLimiter: RateLimiter;
+  }) {
+    this.apiKeys = deps.apiKeys;
+    this.organizations = deps.organizations;
+    this.rateLimiter = deps.rateLimiter;
+  }
+
+  /** At mount: a route must name a scope that exists, or a typo would lock every key out of it. */
+  checkRoute = (config: { scope?: string }): void => {
+    if (config.scope !== undefined && !(SCOPES as readonly string[]).includes(config.scope)) {
+      throw new Error(`A developer API route declares the unknown scope ${config.scope}`);
+    }
+  };
+
+  guard = async (request: FastifyRequest, reply: FastifyReply): Promise<Caller> => {
     const config = request.routeOptions.config;
-    const key = await authenticate(request, ctx);
-    const organization = await ctx.organizations.get(key.organizationId);
+    const key = await this.authenticate(request);
+    const organization = await this.organizations.get(key.organizationId);
     if (organization.plan === 'starter') {
       throw ApiError.forbidden('Your plan does not include API access; upgrade to use the developer API');
     }
     request.apiKey = key;
-    request.organization = organization;
 
-    await applyRateLimits(reply, ctx, organization, key, config.rateLimit ?? 'other', config.sendLimit);
+    await this.applyRateLimits(reply, organization, key, config.rateLimit ?? 'other', config.sendLimit);
 
-    if (!scopeSatisfied(key.scopes, config.scope)) {
+    if (!scopeSatisfied(key.scopes, config.scope as Scope | undefined)) {
       throw new ApiError(
         403,
         config.scope
@@ -70,80 +81,84 @@ export function installApiKeyGuard(app: App, ctx: AppContext): void {
         { code: 'insufficient_scope' },
       );
     }
-  });
-}
+    const caller: Caller = {
+      organizationId: organization.id,
+      region: organization.region,
+      actor: `api_key:${key.id}`,
+      scopes: key.scopes,
+      interface: 'developer',
+      role: null,
+      userId: null,
+    };
+    // Handlers that need the whole organization (sends check its plan limits) need not read it again.
+    this.organizations.remember(caller, organization);
+    return caller;
+  };
 
-async function authenticate(request: FastifyRequest, ctx: AppContext): Promise<ApiKey> {
-  const header = request.headers['x-api-key'];
-  const presented = Array.isArray(header) ? header[0] : header;
-  if (!presented) {
-    // Credentials are not interchangeable: a Bearer value here is a session token or a misplaced key.
-    const message = bearerToken(request.headers.authorization)
-      ? 'The developer API takes an API key in the x-api-key header, not a Bearer token'
-      : 'API key required in the x-api-key header';
-    throw new ApiError(401, message);
+  private async authenticate(request: FastifyRequest): Promise<ApiKey> {
+    const header = request.headers['x-api-key'];
+    const presented = Array.isArray(header) ? header[0] : header;
+    if (!presented) {
+      // Credentials are not interchangeable: a Bearer value here is a session token or a misplaced key.
+      const message = bearerToken(request.headers.authorization)
+        ? 'The developer API takes an API key in the x-api-key header, not a Bearer token'
+        : 'API key required in the x-api-key header';
+      throw new ApiError(401, message);
+    }
+    const result = await this.apiKeys.check(presented.trim());
+    if (result.ok) return result.key;
+    const messages = {
+      unknown: INVALID_KEY,
+      revoked: 'This API key has been revoked',
+      expired: 'This API key has expired',
+      test_key_in_production: 'Test keys (sk_test_) are not accepted in production',
+    } as const;
+    throw new ApiError(401, messages[result.reason]);
   }
-  const result = await ctx.apiKeys.check(presented.trim());
-  if (result.ok) return result.key;
-  const messages = {
-    unknown: INVALID_KEY,
-    revoked: 'This API key has been revoked',
-    expired: 'This API key has expired',
-    test_key_in_production: 'Test keys (sk_test_) are not accepted in production',
-  } as const;
-  throw new ApiError(401, messages[result.reason]);
-}
 
-async function applyRateLimits(
-  reply: FastifyReply,
-  ctx: AppContext,
-  organization: Organization,
-  key: ApiKey,
-  kind: RateLimitClass,
-  sendLimit: boolean | undefined,
-): Promise<void> {
-  const checks: { rule: RateLimitRule; subject: string; retryAfter: boolean }[] = [];
-  if (kind === 'messaging') {
-    const limit = MESSAGING_LIMIT_PER_MINUTE[organization.plan];
-    if (limit !== null) {
+  private async applyRateLimits(
+    reply: FastifyReply,
+    organization: Organization,
+    key: ApiKey,
+    kind: RateLimitClass,
+    sendLimit: boolean | undefined,
+  ): Promise<void> {
+    const checks: { rule: RateLimitRule; subject: string; retryAfter: boolean }[] = [];
+    if (kind === 'messaging') {
+      const limit = MESSAGING_LIMIT_PER_MINUTE[organization.plan];
+      if (limit !== null) {
+        checks.push({
+          rule: { name: `api-messaging-${organization.plan}`, limit, windowSeconds: 60 },
+          subject: organization.id,
+          retryAfter: true,
+        });
+      }
+    } else {
       checks.push({
-        rule: { name: `api-messaging-${organization.plan}`, limit, windowSeconds: 60 },
-        subject: organization.id,
-        retryAfter: true,
+        rule: { name: 'api-other', limit: OTHER_LIMIT_PER_MINUTE, windowSeconds: 60 },
+        subject: key.id,
+        retryAfter: false,
       });
     }
-  } else {
-    checks.push({
-      rule: { name: 'api-other', limit: OTHER_LIMIT_PER_MINUTE, windowSeconds: 60 },
-      subject: key.id,
-      retryAfter: false,
-    });
-  }
-  if (sendLimit) {
-    checks.push({
-      rule: SEND_RATE_RULE,
-      subject: organization.id,
-      retryAfter: true,
-    });
-  }
-  if (checks.length === 0) return;
+    if (sendLimit) checks.push({ rule: SEND_RATE_RULE, subject: organization.id, retryAfter: true });
+    if (checks.length === 0) return;
 
-  let tightest: { state: RateLimitState; retryAfter: boolean } | undefined;
-  let refused: { state: RateLimitState; retryAfter: boolean } | undefined;
-  for (const check of checks) {
-    const state = await ctx.rateLimiter.consume(check.rule, check.subject);
-    if (!tightest || state.remaining < tightest.state.remaining)
-      tightest = { state, retryAfter: check.retryAfter };
-    if (!state.allowed && !refused) refused = { state, retryAfter: check.retryAfter };
-  }
-  const shown = refused ?? tightest!;
-  reply.headers(rateLimitHeaders(shown.state));
-  if (refused) {
-    const headers: Record<string, string> = rateLimitHeaders(refused.state);
-    if (refused.retryAfter) headers['Retry-After'] = String(refused.state.resetSeconds);
-    throw new ApiError(429, `Rate limit of ${refused.state.limit} requests per minute exceeded`, {
-      code: 'RATE_LIMITED',
-      headers,
-    });
+    let tightest: { state: RateLimitState; retryAfter: boolean } | undefined;
+    let refused: { state: RateLimitState; retryAfter: boolean } | undefined;
+    for (const check of checks) {
+      const state = await this.rateLimiter.consume(check.rule, check.subject);
+      if (!tightest || state.remaining < tightest.state.remaining)
+        tightest = { state, retryAfter: check.retryAfter };
+      if (!state.allowed && !refused) refused = { state, retryAfter: check.retryAfter };
+    }
+    const shown = refused ?? tightest!;
+    reply.headers(rateLimitHeaders(shown.state));
+    if (refused) {
+      throw rateLimitExceeded(
+        refused.state,
+        `Rate limit of ${refused.state.limit} requests per minute exceeded`,
+        { retryAfter: refused.retryAfter },
+      );
+    }
   }
 }

@@ -2,23 +2,19 @@
 // see the organization's keys (never a secret); owners and admins create and revoke them, with fresh
 // two-factor verification when they have 2FA on. The full key is in the creation response only.
 import { Type } from 'typebox';
-import type { App } from '../../app.ts';
-import type { AppContext } from '../../context.ts';
-import {
-  currentSession,
-  requireManager,
-  requireSession,
-  requireStepUp,
-} from '../../platform/auth/session-guard.ts';
 import { ApiError } from '../../platform/errors.ts';
-import { ErrorShapeA, envelope, IdParams } from '../../platform/http/schemas.ts';
+import type { App } from '../../platform/http/app-type.ts';
+import { callerOf } from '../../platform/http/caller.ts';
+import { envelope, IdParams } from '../../platform/http/schemas.ts';
+import type { ModuleRoutes } from '../../platform/module.ts';
 import { OffsetPageQuery, PageEnvelope, pageResponse } from '../../platform/pagination.ts';
+import { organizationsModule } from '../organizations/index.ts';
 import { SCOPE_CATALOG, SCOPES } from './scopes.ts';
-import { EXPIRY_DAYS, publicApiKey } from './service.ts';
+import { type ApiKeyService, EXPIRY_DAYS, publicApiKey } from './service.ts';
 
-const errors = { 400: ErrorShapeA, 401: ErrorShapeA, 403: ErrorShapeA, 404: ErrorShapeA };
-const security: Record<string, string[]>[] = [{ session: [] }, { sessionCookie: [] }];
 const tags = ['API keys'];
+/** Creating and revoking keys: owners and admins, with fresh two-factor verification when 2FA is on. */
+const sensitive = { role: 'manager', stepUp: true } as const;
 
 const ApiKeySchema = Type.Object({
   id: Type.String(),
@@ -52,108 +48,109 @@ const ApiKeyCreate = Type.Object(
   { additionalProperties: false },
 );
 
-export async function apiKeyRoutes(app: App, ctx: AppContext) {
-  // Authentication comes before validation, so a caller without a session learns that first.
-  app.addHook('onRequest', requireSession(ctx));
+/** Key management on the management interface (`/api/api-keys`). */
+export const apiKeyRoutes: ModuleRoutes<{ apiKeys: ApiKeyService }> =
+  ({ apiKeys }, _platform, use) =>
+  async (app: App) => {
+    const { organizations } = use(organizationsModule);
 
-  app.get(
-    '/scopes',
-    {
-      schema: {
-        tags,
-        summary: 'The scope catalog',
-        security,
-        response: {
-          200: envelope(Type.Array(Type.Object({ scope: Type.String(), description: Type.String() }))),
-          ...errors,
+    app.get(
+      '/api-keys/scopes',
+      {
+        schema: {
+          operationId: 'apiKeys.scopes',
+          tags,
+          summary: 'The scope catalog',
+          response: {
+            200: envelope(Type.Array(Type.Object({ scope: Type.String(), description: Type.String() }))),
+          },
         },
       },
-    },
-    async () => ({ success: true as const, data: SCOPE_CATALOG.map((entry) => ({ ...entry })) }),
-  );
+      async () => ({ success: true as const, data: SCOPE_CATALOG.map((entry) => ({ ...entry })) }),
+    );
 
-  app.get(
-    '/',
-    {
-      schema: {
-        tags,
-        summary: "List the organization's API keys, newest first (never the keys themselves)",
-        security,
-        querystring: OffsetPageQuery,
-        response: { 200: PageEnvelope(ApiKeySchema), ...errors },
+    app.get(
+      '/api-keys',
+      {
+        schema: {
+          operationId: 'apiKeys.list',
+          tags,
+          summary: "List the organization's API keys, newest first (never the keys themselves)",
+          querystring: OffsetPageQuery,
+          response: { 200: PageEnvelope(ApiKeySchema) },
+        },
       },
-    },
-    async (request) => {
-      const session = currentSession(request);
-      return pageResponse(await ctx.apiKeys.list(session.organizationId, request.query));
-    },
-  );
+      async (request) => {
+        const caller = callerOf(request);
+        return pageResponse(await apiKeys.list(caller.organizationId, request.query));
+      },
+    );
 
-  app.post(
-    '/',
-    {
-      preHandler: [requireManager(), requireStepUp(ctx)],
-      schema: {
-        tags,
-        summary: 'Create an API key (owner or admin; fresh two-factor verification when 2FA is on)',
-        security,
-        body: ApiKeyCreate,
-        response: { 201: envelope(CreatedApiKeySchema), ...errors },
+    app.post(
+      '/api-keys',
+      {
+        config: sensitive,
+        schema: {
+          operationId: 'apiKeys.create',
+          tags,
+          summary: 'Create an API key (owner or admin; fresh two-factor verification when 2FA is on)',
+          body: ApiKeyCreate,
+          response: { 201: envelope(CreatedApiKeySchema) },
+        },
       },
-    },
-    async (request, reply) => {
-      const session = currentSession(request);
-      const organization = await ctx.organizations.get(session.organizationId);
-      if (organization.plan === 'starter') {
-        throw ApiError.forbidden('Your plan does not include API access; upgrade to create API keys');
-      }
-      const { key, secret } = await ctx.apiKeys.create(session.organizationId, {
-        name: request.body.name.trim(),
-        scopes: request.body.scopes,
-        expiresInDays: request.body.expiresInDays ?? null,
-        createdBy: session.userId,
-      });
-      return reply.status(201).send({ success: true, data: { ...publicApiKey(key), key: secret } });
-    },
-  );
+      async (request, reply) => {
+        const caller = callerOf(request);
+        const organization = await organizations.ofCaller(caller);
+        if (organization.plan === 'starter') {
+          throw ApiError.forbidden('Your plan does not include API access; upgrade to create API keys');
+        }
+        const { key, secret } = await apiKeys.create(caller.organizationId, {
+          name: request.body.name.trim(),
+          scopes: request.body.scopes,
+          expiresInDays: request.body.expiresInDays ?? null,
+          createdBy: caller.userId,
+        });
+        return reply.status(201).send({ success: true, data: { ...publicApiKey(key), key: secret } });
+      },
+    );
 
-  app.get(
-    '/:id',
-    {
-      schema: {
-        tags,
-        summary: 'Read an API key (never the key itself)',
-        security,
-        params: IdParams,
-        response: { 200: envelope(ApiKeySchema), ...errors },
+    app.get(
+      '/api-keys/:id',
+      {
+        schema: {
+          operationId: 'apiKeys.get',
+          tags,
+          summary: 'Read an API key (never the key itself)',
+          params: IdParams,
+          response: { 200: envelope(ApiKeySchema) },
+        },
       },
-    },
-    async (request) => {
-      const session = currentSession(request);
-      return {
-        success: true as const,
-        data: publicApiKey(await ctx.apiKeys.get(session.organizationId, request.params.id)),
-      };
-    },
-  );
+      async (request) => {
+        const caller = callerOf(request);
+        return {
+          success: true as const,
+          data: publicApiKey(await apiKeys.get(caller.organizationId, request.params.id)),
+        };
+      },
+    );
 
-  app.delete(
-    '/:id',
-    {
-      preHandler: [requireManager(), requireStepUp(ctx)],
-      schema: {
-        tags,
-        summary:
-          'Revoke an API key: refused from the next request on (owner or admin; step-up when 2FA is on)',
-        security,
-        params: IdParams,
-        response: { 200: envelope(ApiKeySchema), ...errors },
+    app.delete(
+      '/api-keys/:id',
+      {
+        config: sensitive,
+        schema: {
+          operationId: 'apiKeys.revoke',
+          tags,
+          summary:
+            'Revoke an API key: refused from the next request on (owner or admin; step-up when 2FA is on)',
+          params: IdParams,
+          response: { 200: envelope(ApiKeySchema) },
+        },
       },
-    },
-    async (request) => {
-      const session = currentSession(request);
-      const key = await ctx.apiKeys.revoke(session.organizationId, request.params.id);
-      return { success: true as const, data: publicApiKey(key) };
-    },
-  );
-}
+      async (request) => {
+        const caller = callerOf(request);
+        const key = await apiKeys.revoke(caller.organizationId, request.params.id);
+        return { success: true as const, data: publicApiKey(key) };
+      },
+    );
+  };

@@ -65,12 +65,17 @@ function randomBase62(length: number): string {
 }
 
 export class ApiKeyService {
-  constructor(
-    private readonly db: Queryable,
-    private readonly clock: Clock,
-    private readonly production: boolean,
-    private readonly pagination: Paginator,
-  ) {}
+  private readonly db: Queryable;
+  private readonly clock: Clock;
+  private readonly production: boolean;
+  private readonly pagination: Paginator;
+
+  constructor(deps: { db: Queryable; clock: Clock; production: boolean; pagination: Paginator }) {
+    this.db = deps.db;
+    this.clock = deps.clock;
+    this.production = deps.production;
+    this.pagination = deps.pagination;
+  }
 
   list(organizationId: string, query: PageQueryInput) {
     return this.pagination.list(this.db, query, {

@@ -9,9 +9,10 @@ import type { Clock } from '../../platform/clock.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { EventOutbox } from '../../platform/events.ts';
+import type { Region } from '../../platform/http/caller.ts';
 import { newId } from '../../platform/ids.ts';
-import type { Region } from '../organizations/service.ts';
-import { normalisePhone } from './phone.ts';
+import { normalisePhone } from '../../platform/phone.ts';
+import { ContactsImported } from './events.ts';
 import { CONSENT_METHODS, type CustomFields } from './service.ts';
 
 export const MAX_REPORTED_ERRORS = 20;
@@ -139,11 +140,15 @@ interface ValidRow {
 type RowOutcome = { ok: true; row: ValidRow } | { ok: false; reason: string; blankPhone: boolean };
 
 export class ContactImporter {
-  constructor(
-    private readonly db: Database,
-    private readonly clock: Clock,
-    private readonly events: EventOutbox,
-  ) {}
+  private readonly db: Database;
+  private readonly clock: Clock;
+  private readonly events: EventOutbox;
+
+  constructor(deps: { db: Database; clock: Clock; events: EventOutbox }) {
+    this.db = deps.db;
+    this.clock = deps.clock;
+    this.events = deps.events;
+  }
 
   /** Imports a CSV stream. */
   importCsv(organizationId: string, region: Region, stream: Readable, actor: string): Promise<ImportResult> {
@@ -227,9 +232,8 @@ export class ContactImporter {
           },
         );
       }
-      await this.events.record(tx, {
+      await this.events.record(tx, ContactsImported, {
         organizationId,
-        type: 'contact.import_completed',
         data: { imported: result.imported, updated: result.updated, rejected: result.rejected },
       });
     });

@@ -31,11 +31,15 @@ const LIST_SELECT = `l.id, l.name, l.description, l.created_at, l.updated_at,
   (SELECT count(*)::int FROM contact_list_members m WHERE m.list_id = l.id) AS member_count`;
 
 export class ContactListService {
-  constructor(
-    private readonly db: Database,
-    private readonly clock: Clock,
-    private readonly pagination: Paginator,
-  ) {}
+  private readonly db: Database;
+  private readonly clock: Clock;
+  private readonly pagination: Paginator;
+
+  constructor(deps: { db: Database; clock: Clock; pagination: Paginator }) {
+    this.db = deps.db;
+    this.clock = deps.clock;
+    this.pagination = deps.pagination;
+  }
 
   async create(
     organizationId: string,

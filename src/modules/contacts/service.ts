@@ -6,10 +6,11 @@ import type { Clock } from '../../platform/clock.ts';
 import { isUniqueViolation, type Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { EventOutbox } from '../../platform/events.ts';
+import type { Region } from '../../platform/http/caller.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Page, PageQueryInput, Paginator } from '../../platform/pagination.ts';
-import type { Region } from '../organizations/service.ts';
-import { normalisePhone } from './phone.ts';
+import { normalisePhone } from '../../platform/phone.ts';
+import { ContactOptedIn, ContactOptedOut } from './events.ts';
 
 export const CONSENT_STATUSES = ['granted', 'denied', 'unknown'] as const;
 export type ConsentStatus = (typeof CONSENT_STATUSES)[number];
@@ -94,12 +95,22 @@ export const CONTACT_FROM =
   'contacts c LEFT JOIN opt_outs o ON o.organization_id = c.organization_id AND o.phone = c.phone';
 
 export class ContactService {
-  constructor(
-    private readonly db: Queryable & { transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> },
-    private readonly clock: Clock,
-    private readonly events: EventOutbox,
-    private readonly pagination: Paginator,
-  ) {}
+  private readonly db: Queryable & { transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> };
+  private readonly clock: Clock;
+  private readonly events: EventOutbox;
+  private readonly pagination: Paginator;
+
+  constructor(deps: {
+    db: Queryable & { transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> };
+    clock: Clock;
+    events: EventOutbox;
+    pagination: Paginator;
+  }) {
+    this.db = deps.db;
+    this.clock = deps.clock;
+    this.events = deps.events;
+    this.pagination = deps.pagination;
+  }
 
   async create(
     organizationId: string,
@@ -300,9 +311,8 @@ export class ContactService {
     );
     if (inserted.length === 0) return false;
     await this.recordConsent(tx, organizationId, phone, contactId, 'opted_out', method, reason, actor);
-    await this.events.record(tx, {
+    await this.events.record(tx, ContactOptedOut, {
       organizationId,
-      type: 'contact.opted_out',
       data: { contactId, phone, method, reason, optedOutAt: now.toISOString() },
     });
     return true;
@@ -347,9 +357,8 @@ export class ContactService {
     );
     if (removed.length === 0) return false;
     await this.recordConsent(tx, organizationId, phone, contactId, 'opted_in', method, reason, actor);
-    await this.events.record(tx, {
+    await this.events.record(tx, ContactOptedIn, {
       organizationId,
-      type: 'contact.opted_in',
       data: { contactId, phone, method, reason, optedInAt: this.clock.now().toISOString() },
     });
     return true;

@@ -13,12 +13,17 @@ import type { UserService } from './users.ts';
 export const RESET_TOKEN_LIFETIME_SECONDS = 3600;
 
 export class PasswordResetService {
-  constructor(
-    private readonly db: Database,
-    private readonly clock: Clock,
-    private readonly users: UserService,
-    private readonly sessions: SessionService,
-  ) {}
+  private readonly db: Database;
+  private readonly clock: Clock;
+  private readonly users: UserService;
+  private readonly sessions: SessionService;
+
+  constructor(deps: { db: Database; clock: Clock; users: UserService; sessions: SessionService }) {
+    this.db = deps.db;
+    this.clock = deps.clock;
+    this.users = deps.users;
+    this.sessions = deps.sessions;
+  }
 
   /** A reset token for the e-mail's user, or undefined when no user has that e-mail. */
   async issue(email: string): Promise<{ token: string; userEmail: string; expiresAt: Date } | undefined> {

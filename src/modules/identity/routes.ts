@@ -1,19 +1,12 @@
-// Portal sign-in routes (prefix /v2/portal/auth): thin handlers over PortalAuthService. Errors in Shape A.
+// Portal sign-in routes (portal interface, /v2/portal/auth): thin handlers over PortalAuthService. Sign-in,
+// registration and password reset are anonymous; the rest take the session the portal's guard checked.
 import type { FastifyReply } from 'fastify';
-import type { App } from '../../app.ts';
-import type { AppContext } from '../../context.ts';
-import {
-  authenticateSession,
-  clearSessionCookie,
-  currentSession,
-  requireSession,
-  requireStepUp,
-  STEP_UP_WINDOW_SECONDS,
-  setSessionCookie,
-} from '../../platform/auth/session-guard.ts';
 import { ApiError } from '../../platform/errors.ts';
-import { ErrorShapeA, envelope } from '../../platform/http/schemas.ts';
+import type { App } from '../../platform/http/app-type.ts';
+import { envelope } from '../../platform/http/schemas.ts';
+import type { ModuleRoutes } from '../../platform/module.ts';
 import { rateLimitHeaders } from '../../platform/rate-limit.ts';
+import { currentSession, type SessionGuard, STEP_UP_WINDOW_SECONDS } from './guard.ts';
 import {
   ChangePasswordBody,
   CodeBody,
@@ -36,19 +29,16 @@ import {
   TwoFactorSetupResponse,
   VerifiedResponse,
 } from './schemas.ts';
-import type { SessionResult } from './service.ts';
-import type { User } from './users.ts';
+import type { PortalAuthService, SessionResult } from './service.ts';
+import type { SessionService } from './sessions.ts';
+import type { TwoFactorService } from './two-factor.ts';
+import type { User, UserService } from './users.ts';
 
-const tags = ['Portal auth'];
-const security: { [name: string]: string[] }[] = [{ session: [] }, { sessionCookie: [] }];
-const errors = {
-  400: ErrorShapeA,
-  401: ErrorShapeA,
-  403: ErrorShapeA,
-  404: ErrorShapeA,
-  409: ErrorShapeA,
-  429: ErrorShapeA,
-};
+const tags = ['Auth'];
+/** Sign-in routes answer 401 for wrong credentials and 429 past their limits, with or without a session. */
+const signIn = { anonymous: true, errorStatuses: [401, 409, 429] };
+/** What a user who must change their password may still do: change it, see who they are, sign out. */
+const pendingOk = { allowPendingPasswordChange: true, errorStatuses: [429] };
 
 function portalUser(user: User, twoFactorEnabled: boolean) {
   return {
@@ -62,8 +52,8 @@ function portalUser(user: User, twoFactorEnabled: boolean) {
 }
 
 /** The standard session response (spec "Login response"), with the cookie set. */
-function sendSession(reply: FastifyReply, ctx: AppContext, result: SessionResult, status = 200) {
-  setSessionCookie(reply, ctx, result.issued);
+function sendSession(reply: FastifyReply, guard: SessionGuard, result: SessionResult, status = 200) {
+  guard.setCookie(reply, result.issued);
   return reply.status(status).send({
     success: true as const,
     data: {
@@ -82,310 +72,327 @@ function sendSession(reply: FastifyReply, ctx: AppContext, result: SessionResult
   });
 }
 
-export async function portalAuthRoutes(app: App, ctx: AppContext) {
-  const session = requireSession(ctx);
-  // What a user who must change their password may still do: change it, see who they are, sign out.
-  const sessionPendingOk = requireSession(ctx, { allowPendingPasswordChange: true });
-  const sessionExpiredOk = requireSession(ctx, { allowExpired: true, allowPendingPasswordChange: true });
+export interface IdentityServices {
+  users: UserService;
+  sessions: SessionService;
+  twoFactor: TwoFactorService;
+  portalAuth: PortalAuthService;
+  sessionGuard: SessionGuard;
+}
 
-  app.post(
-    '/login',
-    {
-      schema: {
-        tags,
-        summary: 'Sign in; answers a session, or a two-factor challenge when 2FA is on',
-        body: LoginBody,
-        response: { 200: LoginResponse, ...errors },
+export const portalAuthRoutes: ModuleRoutes<IdentityServices> =
+  ({ users, sessions, twoFactor, portalAuth, sessionGuard }) =>
+  async (app: App) => {
+    app.post(
+      '/auth/login',
+      {
+        config: signIn,
+        schema: {
+          operationId: 'auth.login',
+          tags,
+          summary: 'Sign in; answers a session, or a two-factor challenge when 2FA is on',
+          body: LoginBody,
+          response: { 200: LoginResponse },
+        },
       },
-    },
-    async (request, reply) => {
-      const result = await ctx.portalAuth.login({ ...request.body, ip: request.ip });
-      reply.headers(rateLimitHeaders(result.rateLimit));
-      if (result.kind === 'challenge') {
-        // No cookie: the challenge is not a session.
-        return reply.send({
+      async (request, reply) => {
+        const result = await portalAuth.login({ ...request.body, ip: request.ip });
+        reply.headers(rateLimitHeaders(result.rateLimit));
+        if (result.kind === 'challenge') {
+          // No cookie: the challenge is not a session.
+          return reply.send({
+            success: true as const,
+            data: {
+              requiresTwoFactor: true as const,
+              tempToken: result.tempToken,
+              expiresAt: result.expiresAt.toISOString(),
+            },
+          });
+        }
+        return sendSession(reply, sessionGuard, result);
+      },
+    );
+
+    app.post(
+      '/auth/2fa/login-verify',
+      {
+        config: signIn,
+        schema: {
+          operationId: 'auth.loginVerify',
+          tags,
+          summary: 'Complete a two-factor login challenge with a TOTP or recovery code',
+          body: LoginVerifyBody,
+          response: { 200: SessionResponse },
+        },
+      },
+      async (request, reply) => sendSession(reply, sessionGuard, await portalAuth.loginVerify(request.body)),
+    );
+
+    app.post(
+      '/auth/register',
+      {
+        config: signIn,
+        schema: {
+          operationId: 'auth.register',
+          tags,
+          summary: 'Create an account and its organization (pro plan, trial) and sign in as its owner',
+          body: RegisterBody,
+          response: { 201: SessionResponse },
+        },
+      },
+      async (request, reply) =>
+        sendSession(reply, sessionGuard, await portalAuth.register({ ...request.body, ip: request.ip }), 201),
+    );
+
+    app.post(
+      '/auth/token/refresh',
+      {
+        config: { allowExpired: true, allowPendingPasswordChange: true },
+        schema: {
+          operationId: 'auth.refresh',
+          tags,
+          summary: 'A fresh token for a session that still exists; the expired token is accepted',
+          response: { 200: envelope(RefreshData) },
+        },
+      },
+      async (request, reply) => {
+        const issued = await sessions.refresh(currentSession(request).sessionId);
+        sessionGuard.setCookie(reply, issued);
+        return {
+          success: true as const,
+          data: { accessToken: issued.token, token: issued.token, expiresAt: issued.expiresAt.toISOString() },
+        };
+      },
+    );
+
+    app.post(
+      '/auth/logout',
+      {
+        config: { anonymous: true, errorStatuses: [401] },
+        schema: {
+          operationId: 'auth.logout',
+          tags,
+          summary: 'End this session and clear the cookie (an expired, revoked or ended session is fine too)',
+          response: { 200: SignedOutResponse },
+        },
+      },
+      async (request, reply) => {
+        // Logout is idempotent: whatever state the session is in, the client ends up signed out.
+        try {
+          const current = await sessionGuard.authenticate(request, {
+            allowExpired: true,
+            allowPendingPasswordChange: true,
+          });
+          await sessions.end(current.sessionId);
+        } catch (error) {
+          const code = error instanceof ApiError ? error.code : undefined;
+          if (code !== 'SESSION_EXPIRED' && code !== 'TOKEN_REVOKED') {
+            if (code === 'TOKEN_INVALID') sessionGuard.clearCookie(reply);
+            throw error;
+          }
+        }
+        sessionGuard.clearCookie(reply);
+        return { success: true as const, data: { signedOut: true as const } };
+      },
+    );
+
+    app.post(
+      '/auth/logout-all',
+      {
+        schema: {
+          operationId: 'auth.logoutAll',
+          tags,
+          summary: 'Sign out everywhere: every session of the user, this one included, is revoked',
+          response: { 200: SignedOutEverywhereResponse },
+        },
+      },
+      async (request, reply) => {
+        const revokedSessions = await portalAuth.signOutEverywhere(currentSession(request).userId);
+        sessionGuard.clearCookie(reply);
+        return { success: true as const, data: { signedOut: true as const, revokedSessions } };
+      },
+    );
+
+    app.post(
+      '/auth/switch-organization',
+      {
+        schema: {
+          operationId: 'auth.switchOrganization',
+          tags,
+          summary: 'Re-scope the session to another organization of the user; a new token, cookie updated',
+          body: SwitchOrganizationBody,
+          response: { 200: SessionResponse },
+        },
+      },
+      async (request, reply) =>
+        sendSession(
+          reply,
+          sessionGuard,
+          await portalAuth.switchOrganization(currentSession(request), request.body.organizationId),
+        ),
+    );
+
+    app.post(
+      '/auth/password',
+      {
+        config: pendingOk,
+        schema: {
+          operationId: 'auth.changePassword',
+          tags,
+          summary: 'Change the password; other sessions are revoked and this one gets a fresh token',
+          body: ChangePasswordBody,
+          response: { 200: SessionResponse },
+        },
+      },
+      async (request, reply) =>
+        sendSession(
+          reply,
+          sessionGuard,
+          await portalAuth.changePassword(currentSession(request), request.body),
+        ),
+    );
+
+    app.post(
+      '/auth/password-reset/request',
+      {
+        config: signIn,
+        schema: {
+          operationId: 'auth.passwordReset.request',
+          tags,
+          summary: 'Mail a one-time password reset link (answers the same whether or not the account exists)',
+          body: ResetRequestBody,
+          response: { 200: ResetRequestedResponse },
+        },
+      },
+      async (request) => {
+        await portalAuth.requestPasswordReset(request.body.email);
+        return {
+          success: true as const,
+          data: { message: 'If an account exists for that e-mail, a reset link is on its way' },
+        };
+      },
+    );
+
+    app.post(
+      '/auth/password-reset/confirm',
+      {
+        config: signIn,
+        schema: {
+          operationId: 'auth.passwordReset.confirm',
+          tags,
+          summary: 'Set a new password with a reset token; every session of the user is revoked',
+          body: ResetConfirmBody,
+          response: { 200: ResetConfirmedResponse },
+        },
+      },
+      async (request) => {
+        await portalAuth.confirmPasswordReset(request.body.token, request.body.newPassword);
+        return { success: true as const, data: { passwordReset: true as const } };
+      },
+    );
+
+    app.get(
+      '/auth/me',
+      {
+        config: pendingOk,
+        schema: {
+          operationId: 'auth.me',
+          tags,
+          summary: 'The signed-in user, the organization and role of this session',
+          response: { 200: envelope(MeData) },
+        },
+      },
+      async (request) => {
+        const current = currentSession(request);
+        const { user, organization, role } = await portalAuth.me(current);
+        return {
           success: true as const,
           data: {
-            requiresTwoFactor: true as const,
-            tempToken: result.tempToken,
-            expiresAt: result.expiresAt.toISOString(),
+            user: portalUser(user, current.twoFactorEnabled),
+            organization: {
+              id: organization.id,
+              name: organization.name,
+              plan: organization.plan,
+              subscriptionState: organization.subscriptionState,
+              region: organization.region,
+            },
+            role,
           },
-        });
-      }
-      return sendSession(reply, ctx, result);
-    },
-  );
-
-  app.post(
-    '/2fa/login-verify',
-    {
-      schema: {
-        tags,
-        summary: 'Complete a two-factor login challenge with a TOTP or recovery code',
-        body: LoginVerifyBody,
-        response: { 200: SessionResponse, ...errors },
+        };
       },
-    },
-    async (request, reply) => sendSession(reply, ctx, await ctx.portalAuth.loginVerify(request.body)),
-  );
+    );
 
-  app.post(
-    '/register',
-    {
-      schema: {
-        tags,
-        summary: 'Create an account and its organization (pro plan, trial) and sign in as its owner',
-        body: RegisterBody,
-        response: { 201: SessionResponse, ...errors },
+    app.post(
+      '/auth/2fa/setup',
+      {
+        schema: {
+          operationId: 'auth.twoFactor.setup',
+          tags,
+          summary: 'Start two-factor enrolment: a new TOTP secret and its otpauth:// URL',
+          response: { 200: TwoFactorSetupResponse },
+        },
       },
-    },
-    async (request, reply) =>
-      sendSession(reply, ctx, await ctx.portalAuth.register({ ...request.body, ip: request.ip }), 201),
-  );
+      async (request) => {
+        const current = currentSession(request);
+        const user = await users.get(current.userId);
+        return { success: true as const, data: await twoFactor.setup(current.userId, user.email) };
+      },
+    );
 
-  app.post(
-    '/token/refresh',
-    {
-      preHandler: sessionExpiredOk,
-      schema: {
-        tags,
-        summary: 'A fresh token for a session that still exists; the expired token is accepted',
-        security,
-        response: { 200: envelope(RefreshData), ...errors },
+    app.post(
+      '/auth/2fa/enable',
+      {
+        config: { errorStatuses: [429] },
+        schema: {
+          operationId: 'auth.twoFactor.enable',
+          tags,
+          summary: 'Turn two-factor on with a code from the new secret; returns recovery codes, shown once',
+          body: CodeBody,
+          response: { 200: RecoveryCodesResponse },
+        },
       },
-    },
-    async (request, reply) => {
-      const issued = await ctx.sessions.refresh(currentSession(request).sessionId);
-      setSessionCookie(reply, ctx, issued);
-      return {
-        success: true as const,
-        data: { accessToken: issued.token, token: issued.token, expiresAt: issued.expiresAt.toISOString() },
-      };
-    },
-  );
-
-  app.post(
-    '/logout',
-    {
-      schema: {
-        tags,
-        summary: 'End this session and clear the cookie (an expired, revoked or ended session is fine too)',
-        security,
-        response: { 200: SignedOutResponse, ...errors },
-      },
-    },
-    async (request, reply) => {
-      // Logout is idempotent: whatever state the session is in, the client ends up signed out.
-      try {
-        const current = await authenticateSession(request, ctx, {
-          allowExpired: true,
-          allowPendingPasswordChange: true,
-        });
-        await ctx.sessions.end(current.sessionId);
-      } catch (error) {
-        const code = error instanceof ApiError ? error.code : undefined;
-        if (code !== 'SESSION_EXPIRED' && code !== 'TOKEN_REVOKED') {
-          if (code === 'TOKEN_INVALID') clearSessionCookie(reply, ctx);
-          throw error;
-        }
-      }
-      clearSessionCookie(reply, ctx);
-      return { success: true as const, data: { signedOut: true as const } };
-    },
-  );
-
-  app.post(
-    '/logout-all',
-    {
-      preHandler: session,
-      schema: {
-        tags,
-        summary: 'Sign out everywhere: every session of the user, this one included, is revoked',
-        security,
-        response: { 200: SignedOutEverywhereResponse, ...errors },
-      },
-    },
-    async (request, reply) => {
-      const revokedSessions = await ctx.portalAuth.signOutEverywhere(currentSession(request).userId);
-      clearSessionCookie(reply, ctx);
-      return { success: true as const, data: { signedOut: true as const, revokedSessions } };
-    },
-  );
-
-  app.post(
-    '/switch-organization',
-    {
-      preHandler: session,
-      schema: {
-        tags,
-        summary: 'Re-scope the session to another organization of the user; a new token, cookie updated',
-        security,
-        body: SwitchOrganizationBody,
-        response: { 200: SessionResponse, ...errors },
-      },
-    },
-    async (request, reply) =>
-      sendSession(
-        reply,
-        ctx,
-        await ctx.portalAuth.switchOrganization(currentSession(request), request.body.organizationId),
-      ),
-  );
-
-  app.post(
-    '/password',
-    {
-      preHandler: sessionPendingOk,
-      schema: {
-        tags,
-        summary: 'Change the password; other sessions are revoked and this one gets a fresh token',
-        security,
-        body: ChangePasswordBody,
-        response: { 200: SessionResponse, ...errors },
-      },
-    },
-    async (request, reply) =>
-      sendSession(reply, ctx, await ctx.portalAuth.changePassword(currentSession(request), request.body)),
-  );
-
-  app.post(
-    '/password-reset/request',
-    {
-      schema: {
-        tags,
-        summary: 'Mail a one-time password reset link (answers the same whether or not the account exists)',
-        body: ResetRequestBody,
-        response: { 200: ResetRequestedResponse, ...errors },
-      },
-    },
-    async (request) => {
-      await ctx.portalAuth.requestPasswordReset(request.body.email);
-      return {
-        success: true as const,
-        data: { message: 'If an account exists for that e-mail, a reset link is on its way' },
-      };
-    },
-  );
-
-  app.post(
-    '/password-reset/confirm',
-    {
-      schema: {
-        tags,
-        summary: 'Set a new password with a reset token; every session of the user is revoked',
-        body: ResetConfirmBody,
-        response: { 200: ResetConfirmedResponse, ...errors },
-      },
-    },
-    async (request) => {
-      await ctx.portalAuth.confirmPasswordReset(request.body.token, request.body.newPassword);
-      return { success: true as const, data: { passwordReset: true as const } };
-    },
-  );
-
-  app.get(
-    '/me',
-    {
-      preHandler: sessionPendingOk,
-      schema: {
-        tags,
-        summary: 'The signed-in user, the organization and role of this session',
-        security,
-        response: { 200: envelope(MeData), ...errors },
-      },
-    },
-    async (request) => {
-      const current = currentSession(request);
-      const { user, organization, role } = await ctx.portalAuth.me(current);
-      return {
+      async (request) => ({
         success: true as const,
         data: {
-          user: portalUser(user, current.twoFactorEnabled),
-          organization: {
-            id: organization.id,
-            name: organization.name,
-            plan: organization.plan,
-            subscriptionState: organization.subscriptionState,
-            region: organization.region,
-          },
-          role,
+          recoveryCodes: await portalAuth.enableTwoFactor(currentSession(request), request.body.code),
         },
-      };
-    },
-  );
+      }),
+    );
 
-  app.post(
-    '/2fa/setup',
-    {
-      preHandler: session,
-      schema: {
-        tags,
-        summary: 'Start two-factor enrolment: a new TOTP secret and its otpauth:// URL',
-        security,
-        response: { 200: TwoFactorSetupResponse, ...errors },
+    app.post(
+      '/auth/2fa/disable',
+      {
+        config: { stepUp: true, errorStatuses: [429] },
+        schema: {
+          operationId: 'auth.twoFactor.disable',
+          tags,
+          summary: 'Turn two-factor off (needs fresh verification, and a code)',
+          body: CodeBody,
+          response: { 200: TwoFactorDisabledResponse },
+        },
       },
-    },
-    async (request) => {
-      const current = currentSession(request);
-      const user = await ctx.users.get(current.userId);
-      return { success: true as const, data: await ctx.twoFactor.setup(current.userId, user.email) };
-    },
-  );
+      async (request) => {
+        await portalAuth.disableTwoFactor(currentSession(request), request.body.code);
+        return { success: true as const, data: { twoFactorEnabled: false as const } };
+      },
+    );
 
-  app.post(
-    '/2fa/enable',
-    {
-      preHandler: session,
-      schema: {
-        tags,
-        summary: 'Turn two-factor on with a code from the new secret; returns recovery codes, shown once',
-        security,
-        body: CodeBody,
-        response: { 200: RecoveryCodesResponse, ...errors },
+    app.post(
+      '/auth/2fa/verify',
+      {
+        config: { errorStatuses: [429] },
+        schema: {
+          operationId: 'auth.twoFactor.verify',
+          tags,
+          summary: 'Fresh two-factor verification for this session, good for 10 minutes of sensitive actions',
+          body: CodeBody,
+          response: { 200: VerifiedResponse },
+        },
       },
-    },
-    async (request) => ({
-      success: true as const,
-      data: {
-        recoveryCodes: await ctx.portalAuth.enableTwoFactor(currentSession(request), request.body.code),
+      async (request) => {
+        const verifiedAt = await portalAuth.verifySecondFactor(currentSession(request), request.body.code);
+        const verifiedUntil = new Date(verifiedAt.getTime() + STEP_UP_WINDOW_SECONDS * 1000);
+        return { success: true as const, data: { verifiedUntil: verifiedUntil.toISOString() } };
       },
-    }),
-  );
-
-  app.post(
-    '/2fa/disable',
-    {
-      preHandler: [session, requireStepUp(ctx)],
-      schema: {
-        tags,
-        summary: 'Turn two-factor off (needs fresh verification, and a code)',
-        security,
-        body: CodeBody,
-        response: { 200: TwoFactorDisabledResponse, ...errors },
-      },
-    },
-    async (request) => {
-      await ctx.portalAuth.disableTwoFactor(currentSession(request), request.body.code);
-      return { success: true as const, data: { twoFactorEnabled: false as const } };
-    },
-  );
-
-  app.post(
-    '/2fa/verify',
-    {
-      preHandler: session,
-      schema: {
-        tags,
-        summary: 'Fresh two-factor verification for this session, good for 10 minutes of sensitive actions',
-        security,
-        body: CodeBody,
-        response: { 200: VerifiedResponse, ...errors },
-      },
-    },
-    async (request) => {
-      const verifiedAt = await ctx.portalAuth.verifySecondFactor(currentSession(request), request.body.code);
-      const verifiedUntil = new Date(verifiedAt.getTime() + STEP_UP_WINDOW_SECONDS * 1000);
-      return { success: true as const, data: { verifiedUntil: verifiedUntil.toISOString() } };
-    },
-  );
-}
+    );
+  };

@@ -2,7 +2,7 @@
 import { Type } from 'typebox';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../platform/auth/passwords.ts';
 import { envelope } from '../../platform/http/schemas.ts';
-import { PLANS, REGIONS, SUBSCRIPTION_STATES } from '../organizations/service.ts';
+import { PLANS, REGIONS, SUBSCRIPTION_STATES } from '../organizations/index.ts';
 import { ROLES } from './users.ts';
 
 const Email = Type.String({ format: 'email', maxLength: 320 });

@@ -13,9 +13,10 @@ import {
   type RateLimiter,
   type RateLimitRule,
   type RateLimitState,
+  rateLimitExceeded,
   rateLimitHeaders,
 } from '../../platform/rate-limit.ts';
-import type { Organization, OrganizationService } from '../organizations/service.ts';
+import type { Organization, OrganizationService } from '../organizations/index.ts';
 import type { PasswordResetService } from './password-reset.ts';
 import type { AuthenticatedSession, IssuedToken, SessionService } from './sessions.ts';
 import type { TwoFactorService } from './two-factor.ts';
@@ -73,8 +74,9 @@ export interface PortalAuthDeps {
   onMailError: (error: unknown) => void;
 }
 
+// Sign-in refusals carry no code (spec "Session" table), unlike the API's RATE_LIMITED.
 function tooManyAttempts(state: RateLimitState, message: string): ApiError {
-  return new ApiError(429, message, { headers: rateLimitHeaders(state) });
+  return rateLimitExceeded(state, message, { code: null });
 }
 
 export class PortalAuthService {

@@ -12,6 +12,7 @@ import {
 import type { Clock } from '../../platform/clock.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
+import type { Region } from '../../platform/http/caller.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Role } from './users.ts';
 
@@ -41,6 +42,8 @@ export interface AuthenticatedSession {
   organizationId: string;
   /** Undefined when the user no longer belongs to the session's organization. */
   role: Role | undefined;
+  /** The organization's region, for reading phone numbers the caller writes. */
+  region: Region;
   remember: boolean;
   mfaVerifiedAt: Date | null;
   twoFactorEnabled: boolean;
@@ -70,6 +73,7 @@ interface LookupRow extends SessionRow {
   require_password_change: boolean;
   two_factor_enabled: boolean;
   role: Role | null;
+  region: Region;
 }
 
 export const AUTH_MESSAGES = {
@@ -81,11 +85,15 @@ export const AUTH_MESSAGES = {
 };
 
 export class SessionService {
-  constructor(
-    private readonly db: Queryable,
-    private readonly clock: Clock,
-    private readonly codec: SessionTokenCodec,
-  ) {}
+  private readonly db: Queryable;
+  private readonly clock: Clock;
+  private readonly codec: SessionTokenCodec;
+
+  constructor(deps: { db: Queryable; clock: Clock; codec: SessionTokenCodec }) {
+    this.db = deps.db;
+    this.clock = deps.clock;
+    this.codec = deps.codec;
+  }
 
   async create(
     input: {
@@ -148,9 +156,11 @@ export class SessionService {
       throw error;
     }
     const [row] = await this.db.query<LookupRow>(
-      `SELECT s.*, u.require_password_change, (tf.enabled_at IS NOT NULL) AS two_factor_enabled, m.role
+      `SELECT s.*, u.require_password_change, (tf.enabled_at IS NOT NULL) AS two_factor_enabled, m.role,
+              o.region
          FROM sessions s
          JOIN users u ON u.id = s.user_id
+         JOIN organizations o ON o.id = s.organization_id
          LEFT JOIN user_two_factor tf ON tf.user_id = s.user_id
          LEFT JOIN memberships m ON m.user_id = s.user_id AND m.organization_id = s.organization_id
         WHERE s.id = $1`,
@@ -172,6 +182,7 @@ export class SessionService {
       userId: row.user_id,
       organizationId: row.organization_id,
       role: row.role ?? undefined,
+      region: row.region,
       remember: row.remember,
       mfaVerifiedAt: row.mfa_verified_at,
       twoFactorEnabled: row.two_factor_enabled,

@@ -26,11 +26,15 @@ interface TwoFactorRow {
 }
 
 export class TwoFactorService {
-  constructor(
-    private readonly db: Database,
-    private readonly clock: Clock,
-    private readonly box: SecretBox,
-  ) {}
+  private readonly db: Database;
+  private readonly clock: Clock;
+  private readonly box: SecretBox;
+
+  constructor(deps: { db: Database; clock: Clock; box: SecretBox }) {
+    this.db = deps.db;
+    this.clock = deps.clock;
+    this.box = deps.box;
+  }
 
   async isEnabled(userId: string, tx: Queryable = this.db): Promise<boolean> {
     const row = await this.row(userId, tx);

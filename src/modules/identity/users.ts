@@ -5,10 +5,10 @@ import { hashPassword } from '../../platform/auth/passwords.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { isUniqueViolation, type Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
+import { ROLES, type Role } from '../../platform/http/caller.ts';
 import { newId } from '../../platform/ids.ts';
 
-export const ROLES = ['owner', 'admin', 'member'] as const;
-export type Role = (typeof ROLES)[number];
+export { ROLES, type Role };
 
 export interface User {
   id: string;
@@ -35,10 +35,13 @@ interface UserRow {
 }
 
 export class UserService {
-  constructor(
-    private readonly db: Queryable,
-    private readonly clock: Clock,
-  ) {}
+  private readonly db: Queryable;
+  private readonly clock: Clock;
+
+  constructor(deps: { db: Queryable; clock: Clock }) {
+    this.db = deps.db;
+    this.clock = deps.clock;
+  }
 
   async create(
     input: {

@@ -8,7 +8,7 @@
 import type { Clock } from '../../platform/clock.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
-import type { Organization, OrganizationService } from '../organizations/service.ts';
+import type { Organization, OrganizationService } from '../organizations/index.ts';
 
 export const TRIAL_BURST_MESSAGES = 50;
 export const TRIAL_BURST_WINDOW_SECONDS = 10 * 60;
@@ -64,11 +64,15 @@ function isUncheckable(error: unknown): boolean {
 }
 
 export class SendLimits {
-  constructor(
-    private readonly clock: Clock,
-    private readonly organizations: OrganizationService,
-    readonly options: SendLimitOptions,
-  ) {}
+  private readonly clock: Clock;
+  private readonly organizations: OrganizationService;
+  readonly options: SendLimitOptions;
+
+  constructor(deps: { clock: Clock; organizations: OrganizationService; options: SendLimitOptions }) {
+    this.clock = deps.clock;
+    this.organizations = deps.organizations;
+    this.options = deps.options;
+  }
 
   /**
    * Checks every limit for one message of `segments` chargeable segments and counts it, in `tx`. Throws the

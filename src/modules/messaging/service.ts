@@ -1,42 +1,42 @@
 // Messaging: sending (validation, merge variables, opt-outs, idempotency, plan limits, pacing), the carrier
 // hand-off and its receipts, inbound texts with their opt-out keywords, and message history. The rules live
 // here; routes only parse and answer. Every state change and its event are written in one transaction.
-import { createHash } from 'node:crypto';
 import type { Carrier, OutboundForCarrier, ReceiptStatus } from '../../carriers/carrier.ts';
 import type { Clock } from '../../platform/clock.ts';
-import { type Database, isUniqueViolation, type Queryable } from '../../platform/db/index.ts';
+import type { Database, Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { EventOutbox } from '../../platform/events.ts';
+import type { Idempotency } from '../../platform/idempotency.ts';
 import { newId } from '../../platform/ids.ts';
 import type { JobQueue } from '../../platform/jobs.ts';
+import type { JobSpec } from '../../platform/module.ts';
 import type { Page, PageQueryInput, Paginator } from '../../platform/pagination.ts';
-import { normalisePhone } from '../contacts/phone.ts';
-import type { ContactService } from '../contacts/service.ts';
-import type { NumberService, PhoneNumber } from '../numbers/service.ts';
-import type { Organization, OrganizationService, Region } from '../organizations/service.ts';
+import { normalisePhone } from '../../platform/phone.ts';
+import type { ContactService } from '../contacts/index.ts';
+import type { NumberService, PhoneNumber } from '../numbers/index.ts';
+import type { Organization, OrganizationService, Region } from '../organizations/index.ts';
+import { MessageFailed, MessageReceived, MessageSent, RECEIPT_EVENTS } from './events.ts';
 import { SendLimits } from './limits.ts';
 import { validateMedia } from './media.ts';
 import { findUnsupported, render } from './merge-variables.ts';
+import {
+  DIRECTIONS,
+  type Direction,
+  MESSAGE_STATUSES,
+  type Message,
+  type MessageStatus,
+  RECEIPT_STATES,
+  type ReceiptState,
+  type SendInput,
+  type SendResult,
+} from './schemas.ts';
 import { chargeableSegments, countSegments, type SmsEncoding } from './segments.ts';
 
-export const MESSAGE_STATUSES = [
-  'queued',
-  'sent',
-  'delivered',
-  'failed',
-  'undelivered',
-  'cancelled',
-  'received',
-] as const;
-export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
-export const DIRECTIONS = ['outbound', 'inbound'] as const;
-export type Direction = (typeof DIRECTIONS)[number];
+export type { Direction, Message, MessageStatus, ReceiptState, SendInput, SendResult };
+export { DIRECTIONS, MESSAGE_STATUSES, RECEIPT_STATES };
 export type Origin = 'api' | 'portal' | 'auto_reply' | 'carrier';
 
-export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 export const RECEIPT_WAIT_MS = 72 * 60 * 60 * 1000;
-export const RECEIPT_STATES = ['awaiting_receipt', 'no_receipt'] as const;
-export type ReceiptState = (typeof RECEIPT_STATES)[number];
 export const DISPATCH_QUEUE = 'messages.dispatch';
 export const RECEIPT_QUEUE = 'messages.receipt';
 export const DISPATCH_ATTEMPTS = 8;
@@ -45,51 +45,6 @@ export const DISPATCH_ATTEMPTS = 8;
 export const STOP_KEYWORDS = ['STOP', 'STOPALL', 'UNSUBSCRIBE', 'CANCEL', 'END', 'QUIT', 'REVOKE', 'OPTOUT'];
 export const START_KEYWORDS = ['START', 'UNSTOP', 'YES'];
 export const HELP_KEYWORDS = ['HELP'];
-
-export interface SendInput {
-  to: string;
-  message?: string;
-  from?: string;
-  media?: unknown;
-  mediaFiles?: unknown;
-}
-
-/** The 202 body's `data` (CONTRACT section 6), exactly these fields. */
-export interface SendResult {
-  id: string;
-  status: 'queued';
-  from: string;
-  to: string;
-  body: string;
-  segments: number;
-  encoding: SmsEncoding;
-  mediaCount: number;
-  createdAt: string;
-}
-
-export interface Message {
-  id: string;
-  direction: Direction;
-  status: MessageStatus;
-  from: string;
-  to: string;
-  body: string;
-  segments: number;
-  encoding: SmsEncoding;
-  mediaCount: number;
-  media: {
-    urls: string[];
-    files: { id: string; contentType: string; size: number; filename: string | null }[];
-  };
-  errorCode: string | null;
-  errorMessage: string | null;
-  sentAt: string | null;
-  deliveredAt: string | null;
-  /** Only for `sent`: awaiting its receipt (first 72 hours) or no receipt (after). */
-  receiptState: ReceiptState | null;
-  createdAt: string;
-  updatedAt: string;
-}
 
 interface MessageRow {
   id: string;
@@ -130,22 +85,53 @@ export interface MessagingOptions {
 export class MessagingService {
   readonly limits: SendLimits;
 
-  constructor(
-    private readonly db: Database,
-    private readonly clock: Clock,
-    private readonly jobs: JobQueue,
-    private readonly events: EventOutbox,
-    private readonly pagination: Paginator,
-    private readonly organizations: OrganizationService,
-    private readonly numbers: NumberService,
-    private readonly contacts: ContactService,
-    private readonly carrier: Carrier,
-    private readonly options: MessagingOptions,
-  ) {
-    this.limits = new SendLimits(clock, organizations, { lockTimeoutMs: options.lockTimeoutMs ?? 3000 });
-    jobs.register<{ messageId: string }>(
-      DISPATCH_QUEUE,
-      async (payload, job) => {
+  private readonly db: Database;
+  private readonly clock: Clock;
+  private readonly jobs: JobQueue;
+  private readonly events: EventOutbox;
+  private readonly pagination: Paginator;
+  private readonly organizations: OrganizationService;
+  private readonly numbers: NumberService;
+  private readonly contacts: ContactService;
+  private readonly carrier: Carrier;
+  private readonly options: MessagingOptions;
+  private readonly idempotency: Idempotency;
+
+  constructor(deps: {
+    db: Database;
+    clock: Clock;
+    jobs: JobQueue;
+    events: EventOutbox;
+    pagination: Paginator;
+    organizations: OrganizationService;
+    numbers: NumberService;
+    contacts: ContactService;
+    carrier: Carrier;
+    options: MessagingOptions;
+    idempotency: Idempotency;
+  }) {
+    this.db = deps.db;
+    this.clock = deps.clock;
+    this.jobs = deps.jobs;
+    this.events = deps.events;
+    this.pagination = deps.pagination;
+    this.organizations = deps.organizations;
+    this.numbers = deps.numbers;
+    this.contacts = deps.contacts;
+    this.carrier = deps.carrier;
+    this.options = deps.options;
+    this.idempotency = deps.idempotency;
+    this.limits = new SendLimits({
+      clock: deps.clock,
+      organizations: deps.organizations,
+      options: { lockTimeoutMs: deps.options.lockTimeoutMs ?? 3000 },
+    });
+  }
+
+  /** The queues this service works, registered by the module (index.ts). */
+  queues(): Record<string, JobSpec<never>> {
+    const dispatch: JobSpec<{ messageId: string }> = {
+      handler: async (payload, job) => {
         try {
           await this.dispatch(payload.messageId);
         } catch (error) {
@@ -160,14 +146,17 @@ export class MessagingService {
           }
         }
       },
-      { maxAttempts: DISPATCH_ATTEMPTS, retryDelaysSeconds: [5, 15, 60, 300] },
-    );
-    jobs.register<{ messageId: string; status: ReceiptStatus }>(RECEIPT_QUEUE, async (payload) => {
-      await this.applyReceipt(payload.messageId, payload.status).catch((error) => {
-        // A receipt that no longer applies (the message moved on) is dropped, as a carrier's duplicate is.
-        if (!(error instanceof ApiError)) throw error;
-      });
-    });
+      options: { maxAttempts: DISPATCH_ATTEMPTS, retryDelaysSeconds: [5, 15, 60, 300] },
+    };
+    const receipt: JobSpec<{ messageId: string; status: ReceiptStatus }> = {
+      handler: async (payload) => {
+        await this.applyReceipt(payload.messageId, payload.status).catch((error) => {
+          // A receipt that no longer applies (the message moved on) is dropped, as a carrier's duplicate is.
+          if (!(error instanceof ApiError)) throw error;
+        });
+      },
+    };
+    return { [DISPATCH_QUEUE]: dispatch, [RECEIPT_QUEUE]: receipt } as Record<string, JobSpec<never>>;
   }
 
   // -------------------------------------------------------------------------------------------------------
@@ -208,105 +197,83 @@ export class MessagingService {
       throw ApiError.badRequest('A message needs text (message) or media (media or mediaFiles)');
     }
 
-    const requestHash = idempotencyKey ? hashRequest(input) : undefined;
-    if (idempotencyKey) {
-      const earlier = await this.findIdempotent(organization.id, idempotencyKey, requestHash!);
-      if (earlier) return { result: earlier, replayed: true };
-    }
-
-    try {
-      const result = await this.db.transaction(async (tx) => {
-        if (await this.contacts.isOptedOut(organization.id, to, tx)) {
-          throw new ApiError(
-            403,
-            `${to} has opted out of messages from this organization (texted STOP or was opted out); ` +
-              'opt the contact back in first',
-            { code: 'RECIPIENT_OPTED_OUT' },
-          );
-        }
-        const contact = await this.contacts.findByPhone(organization.id, to, tx);
-        const body = render(text, contact);
-        const count = countSegments(body);
-        const segments = chargeableSegments(count.segments, media.count);
-
-        await this.limits.reserve(tx, organization, segments);
-
-        const now = this.clock.now();
-        const id = newId('msg', now.getTime());
-        const files = media.files.map((file, position) => ({
-          id: newId('med', now.getTime()),
-          position,
-          contentType: file.contentType,
-          size: file.bytes.length,
-          filename: file.filename ?? null,
-          bytes: file.bytes,
-        }));
-        await tx.query(
-          `INSERT INTO messages (id, organization_id, direction, origin, from_number, to_number, body, segments,
-                                 encoding, media_urls, media_files, media_count, status, idempotency_key,
-                                 status_updated_at, created_at)
-           VALUES ($1, $2, 'outbound', $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11, 'queued', $12, $13, $13)`,
-          [
-            id,
-            organization.id,
-            origin,
-            sender.number,
-            to,
-            body,
-            segments,
-            count.encoding,
-            JSON.stringify(media.urls),
-            JSON.stringify(
-              files.map(({ id, contentType, size, filename }) => ({ id, contentType, size, filename })),
-            ),
-            media.count,
-            idempotencyKey ?? null,
-            now,
-          ],
+    const write = {
+      organizationId: organization.id,
+      operation: 'messages.send',
+      key: idempotencyKey,
+      request: input,
+    };
+    return this.idempotency.run(write, async (tx): Promise<SendResult> => {
+      if (await this.contacts.isOptedOut(organization.id, to, tx)) {
+        throw new ApiError(
+          403,
+          `${to} has opted out of messages from this organization (texted STOP or was opted out); ` +
+            'opt the contact back in first',
+          { code: 'RECIPIENT_OPTED_OUT' },
         );
-        for (const file of files) {
-          await tx.query(
-            `INSERT INTO message_media (id, message_id, position, content_type, filename, size, bytes)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-            [file.id, id, file.position, file.contentType, file.filename, file.size, file.bytes],
-          );
-        }
-        await this.schedule(tx, id, sender);
+      }
+      const contact = await this.contacts.findByPhone(organization.id, to, tx);
+      const body = render(text, contact);
+      const count = countSegments(body);
+      const segments = chargeableSegments(count.segments, media.count);
 
-        const result: SendResult = {
+      await this.limits.reserve(tx, organization, segments);
+
+      const now = this.clock.now();
+      const id = newId('msg', now.getTime());
+      const files = media.files.map((file, position) => ({
+        id: newId('med', now.getTime()),
+        position,
+        contentType: file.contentType,
+        size: file.bytes.length,
+        filename: file.filename ?? null,
+        bytes: file.bytes,
+      }));
+      await tx.query(
+        `INSERT INTO messages (id, organization_id, direction, origin, from_number, to_number, body, segments,
+                               encoding, media_urls, media_files, media_count, status, idempotency_key,
+                               status_updated_at, created_at)
+         VALUES ($1, $2, 'outbound', $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11, 'queued', $12, $13, $13)`,
+        [
           id,
-          status: 'queued',
-          from: sender.number,
+          organization.id,
+          origin,
+          sender.number,
           to,
           body,
           segments,
-          encoding: count.encoding,
-          mediaCount: media.count,
-          createdAt: now.toISOString(),
-        };
-        if (idempotencyKey) {
-          // An expired record of this key makes way; a live one (a concurrent twin) makes this insert fail.
-          await tx.query(
-            'DELETE FROM message_idempotency_keys WHERE organization_id = $1 AND key = $2 AND created_at <= $3',
-            [organization.id, idempotencyKey, new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS)],
-          );
-          await tx.query(
-            `INSERT INTO message_idempotency_keys (organization_id, key, request_hash, message_id, response, created_at)
-             VALUES ($1, $2, $3, $4, $5::jsonb, $6)`,
-            [organization.id, idempotencyKey, requestHash, id, JSON.stringify(result), now],
-          );
-        }
-        return result;
-      });
-      return { result, replayed: false };
-    } catch (error) {
-      // A concurrent request with the same key won: answer as it did (or 422 if its body differed).
-      if (idempotencyKey && isUniqueViolation(error)) {
-        const earlier = await this.findIdempotent(organization.id, idempotencyKey, requestHash!);
-        if (earlier) return { result: earlier, replayed: true };
+          count.encoding,
+          JSON.stringify(media.urls),
+          JSON.stringify(
+            files.map(({ id, contentType, size, filename }) => ({ id, contentType, size, filename })),
+          ),
+          media.count,
+          idempotencyKey ?? null,
+          now,
+        ],
+      );
+      for (const file of files) {
+        await tx.query(
+          `INSERT INTO message_media (id, message_id, position, content_type, filename, size, bytes)
+           VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+          [file.id, id, file.position, file.contentType, file.filename, file.size, file.bytes],
+        );
       }
-      throw error;
-    }
+      await this.schedule(tx, id, sender);
+
+      const result: SendResult = {
+        id,
+        status: 'queued',
+        from: sender.number,
+        to,
+        body,
+        segments,
+        encoding: count.encoding,
+        mediaCount: media.count,
+        createdAt: now.toISOString(),
+      };
+      return result;
+    });
   }
 
   private async pickSender(organization: Organization, from: string | undefined): Promise<PhoneNumber> {
@@ -325,28 +292,6 @@ export class MessagingService {
       );
     }
     return match;
-  }
-
-  private async findIdempotent(
-    organizationId: string,
-    key: string,
-    requestHash: string,
-  ): Promise<SendResult | undefined> {
-    const since = new Date(this.clock.nowMs() - IDEMPOTENCY_WINDOW_MS);
-    const [row] = await this.db.query<{ request_hash: string; response: SendResult }>(
-      `SELECT request_hash, response FROM message_idempotency_keys
-        WHERE organization_id = $1 AND key = $2 AND created_at > $3`,
-      [organizationId, key, since],
-    );
-    if (!row) return undefined;
-    if (row.request_hash !== requestHash) {
-      throw new ApiError(
-        422,
-        'This Idempotency-Key was already used with a different request body; use a new key for a new message',
-        { code: 'IDEMPOTENCY_KEY_REUSED' },
-      );
-    }
-    return row.response;
   }
 
   /**
@@ -402,10 +347,9 @@ export class MessagingService {
         [messageId, this.carrier.name, result.carrierMessageId, now],
       );
       if (!updated) return;
-      await this.events.record(tx, {
+      await this.events.record(tx, MessageSent, {
         organizationId: updated.organization_id,
-        type: 'message.sent',
-        data: { ...toMessage(updated, this.clock.now()) },
+        data: toMessage(updated, this.clock.now()),
       });
       const planned = this.options.automaticReceipts ? this.carrier.plannedReceipt?.(outbound) : undefined;
       if (planned) {
@@ -431,10 +375,9 @@ export class MessagingService {
         [row.id, status, error.errorCode, error.errorMessage, this.clock.now()],
       );
       if (updated && status === 'failed') {
-        await this.events.record(tx, {
+        await this.events.record(tx, MessageFailed, {
           organizationId: updated.organization_id,
-          type: 'message.failed',
-          data: { ...toMessage(updated, this.clock.now()) },
+          data: toMessage(updated, this.clock.now()),
         });
       }
     });
@@ -465,10 +408,9 @@ export class MessagingService {
         ],
       );
       if (updated) {
-        await this.events.record(tx, {
+        await this.events.record(tx, RECEIPT_EVENTS[status], {
           organizationId: updated.organization_id,
-          type: `message.${status}`,
-          data: { ...toMessage(updated, this.clock.now()) },
+          data: toMessage(updated, this.clock.now()),
         });
         return toMessage(updated, this.clock.now());
       }
@@ -528,10 +470,9 @@ export class MessagingService {
         ],
       );
       const message = toMessage(row!, this.clock.now());
-      await this.events.record(tx, {
+      await this.events.record(tx, MessageReceived, {
         organizationId: organization.id,
-        type: 'message.received',
-        data: { ...message },
+        data: message,
       });
 
       let replyText: string | null = null;
@@ -672,24 +613,6 @@ function parseInstant(value: string | undefined, name: string): Date | undefined
   return date;
 }
 
-/** Canonical digest of a send body: key order does not matter, every value does. */
-function hashRequest(input: SendInput): string {
-  const canonical = (value: unknown): unknown => {
-    if (Array.isArray(value)) return value.map(canonical);
-    if (value && typeof value === 'object') {
-      return Object.fromEntries(
-        Object.keys(value)
-          .sort()
-          .map((key) => [key, canonical((value as Record<string, unknown>)[key])]),
-      );
-    }
-    return value;
-  };
-  return createHash('sha256')
-    .update(JSON.stringify(canonical(input)))
-    .digest('base64url');
-}
-
 function toCarrierMessage(row: MessageRow): OutboundForCarrier {
   return {
     id: row.id,
@@ -730,4 +653,9 @@ export function toMessage(row: MessageRow, now: Date): Message {
     createdAt: row.created_at.toISOString(),
     updatedAt: row.status_updated_at.toISOString(),
   };
+}
+
+export interface MessagingServices {
+  messages: MessagingService;
+  carrier: Carrier;
 }

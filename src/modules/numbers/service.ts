@@ -1,12 +1,13 @@
 // Phone numbers an organization owns, in E.164. The first number an organization gets is its default sender.
+
+import { NUMBER_TYPES, type NumberType } from '../../carriers/carrier.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { isUniqueViolation, type Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
-import { normalisePhone } from '../contacts/phone.ts';
+import { normalisePhone } from '../../platform/phone.ts';
 
-export const NUMBER_TYPES = ['local', 'toll_free', 'ca_local'] as const;
-export type NumberType = (typeof NUMBER_TYPES)[number];
+export { NUMBER_TYPES, type NumberType };
 
 export interface PhoneNumber {
   id: string;
@@ -27,10 +28,13 @@ interface PhoneNumberRow {
 }
 
 export class NumberService {
-  constructor(
-    private readonly db: Queryable,
-    private readonly clock: Clock,
-  ) {}
+  private readonly db: Queryable;
+  private readonly clock: Clock;
+
+  constructor(deps: { db: Queryable; clock: Clock }) {
+    this.db = deps.db;
+    this.clock = deps.clock;
+  }
 
   /** Adds a number; the organization must exist (callers check, so they can answer 404 in their shape). */
   async add(organizationId: string, input: { number: string; type: NumberType }, tx: Queryable = this.db) {

@@ -3,14 +3,14 @@
 import type { Clock } from '../../platform/clock.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
+import { type Caller, REGIONS, type Region } from '../../platform/http/caller.ts';
 import { newId } from '../../platform/ids.ts';
 
 export const PLANS = ['starter', 'pro', 'ultra', 'enterprise'] as const;
 export const SUBSCRIPTION_STATES = ['trial', 'paid', 'past_due', 'scheduled_to_cancel'] as const;
-export const REGIONS = ['us', 'ca', 'eu'] as const;
+export { REGIONS, type Region };
 export type Plan = (typeof PLANS)[number];
 export type SubscriptionState = (typeof SUBSCRIPTION_STATES)[number];
-export type Region = (typeof REGIONS)[number];
 
 export interface Organization {
   id: string;
@@ -65,10 +65,30 @@ const COLUMNS: Record<Exclude<keyof OrganizationInput, 'createdAt'>, string> = {
 };
 
 export class OrganizationService {
-  constructor(
-    private readonly db: Queryable,
-    private readonly clock: Clock,
-  ) {}
+  /** The organization a guard already read for a request, so the handler need not read it again. */
+  private readonly callers = new WeakMap<Caller, Organization>();
+
+  private readonly db: Queryable;
+  private readonly clock: Clock;
+
+  constructor(deps: { db: Queryable; clock: Clock }) {
+    this.db = deps.db;
+    this.clock = deps.clock;
+  }
+
+  /** Remembers the organization a guard read for `caller` (for the life of the request). */
+  remember(caller: Caller, organization: Organization): void {
+    this.callers.set(caller, organization);
+  }
+
+  /** The caller's organization: the one its guard read, or a fresh read. */
+  async ofCaller(caller: Caller): Promise<Organization> {
+    const known = this.callers.get(caller);
+    if (known) return known;
+    const organization = await this.get(caller.organizationId);
+    this.callers.set(caller, organization);
+    return organization;
+  }
 
   async create(input: OrganizationInput & { name: string }, tx: Queryable = this.db): Promise<Organization> {
     const now = this.clock.now();

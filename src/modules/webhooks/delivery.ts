@@ -18,6 +18,8 @@ import type { Database, Queryable } from '../../platform/db/index.ts';
 import type { DomainEvent, EventOutbox } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
 import { type JobQueue, RetryAt } from '../../platform/jobs.ts';
+import type { JobSpec } from '../../platform/module.ts';
+import { EndpointDisabled } from './events.ts';
 import { DELIVER_QUEUE, type DeliveryRow, type EndpointRow, type WebhookService } from './service.ts';
 import { type PostResult, retryAfterSeconds, type WebhookTransport } from './transport.ts';
 
@@ -28,7 +30,7 @@ export const JITTER = 0.1;
 export const MAX_RETRY_AFTER_SECONDS = 24 * 3600;
 export const FAILING_DISABLE_AFTER_MS = 5 * 24 * 3600 * 1000;
 
-interface DeliveryJob {
+export interface DeliveryJob {
   deliveryId: string;
   /** A manual redelivery: one attempt, no retries. */
   manual?: boolean;
@@ -46,22 +48,37 @@ type DeliveryWithEndpoint = DeliveryRow &
   >;
 
 export class WebhookDelivery {
-  constructor(
-    private readonly db: Database,
-    private readonly clock: Clock,
-    private readonly jobs: JobQueue,
-    private readonly events: EventOutbox,
-    private readonly service: () => WebhookService,
-    private readonly transport: WebhookTransport,
-  ) {
-    // The lease outlasts the 15 s timeout with room to record the outcome; retries are ours (RetryAt), the
-    // queue's own backoff only covers a crash of the handler itself (a lost database).
-    jobs.register<DeliveryJob>(DELIVER_QUEUE, (payload) => this.attempt(payload), {
-      maxAttempts: 50,
-      retryDelaysSeconds: [5, 30, 120, 600],
-      leaseSeconds: 60,
-    });
-    events.subscribe((event) => this.fanOut(event));
+  private readonly db: Database;
+  private readonly clock: Clock;
+  private readonly jobs: JobQueue;
+  private readonly events: EventOutbox;
+  private readonly service: () => WebhookService;
+  private readonly transport: WebhookTransport;
+
+  constructor(deps: {
+    db: Database;
+    clock: Clock;
+    jobs: JobQueue;
+    events: EventOutbox;
+    service: () => WebhookService;
+    transport: WebhookTransport;
+  }) {
+    this.db = deps.db;
+    this.clock = deps.clock;
+    this.jobs = deps.jobs;
+    this.events = deps.events;
+    this.service = deps.service;
+    this.transport = deps.transport;
+  }
+
+  /** The delivery queue, registered by the module (index.ts). */
+  get queue(): JobSpec<DeliveryJob> {
+    return {
+      handler: (payload) => this.attempt(payload),
+      // The lease outlasts the 15 s timeout with room to record the outcome; retries are ours (RetryAt), the
+      // queue's own backoff only covers a crash of the handler itself (a lost database).
+      options: { maxAttempts: 50, retryDelaysSeconds: [5, 30, 120, 600], leaseSeconds: 60 },
+    };
   }
 
   enqueue = async (tx: Queryable, deliveryId: string, manual: boolean): Promise<void> => {
@@ -231,9 +248,8 @@ export class WebhookDelivery {
       [endpoint.id, reason, now],
     );
     if (!disabled) return;
-    await this.events.record(tx, {
+    await this.events.record(tx, EndpointDisabled, {
       organizationId: endpoint.organization_id,
-      type: 'webhook.endpoint_disabled',
       data: {
         endpointId: endpoint.id,
         url: endpoint.url,

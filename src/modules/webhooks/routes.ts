@@ -4,21 +4,23 @@
 // appears in the creation and rotation responses only. Another organization's webhook is a 404.
 // The developer API lists endpoints at `GET /api/v2/webhooks` (scope webhooks:read, offset or keyset paging).
 import { Type } from 'typebox';
-import type { App } from '../../app.ts';
-import type { AppContext } from '../../context.ts';
-import {
-  currentSession,
-  requireManager,
-  requireSession,
-  requireStepUp,
-} from '../../platform/auth/session-guard.ts';
-import { ErrorShapeA, ErrorShapeB, envelope, IdParams } from '../../platform/http/schemas.ts';
+import { catalogEntry } from '../../platform/events.ts';
+import type { App } from '../../platform/http/app-type.ts';
+import { callerOf } from '../../platform/http/caller.ts';
+import { envelope, IdParams } from '../../platform/http/schemas.ts';
+import type { ModuleRoutes } from '../../platform/module.ts';
 import { OffsetPageQuery, PageEnvelope, PageQuery, pageResponse } from '../../platform/pagination.ts';
-import { EVENT_CATALOG } from './catalog.ts';
+import type { WebhookDelivery } from './delivery.ts';
+import type { WebhookService } from './service.ts';
 
-const errors = { 400: ErrorShapeA, 401: ErrorShapeA, 403: ErrorShapeA, 404: ErrorShapeA, 409: ErrorShapeA };
-const security: Record<string, string[]>[] = [{ session: [] }, { sessionCookie: [] }];
+export interface WebhooksServices {
+  webhooks: WebhookService;
+  webhookDelivery: WebhookDelivery;
+}
+
 const tags = ['Webhooks'];
+/** Changing endpoints: owners and admins (CONTRACT section 4). */
+const manage = { role: 'manager', errorStatuses: [409] } as const;
 const nullableString = Type.Union([Type.String(), Type.Null()]);
 
 export const WebhookSchema = Type.Object({
@@ -77,6 +79,7 @@ const CatalogSchema = Type.Object({
   status: Type.Enum(['available', 'coming']),
   fields: Type.Record(Type.String(), Type.String()),
   example: Type.Record(Type.String(), Type.Unknown()),
+  schema: Type.Record(Type.String(), Type.Unknown(), { description: 'The JSON Schema of `data`' }),
 });
 
 const EventList = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
@@ -104,224 +107,201 @@ const DeliveryParams = Type.Object({
   deliveryId: Type.String({ minLength: 1, maxLength: 100 }),
 });
 
-export async function webhookRoutes(app: App, ctx: AppContext) {
-  app.addHook('onRequest', requireSession(ctx));
-  const manage = { preHandler: [requireManager()] };
-
-  app.get(
-    '/events',
-    {
-      schema: {
-        tags,
-        summary: 'The event catalog: every type an endpoint may subscribe to, with its payload',
-        security,
-        response: { 200: envelope(Type.Array(CatalogSchema)), ...errors },
-      },
-    },
-    async () => ({ success: true as const, data: EVENT_CATALOG.map((entry) => ({ ...entry })) }),
-  );
-
-  app.get(
-    '/',
-    {
-      schema: {
-        tags,
-        summary: "List the organization's webhooks, newest first (offset paging; never the secrets)",
-        security,
-        querystring: OffsetPageQuery,
-        response: { 200: PageEnvelope(WebhookSchema), ...errors },
-      },
-    },
-    async (request) =>
-      pageResponse(await ctx.webhooks.list(currentSession(request).organizationId, request.query, false)),
-  );
-
-  app.post(
-    '/',
-    {
-      ...manage,
-      schema: {
-        tags,
-        summary: 'Create a webhook (owner or admin); the secret is shown in this response only',
-        security,
-        body: WebhookCreate,
-        response: { 201: envelope(WebhookWithSecret), ...errors },
-      },
-    },
-    async (request, reply) => {
-      const { endpoint, secret } = await ctx.webhooks.create(
-        currentSession(request).organizationId,
-        request.body,
-      );
-      return reply.status(201).send({ success: true, data: { ...endpoint, secret } });
-    },
-  );
-
-  app.get(
-    '/:id',
-    {
-      schema: {
-        tags,
-        summary: 'Read a webhook (never its secret)',
-        security,
-        params: IdParams,
-        response: { 200: envelope(WebhookSchema), ...errors },
-      },
-    },
-    async (request) => ({
-      success: true as const,
-      data: await ctx.webhooks.get(currentSession(request).organizationId, request.params.id),
-    }),
-  );
-
-  app.patch(
-    '/:id',
-    {
-      ...manage,
-      schema: {
-        tags,
-        summary:
-          'Change url, events, description or enabled (owner or admin); enabling clears the failure record',
-        security,
-        params: IdParams,
-        body: WebhookPatch,
-        response: { 200: envelope(WebhookSchema), ...errors },
-      },
-    },
-    async (request) => ({
-      success: true as const,
-      data: await ctx.webhooks.update(
-        currentSession(request).organizationId,
-        request.params.id,
-        request.body,
-      ),
-    }),
-  );
-
-  app.delete(
-    '/:id',
-    {
-      ...manage,
-      schema: {
-        tags,
-        summary: 'Delete a webhook and its delivery log (owner or admin)',
-        security,
-        params: IdParams,
-        response: { 200: envelope(WebhookSchema), ...errors },
-      },
-    },
-    async (request) => ({
-      success: true as const,
-      data: await ctx.webhooks.remove(currentSession(request).organizationId, request.params.id),
-    }),
-  );
-
-  app.post(
-    '/:id/rotate-secret',
-    {
-      preHandler: [requireManager(), requireStepUp(ctx)],
-      schema: {
-        tags,
-        summary:
-          'Rotate the secret (owner or admin; step-up when 2FA is on). The old secret keeps signing for 24 hours',
-        security,
-        params: IdParams,
-        response: { 200: envelope(WebhookWithSecret), ...errors },
-      },
-    },
-    async (request) => {
-      const { endpoint, secret } = await ctx.webhooks.rotateSecret(
-        currentSession(request).organizationId,
-        request.params.id,
-      );
-      return { success: true as const, data: { ...endpoint, secret } };
-    },
-  );
-
-  app.post(
-    '/:id/test',
-    {
-      ...manage,
-      schema: {
-        tags,
-        summary: 'Queue a webhook.test event to this endpoint (owner or admin)',
-        security,
-        params: IdParams,
-        response: { 202: envelope(DeliverySchema), ...errors },
-      },
-    },
-    async (request, reply) => {
-      const delivery = await ctx.webhooks.sendTest(currentSession(request).organizationId, request.params.id);
-      return reply.status(202).send({ success: true, data: delivery });
-    },
-  );
-
-  app.get(
-    '/:id/deliveries',
-    {
-      schema: {
-        tags,
-        summary:
-          'Delivery log of a webhook, newest first, with every attempt (offset paging; cursor is ignored)',
-        security,
-        params: IdParams,
-        querystring: OffsetPageQuery,
-        response: { 200: PageEnvelope(DeliverySchema), ...errors },
-      },
-    },
-    async (request) =>
-      pageResponse(
-        await ctx.webhooks.deliveries(
-          currentSession(request).organizationId,
-          request.params.id,
-          request.query,
-        ),
-      ),
-  );
-
-  app.post(
-    '/:id/deliveries/:deliveryId/redeliver',
-    {
-      ...manage,
-      schema: {
-        tags,
-        summary: 'Send a finished delivery again, once (owner or admin)',
-        security,
-        params: DeliveryParams,
-        response: { 202: envelope(DeliverySchema), ...errors },
-      },
-    },
-    async (request, reply) => {
-      const delivery = await ctx.webhooks.redeliver(
-        currentSession(request).organizationId,
-        request.params.id,
-        request.params.deliveryId,
-      );
-      return reply.status(202).send({ success: true, data: delivery });
-    },
-  );
-}
-
-/** `GET /api/v2/webhooks` on the developer API: offset or keyset paging, scope webhooks:read. */
-export async function webhookDeveloperRoutes(app: App, ctx: AppContext) {
-  app.get(
-    '/webhooks',
-    {
-      config: { scope: 'webhooks:read', rateLimit: 'messaging' },
-      schema: {
-        tags: ['Developer API'],
-        summary: "List the organization's webhooks, newest first (offset or keyset paging)",
-        security: [{ apiKey: [] }],
-        querystring: PageQuery,
-        response: {
-          200: PageEnvelope(WebhookSchema),
-          400: ErrorShapeB,
-          401: ErrorShapeB,
-          403: ErrorShapeB,
-          429: ErrorShapeB,
+/** Webhook management (`/api/webhooks`, management interface). */
+export const webhookRoutes: ModuleRoutes<WebhooksServices> =
+  ({ webhooks }, platform) =>
+  async (app: App) => {
+    app.get(
+      '/webhooks/events',
+      {
+        schema: {
+          operationId: 'webhooks.events',
+          tags,
+          summary: 'The event catalog: every type an endpoint may subscribe to, with its payload',
+          response: { 200: envelope(Type.Array(CatalogSchema)) },
         },
       },
-    },
-    async (request) => pageResponse(await ctx.webhooks.list(request.organization!.id, request.query, true)),
-  );
-}
+      async () => ({ success: true as const, data: platform.events.definitions().map(catalogEntry) }),
+    );
+
+    app.post(
+      '/webhooks',
+      {
+        config: manage,
+        schema: {
+          operationId: 'webhooks.create',
+          tags,
+          summary: 'Create a webhook (owner or admin); the secret is shown in this response only',
+          body: WebhookCreate,
+          response: { 201: envelope(WebhookWithSecret) },
+        },
+      },
+      async (request, reply) => {
+        const { endpoint, secret } = await webhooks.create(callerOf(request).organizationId, request.body);
+        return reply.status(201).send({ success: true, data: { ...endpoint, secret } });
+      },
+    );
+
+    app.get(
+      '/webhooks/:id',
+      {
+        schema: {
+          operationId: 'webhooks.get',
+          tags,
+          summary: 'Read a webhook (never its secret)',
+          params: IdParams,
+          response: { 200: envelope(WebhookSchema) },
+        },
+      },
+      async (request) => ({
+        success: true as const,
+        data: await webhooks.get(callerOf(request).organizationId, request.params.id),
+      }),
+    );
+
+    app.patch(
+      '/webhooks/:id',
+      {
+        config: manage,
+        schema: {
+          operationId: 'webhooks.update',
+          tags,
+          summary:
+            'Change url, events, description or enabled (owner or admin); enabling clears the failure record',
+          params: IdParams,
+          body: WebhookPatch,
+          response: { 200: envelope(WebhookSchema) },
+        },
+      },
+      async (request) => ({
+        success: true as const,
+        data: await webhooks.update(callerOf(request).organizationId, request.params.id, request.body),
+      }),
+    );
+
+    app.delete(
+      '/webhooks/:id',
+      {
+        config: manage,
+        schema: {
+          operationId: 'webhooks.delete',
+          tags,
+          summary: 'Delete a webhook and its delivery log (owner or admin)',
+          params: IdParams,
+          response: { 200: envelope(WebhookSchema) },
+        },
+      },
+      async (request) => ({
+        success: true as const,
+        data: await webhooks.remove(callerOf(request).organizationId, request.params.id),
+      }),
+    );
+
+    app.post(
+      '/webhooks/:id/rotate-secret',
+      {
+        config: { ...manage, stepUp: true },
+        schema: {
+          operationId: 'webhooks.rotateSecret',
+          tags,
+          summary:
+            'Rotate the secret (owner or admin; step-up when 2FA is on). The old secret keeps signing for 24 hours',
+          params: IdParams,
+          response: { 200: envelope(WebhookWithSecret) },
+        },
+      },
+      async (request) => {
+        const { endpoint, secret } = await webhooks.rotateSecret(
+          callerOf(request).organizationId,
+          request.params.id,
+        );
+        return { success: true as const, data: { ...endpoint, secret } };
+      },
+    );
+
+    app.post(
+      '/webhooks/:id/test',
+      {
+        config: manage,
+        schema: {
+          operationId: 'webhooks.test',
+          tags,
+          summary: 'Queue a webhook.test event to this endpoint (owner or admin)',
+          params: IdParams,
+          response: { 202: envelope(DeliverySchema) },
+        },
+      },
+      async (request, reply) => {
+        const delivery = await webhooks.sendTest(callerOf(request).organizationId, request.params.id);
+        return reply.status(202).send({ success: true, data: delivery });
+      },
+    );
+
+    app.get(
+      '/webhooks/:id/deliveries',
+      {
+        schema: {
+          operationId: 'webhooks.deliveries.list',
+          tags,
+          summary:
+            'Delivery log of a webhook, newest first, with every attempt (offset paging; cursor is ignored)',
+          params: IdParams,
+          querystring: OffsetPageQuery,
+          response: { 200: PageEnvelope(DeliverySchema) },
+        },
+      },
+      async (request) =>
+        pageResponse(
+          await webhooks.deliveries(callerOf(request).organizationId, request.params.id, request.query),
+        ),
+    );
+
+    app.post(
+      '/webhooks/:id/deliveries/:deliveryId/redeliver',
+      {
+        config: manage,
+        schema: {
+          operationId: 'webhooks.deliveries.redeliver',
+          tags,
+          summary: 'Send a finished delivery again, once (owner or admin)',
+          params: DeliveryParams,
+          response: { 202: envelope(DeliverySchema) },
+        },
+      },
+      async (request, reply) => {
+        const delivery = await webhooks.redeliver(
+          callerOf(request).organizationId,
+          request.params.id,
+          request.params.deliveryId,
+        );
+        return reply.status(202).send({ success: true, data: delivery });
+      },
+    );
+  };
+
+/**
+ * Listing endpoints, on the developer API (`GET /api/v2/webhooks`, scope webhooks:read, offset or keyset
+ * paging) and on management (`GET /api/webhooks`, any member, offset paging: a cursor is ignored there).
+ */
+export const webhookListRoute: ModuleRoutes<WebhooksServices> =
+  ({ webhooks }) =>
+  async (app: App) => {
+    app.get(
+      '/webhooks',
+      {
+        config: { scope: 'webhooks:read', rateLimit: 'messaging' },
+        schema: {
+          operationId: 'webhooks.list',
+          tags,
+          summary: "List the organization's webhooks, newest first (never the secrets)",
+          querystring: PageQuery,
+          response: { 200: PageEnvelope(WebhookSchema) },
+        },
+      },
+      async (request) => {
+        const caller = callerOf(request);
+        const keyset = caller.interface === 'developer';
+        return pageResponse(await webhooks.list(caller.organizationId, request.query, keyset));
+      },
+    );
+  };

@@ -8,10 +8,11 @@ import type { Clock } from '../../platform/clock.ts';
 import type { SecretBox } from '../../platform/crypto.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
+import type { EventOutbox } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Paginator } from '../../platform/pagination.ts';
 import { checkHost, ForbiddenAddressError, type Resolver } from './address-guard.ts';
-import { EVENT_TYPES } from './catalog.ts';
+import { WebhookTest } from './events.ts';
 
 export const SECRET_PREFIX = 'whsec_';
 const SECRET_BYTES = 32;
@@ -131,13 +132,29 @@ export interface EndpointPatch {
 export const DELIVER_QUEUE = 'webhooks.deliver';
 
 export class WebhookService {
-  constructor(
-    private readonly db: Database,
-    private readonly clock: Clock,
-    private readonly secrets: SecretBox,
-    private readonly pagination: Paginator,
-    private readonly options: { production: boolean; resolver?: Resolver; enqueue: Enqueue },
-  ) {}
+  private readonly db: Database;
+  private readonly clock: Clock;
+  private readonly secrets: SecretBox;
+  private readonly pagination: Paginator;
+  private readonly options: { production: boolean; resolver?: Resolver; enqueue: Enqueue };
+  /** The declared events: an endpoint may subscribe to those only. */
+  private readonly events: EventOutbox;
+
+  constructor(deps: {
+    db: Database;
+    clock: Clock;
+    secrets: SecretBox;
+    pagination: Paginator;
+    events: EventOutbox;
+    options: { production: boolean; resolver?: Resolver; enqueue: Enqueue };
+  }) {
+    this.events = deps.events;
+    this.db = deps.db;
+    this.clock = deps.clock;
+    this.secrets = deps.secrets;
+    this.pagination = deps.pagination;
+    this.options = deps.options;
+  }
 
   /** Opens a sealed secret of endpoint `endpointId`. */
   openSecret(endpointId: string, sealed: string): string {
@@ -146,7 +163,7 @@ export class WebhookService {
 
   async create(organizationId: string, input: EndpointInput) {
     const url = await this.checkUrl(input.url);
-    const events = checkEvents(input.events);
+    const events = checkEvents(input.events, this.events);
     const now = this.clock.now();
     const id = newId('wh', now.getTime());
     const secret = newWebhookSecret();
@@ -200,7 +217,7 @@ export class WebhookService {
     await this.getRow(organizationId, id); // an unknown id is a 404 before any validation
     // Checked before the transaction: a URL check may resolve DNS, which must not happen under a row lock.
     const url = patch.url === undefined ? undefined : await this.checkUrl(patch.url);
-    const events = patch.events === undefined ? undefined : checkEvents(patch.events);
+    const events = patch.events === undefined ? undefined : checkEvents(patch.events, this.events);
     return this.db.transaction(async (tx) => {
       // Applied to the row as it is now, locked: a delivery that disabled the endpoint a moment ago (410, or
       // five days of failures) is not undone by an edit of its description.
@@ -280,7 +297,7 @@ export class WebhookService {
     const now = this.clock.now();
     const eventId = newId('evt', now.getTime());
     const body = JSON.stringify({
-      type: 'webhook.test',
+      type: WebhookTest.type,
       timestamp: now.toISOString(),
       data: { endpointId: endpoint.id, message: 'This is a test event.' },
     });
@@ -390,10 +407,10 @@ export class WebhookService {
 
 export type Enqueue = (tx: Queryable, deliveryId: string, manual: boolean) => Promise<void>;
 
-function checkEvents(events: string[]): string[] {
+function checkEvents(events: string[], declared: EventOutbox): string[] {
   const unique = [...new Set(events.map((type) => type.trim()))];
   if (unique.length === 0) throw ApiError.badRequest('events must name at least one event type');
-  const unknown = unique.filter((type) => !EVENT_TYPES.has(type));
+  const unknown = unique.filter((type) => !declared.isDeclared(type));
   if (unknown.length > 0) {
     throw ApiError.badRequest(
       `Unknown event type${unknown.length > 1 ? 's' : ''} ${unknown.map((t) => `"${t}"`).join(', ')}; ` +

@@ -1,7 +1,7 @@
 // Phone numbers to E.164 with libphonenumber-js. A number written without a country code is read in the
 // organization's region (US for `us`, Canada for `ca`); `eu` spans many countries, so there it needs a `+`.
 import { type CountryCode, parsePhoneNumberFromString } from 'libphonenumber-js';
-import type { Region } from '../organizations/service.ts';
+import type { Region } from './http/caller.ts';
 
 const DEFAULT_COUNTRY: Record<Region, CountryCode | undefined> = { us: 'US', ca: 'CA', eu: undefined };
 

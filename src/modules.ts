@@ -1,0 +1,23 @@
+// Every product module of the server, in one list. The composition root builds them and the app mounts
+// their routes in this order. Adding a module is a folder under src/modules/ and one line here.
+import { apiKeysModule } from './modules/api-keys/index.ts';
+import { contactsModule } from './modules/contacts/index.ts';
+import { identityModule } from './modules/identity/index.ts';
+import { messagingModule } from './modules/messaging/index.ts';
+import { numbersModule } from './modules/numbers/index.ts';
+import { organizationsModule } from './modules/organizations/index.ts';
+import { roadmapModule } from './modules/roadmap/index.ts';
+import { systemModule } from './modules/system/index.ts';
+import { webhooksModule } from './modules/webhooks/index.ts';
+
+export const MODULES = [
+  systemModule,
+  organizationsModule,
+  identityModule,
+  numbersModule,
+  apiKeysModule,
+  contactsModule,
+  messagingModule,
+  webhooksModule,
+  roadmapModule,
+] as const;

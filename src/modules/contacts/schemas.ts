@@ -1,0 +1,85 @@
+// Request and response shapes of contacts and contact lists; TypeScript types are Static<> of these.
+import { Type } from 'typebox';
+import { MAX_MEMBERS_PER_CALL } from './lists.ts';
+import { CONSENT_METHODS, CONSENT_STATUSES, OPT_OUT_METHODS } from './service.ts';
+
+export const nullableString = (maxLength: number) => Type.Union([Type.String({ maxLength }), Type.Null()]);
+export const CustomFields = Type.Record(
+  Type.String({ maxLength: 100 }),
+  Type.Union([Type.String({ maxLength: 2000 }), Type.Number(), Type.Boolean(), Type.Null()]),
+  { maxProperties: 100 },
+);
+export const ConsentInput = Type.Object(
+  {
+    status: Type.Enum(CONSENT_STATUSES),
+    date: Type.Optional(Type.Union([Type.String({ maxLength: 40 }), Type.Null()])),
+    method: Type.Optional(Type.Union([Type.Enum(CONSENT_METHODS), Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+export const ContactFields = {
+  phone: Type.String({ minLength: 1, maxLength: 40 }),
+  firstName: Type.Optional(nullableString(200)),
+  lastName: Type.Optional(nullableString(200)),
+  email: Type.Optional(Type.Union([Type.String({ format: 'email', maxLength: 320 }), Type.Null()])),
+  company: Type.Optional(nullableString(200)),
+  customFields: Type.Optional(CustomFields),
+  consent: Type.Optional(ConsentInput),
+};
+export const ContactCreate = Type.Object(ContactFields, { additionalProperties: false });
+export const ContactPatch = Type.Object(
+  { ...ContactFields, phone: Type.Optional(ContactFields.phone) },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+export const ContactSchema = Type.Object({
+  id: Type.String(),
+  phone: Type.String(),
+  firstName: Type.Union([Type.String(), Type.Null()]),
+  lastName: Type.Union([Type.String(), Type.Null()]),
+  fullName: Type.Union([Type.String(), Type.Null()]),
+  email: Type.Union([Type.String(), Type.Null()]),
+  company: Type.Union([Type.String(), Type.Null()]),
+  customFields: Type.Record(Type.String(), Type.Unknown()),
+  consent: Type.Object({
+    status: Type.Enum(CONSENT_STATUSES),
+    date: Type.Union([Type.String(), Type.Null()]),
+    method: Type.Union([Type.String(), Type.Null()]),
+  }),
+  optedOut: Type.Boolean(),
+  optedOutAt: Type.Union([Type.String(), Type.Null()]),
+  optOutMethod: Type.Union([Type.Enum(OPT_OUT_METHODS), Type.Null()]),
+  createdAt: Type.String(),
+  updatedAt: Type.String(),
+});
+export const ConsentEventSchema = Type.Object({
+  id: Type.String(),
+  action: Type.String(),
+  method: Type.Union([Type.String(), Type.Null()]),
+  reason: Type.Union([Type.String(), Type.Null()]),
+  actor: Type.String(),
+  createdAt: Type.String(),
+});
+export const ImportResultSchema = Type.Object({
+  imported: Type.Integer(),
+  updated: Type.Integer(),
+  rejected: Type.Integer(),
+  errors: Type.Array(Type.Object({ row: Type.Integer(), reason: Type.String() })),
+});
+export const ContactListSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  description: Type.Union([Type.String(), Type.Null()]),
+  memberCount: Type.Integer(),
+  createdAt: Type.String(),
+  updatedAt: Type.String(),
+});
+export const MemberIds = Type.Object(
+  {
+    contactIds: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
+      minItems: 1,
+      maxItems: MAX_MEMBERS_PER_CALL,
+    }),
+  },
+  { additionalProperties: false },
+);

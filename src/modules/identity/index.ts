@@ -1,0 +1,48 @@
+// The identity module: people, their sessions, two-factor and password resets, and the session guard of
+// the portal and management interfaces.
+import { SessionTokenCodec } from '../../platform/auth/session-token.ts';
+import { defineModule } from '../../platform/module.ts';
+import { organizationsModule } from '../organizations/index.ts';
+import { SessionGuard } from './guard.ts';
+import { userOperatorRoutes } from './operator-routes.ts';
+import { PasswordResetService } from './password-reset.ts';
+import { type IdentityServices, portalAuthRoutes } from './routes.ts';
+import { PortalAuthService } from './service.ts';
+import { SessionService } from './sessions.ts';
+import { TwoFactorService } from './two-factor.ts';
+import { UserService } from './users.ts';
+
+export { currentSession, hasFreshVerification, type PortalSession, SessionGuard } from './guard.ts';
+export type { Membership, Role, User } from './users.ts';
+export { publicUser, ROLES, UserService } from './users.ts';
+
+export const identityModule = defineModule({
+  name: 'identity',
+  create: ({ platform, use }): IdentityServices => {
+    const { db, clock, config, rateLimiter, mailer, log } = platform;
+    const users = new UserService({ db, clock });
+    const sessions = new SessionService({ db, clock, codec: new SessionTokenCodec(config.jwtSecret) });
+    const twoFactor = new TwoFactorService({ db, clock, box: platform.secretBox('totp-secret') });
+    const portalAuth = new PortalAuthService({
+      db,
+      clock,
+      users,
+      organizations: use(organizationsModule).organizations,
+      sessions,
+      twoFactor,
+      passwordResets: new PasswordResetService({ db, clock, users, sessions }),
+      rateLimiter,
+      mailer,
+      publicUrl: config.publicUrl,
+      onMailError: (error) => log.error({ err: error }, 'password reset e-mail could not be sent'),
+    });
+    const sessionGuard = new SessionGuard({
+      sessions,
+      clock,
+      rateLimiter,
+      production: config.appEnv === 'production',
+    });
+    return { users, sessions, twoFactor, portalAuth, sessionGuard };
+  },
+  routes: { portal: [portalAuthRoutes], operator: [userOperatorRoutes] },
+});

@@ -1,0 +1,39 @@
+// The messaging module: sending SMS/MMS with plan limits and idempotency, paced dispatch to the carrier,
+// receipts, inbound texts with STOP/START/HELP, and message history.
+import { SimulatedCarrier } from '../../carriers/simulated.ts';
+import { defineModule } from '../../platform/module.ts';
+import { contactsModule } from '../contacts/index.ts';
+import { numbersModule } from '../numbers/index.ts';
+import { organizationsModule } from '../organizations/index.ts';
+import { MESSAGE_EVENTS } from './events.ts';
+import { carrierTestControls, messageRoutes } from './routes.ts';
+import { MessagingService, type MessagingServices } from './service.ts';
+
+export type { Message } from './schemas.ts';
+export { MessageSchema } from './schemas.ts';
+
+export const messagingModule = defineModule({
+  name: 'messaging',
+  create: ({ platform, use }): MessagingServices => {
+    const { db, clock, jobs, events, pagination, idempotency, config } = platform;
+    const carrier = new SimulatedCarrier(config.carrierTrustTier);
+    const messages = new MessagingService({
+      db,
+      clock,
+      jobs,
+      events,
+      pagination,
+      idempotency,
+      organizations: use(organizationsModule).organizations,
+      numbers: use(numbersModule).numbers,
+      contacts: use(contactsModule).contacts,
+      carrier,
+      options: { automaticReceipts: config.appEnv !== 'test' },
+    });
+    return { messages, carrier };
+  },
+  routes: { developer: [messageRoutes], portal: [messageRoutes] },
+  testControls: [carrierTestControls],
+  jobs: ({ messages }) => messages.queues(),
+  events: MESSAGE_EVENTS,
+});

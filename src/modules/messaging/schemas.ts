@@ -1,0 +1,97 @@
+// The shapes of messaging, declared once: the API's request and response bodies, the message events' data
+// and the TypeScript types (Static<> of these schemas). Each field's description is also what the event
+// catalog says of it.
+import { type Static, Type } from 'typebox';
+
+export const MESSAGE_STATUSES = [
+  'queued',
+  'sent',
+  'delivered',
+  'failed',
+  'undelivered',
+  'cancelled',
+  'received',
+] as const;
+export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
+export const DIRECTIONS = ['outbound', 'inbound'] as const;
+export type Direction = (typeof DIRECTIONS)[number];
+export const RECEIPT_STATES = ['awaiting_receipt', 'no_receipt'] as const;
+export type ReceiptState = (typeof RECEIPT_STATES)[number];
+export const ENCODINGS = ['GSM-7', 'UCS-2'] as const;
+
+const nullable = (description: string) => Type.Union([Type.String(), Type.Null()], { description });
+
+export const MessageFileSchema = Type.Object({
+  id: Type.String(),
+  contentType: Type.String(),
+  size: Type.Integer(),
+  filename: Type.Union([Type.String(), Type.Null()]),
+});
+
+/** A message as GET /api/v2/messages/{id} returns it, and as every message event carries it. */
+export const MessageSchema = Type.Object({
+  id: Type.String({ description: 'Message id (msg_…)' }),
+  direction: Type.Enum(DIRECTIONS, { description: '`outbound` or `inbound`' }),
+  status: Type.Enum(MESSAGE_STATUSES, { description: 'Message status after this event' }),
+  from: Type.String({ description: 'Sending number, E.164' }),
+  to: Type.String({ description: 'Recipient number, E.164' }),
+  body: Type.String({ description: 'Text of the message (null for media only)' }),
+  segments: Type.Integer({ description: 'SMS segments billed' }),
+  encoding: Type.Enum(ENCODINGS, { description: '`GSM-7` or `UCS-2`' }),
+  mediaCount: Type.Integer({ description: 'Number of MMS media parts' }),
+  media: Type.Object(
+    { urls: Type.Array(Type.String()), files: Type.Array(MessageFileSchema) },
+    { description: 'Hosted media URLs and uploaded files (`{urls, files}`)' },
+  ),
+  errorCode: nullable('Carrier error code, or null'),
+  errorMessage: nullable('Why it failed, or null'),
+  sentAt: nullable('When the carrier accepted it, or null'),
+  deliveredAt: nullable('When the receipt said delivered, or null'),
+  receiptState: Type.Union([Type.Enum(RECEIPT_STATES), Type.Null()], {
+    description:
+      '`awaiting_receipt` or `no_receipt` while a sent message has no receipt (72-hour rule), else null',
+  }),
+  createdAt: Type.String({ description: 'When the message was created' }),
+  updatedAt: Type.String({ description: 'When its status last changed' }),
+});
+export type Message = Static<typeof MessageSchema>;
+
+// media and mediaFiles are checked by validateMedia, which answers with the spec's media codes; a schema
+// here would turn them into a code-less 400.
+export const SendBody = Type.Object(
+  {
+    to: Type.String({ minLength: 1, maxLength: 40, description: 'Recipient, E.164 or national' }),
+    message: Type.Optional(
+      Type.String({ maxLength: 10_000, description: 'Text; may use merge variables such as {{first_name}}' }),
+    ),
+    from: Type.Optional(
+      Type.String({ maxLength: 40, description: "One of the organization's numbers; default: its default" }),
+    ),
+    media: Type.Optional(Type.Unknown({ description: 'Hosted media URLs (array of strings)' })),
+    mediaFiles: Type.Optional(
+      Type.Unknown({ description: 'Uploads: array of {contentType, data (base64), filename?}' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type SendInput = Static<typeof SendBody>;
+
+/** The 202 body's `data` (CONTRACT section 6), exactly these fields. */
+export const SendResultSchema = Type.Object({
+  id: Type.String(),
+  status: Type.Literal('queued'),
+  from: Type.String(),
+  to: Type.String(),
+  body: Type.String(),
+  segments: Type.Integer(),
+  encoding: Type.Enum(ENCODINGS),
+  mediaCount: Type.Integer(),
+  createdAt: Type.String(),
+});
+export type SendResult = Static<typeof SendResultSchema>;
+
+export const SegmentsSchema = Type.Object({
+  segments: Type.Integer(),
+  encoding: Type.Enum(ENCODINGS),
+  characters: Type.Integer(),
+});

@@ -1,0 +1,24 @@
+// The roadmap module: events of products not built yet, subscribable now (see events.ts). It has no
+// services, routes or tables, and shrinks to nothing as voice, campaigns and agents land.
+import { defineModule } from '../../platform/module.ts';
+import {
+  AgentCallCompleted,
+  CallCompleted,
+  CampaignCompleted,
+  RecordingCompleted,
+  TranscriptionCompleted,
+  VoicemailReceived,
+} from './events.ts';
+
+export const roadmapModule = defineModule({
+  name: 'roadmap',
+  create: () => ({}),
+  events: [
+    CallCompleted,
+    VoicemailReceived,
+    RecordingCompleted,
+    TranscriptionCompleted,
+    CampaignCompleted,
+    AgentCallCompleted,
+  ],
+});

@@ -1,0 +1,40 @@
+// The webhooks module: endpoints, Standard Webhooks signing, durable delivery with retries, delivery logs.
+// It consumes every recorded event and fans it out to the endpoints subscribed to it.
+import { defineModule } from '../../platform/module.ts';
+import { WebhookDelivery } from './delivery.ts';
+import { EndpointDisabled, WebhookTest } from './events.ts';
+import { type WebhooksServices, webhookListRoute, webhookRoutes } from './routes.ts';
+import { DELIVER_QUEUE, WebhookService } from './service.ts';
+import { WebhookTransport } from './transport.ts';
+
+export const webhooksModule = defineModule({
+  name: 'webhooks',
+  create: ({ platform }): WebhooksServices => {
+    const { db, clock, jobs, events, pagination, config } = platform;
+    const production = config.appEnv === 'production';
+    // Delivery and management refer to each other (a test event is enqueued on the delivery queue; delivery
+    // opens the sealed secrets), so the service is handed to delivery lazily.
+    let webhooks: WebhookService | undefined;
+    const webhookDelivery = new WebhookDelivery({
+      db,
+      clock,
+      jobs,
+      events,
+      service: () => webhooks!,
+      transport: new WebhookTransport({ guarded: production }),
+    });
+    webhooks = new WebhookService({
+      db,
+      clock,
+      secrets: platform.secretBox('webhook-secret'),
+      pagination,
+      events,
+      options: { production, enqueue: webhookDelivery.enqueue },
+    });
+    return { webhooks, webhookDelivery };
+  },
+  routes: { developer: [webhookListRoute], management: [webhookRoutes, webhookListRoute] },
+  jobs: ({ webhookDelivery }) => ({ [DELIVER_QUEUE]: webhookDelivery.queue }),
+  consumers: ({ webhookDelivery }) => [(event) => webhookDelivery.fanOut(event)],
+  events: [WebhookTest, EndpointDisabled],
+});

@@ -1,0 +1,32 @@
+// What a route needs of its caller, declared once in the route's config and enforced by the guard of each
+// interface it is mounted on. A route written once carries both halves: the developer API reads `scope`,
+// `rateLimit` and `sendLimit`; the portal and management read `role` and `stepUp`. Neither guard reads the
+// other's fields, so a twin is the same declaration mounted twice.
+import type { InterfaceName } from './caller.ts';
+
+export type RateLimitClass = 'messaging' | 'other';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Developer API: the key scope this route needs; undefined means any key with at least one scope. */
+    scope?: string;
+    /** Developer API: which request limit counts this route (the messaging product per organization, or per key). */
+    rateLimit?: RateLimitClass;
+    /** Every interface: also counts against the organization's 30 sends per minute. */
+    sendLimit?: boolean;
+    /** Session interfaces: `manager` needs owner or admin; default any member. */
+    role?: 'member' | 'manager';
+    /** Session interfaces: a user with 2FA on needs a verification within the last 10 minutes. */
+    stepUp?: boolean;
+    /** The guard lets the request through without a caller (sign-in, health, the version). */
+    anonymous?: boolean;
+    /** Session interfaces: accept a session token past its expiry (refresh only). */
+    allowExpired?: boolean;
+    /** Session interfaces: allowed while the user must still change their password. */
+    allowPendingPasswordChange?: boolean;
+    /** Error statuses this route answers beyond the interface's usual ones (for the OpenAPI document). */
+    errorStatuses?: readonly number[];
+    /** Set when the route is mounted: the interface serving it. */
+    interface?: InterfaceName;
+  }
+}
