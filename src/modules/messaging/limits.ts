@@ -5,10 +5,12 @@
 // limit. The checks run in CONTRACT order and the first that fails answers. If the counters cannot be read
 // or locked in time (a lock timeout, a statement timeout, a lost connection), the limit cannot be checked:
 // 503, TRIAL_LIMIT_REACHED for trial organizations, no code for the others, with a short Retry-After.
+// The counters' SQL is in store.ts; the order of the checks and what each refusal says are here.
 import type { Clock } from '../../platform/clock.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { Organization, OrganizationService } from '../organizations/index.ts';
+import type { MessageStore } from './store.ts';
 
 export const TRIAL_BURST_MESSAGES = 50;
 export const TRIAL_BURST_WINDOW_SECONDS = 10 * 60;
@@ -66,11 +68,18 @@ function isUncheckable(error: unknown): boolean {
 export class SendLimits {
   private readonly clock: Clock;
   private readonly organizations: OrganizationService;
+  private readonly store: MessageStore;
   readonly options: SendLimitOptions;
 
-  constructor(deps: { clock: Clock; organizations: OrganizationService; options: SendLimitOptions }) {
+  constructor(deps: {
+    clock: Clock;
+    organizations: OrganizationService;
+    store: MessageStore;
+    options: SendLimitOptions;
+  }) {
     this.clock = deps.clock;
     this.organizations = deps.organizations;
+    this.store = deps.store;
     this.options = deps.options;
   }
 
@@ -92,23 +101,13 @@ export class SendLimits {
       // hanging. Both settings end with the limit checks (and at the latest with the transaction), so the
       // writes that follow are not cut short by them.
       const lockMs = Math.max(1, Math.round(this.options.lockTimeoutMs));
-      await tx.exec(
-        `SET LOCAL lock_timeout = '${lockMs}ms'; SET LOCAL statement_timeout = '${lockMs + 2000}ms'`,
-      );
-      await tx.query(
-        `INSERT INTO send_limit_accounts (organization_id, updated_at) VALUES ($1, $2)
-         ON CONFLICT (organization_id) DO NOTHING`,
-        [organizationId, now],
-      );
-      await tx.query(
-        'SELECT organization_id FROM send_limit_accounts WHERE organization_id = $1 FOR UPDATE',
-        [organizationId],
-      );
+      await this.store.boundWaits(tx, lockMs);
+      await this.store.lockAccount(tx, organizationId, now);
       // Read under the lock: a plan or state changed a moment ago applies to this send.
       const org = await this.organizations.get(organizationId, tx);
       trial ||= org.subscriptionState === 'trial';
       await this.check(tx, org, segments, now);
-      await tx.exec('SET LOCAL lock_timeout = DEFAULT; SET LOCAL statement_timeout = DEFAULT');
+      await this.store.unboundWaits(tx);
       return org;
     } catch (error) {
       if (error instanceof ApiError || !isUncheckable(error)) throw error;
@@ -123,12 +122,7 @@ export class SendLimits {
     const id = org.id;
     // 1. Trial lifetime: a trial sends at most trialMessageLimit messages, ever. Retrying does not help.
     if (org.subscriptionState === 'trial') {
-      const counted = await tx.query(
-        `UPDATE send_limit_accounts SET trial_messages = trial_messages + 1, updated_at = $3
-          WHERE organization_id = $1 AND trial_messages + 1 <= $2 RETURNING trial_messages`,
-        [id, org.trialMessageLimit, now],
-      );
-      if (counted.length === 0) {
+      if (!(await this.store.countTrialMessage(tx, id, org.trialMessageLimit, now))) {
         throw new ApiError(
           429,
           `The trial allows ${org.trialMessageLimit} messages and they have been sent; subscribe to send more`,
@@ -139,11 +133,7 @@ export class SendLimits {
       // 2. Trial burst: more than 50 messages in any 10 minutes. Counted from the messages themselves (a
       // sliding window), which the account lock makes exact.
       const since = new Date(now.getTime() - TRIAL_BURST_WINDOW_SECONDS * 1000);
-      const [{ recent }] = await tx.query<{ recent: number }>(
-        `SELECT count(*)::int AS recent FROM messages
-          WHERE organization_id = $1 AND created_at > $2 AND direction = 'outbound' AND origin <> 'auto_reply'`,
-        [id, since],
-      );
+      const recent = await this.store.countRecentSends(tx, id, since);
       if (recent + 1 > TRIAL_BURST_MESSAGES) {
         throw new ApiError(
           429,
@@ -156,12 +146,7 @@ export class SendLimits {
     // 3. New-account velocity: 2,000 segments in the first 72 hours after the organization was created.
     const velocityEnds = new Date(org.createdAt.getTime() + VELOCITY_WINDOW_SECONDS * 1000);
     if (now < velocityEnds) {
-      const counted = await tx.query(
-        `UPDATE send_limit_accounts SET first_72h_segments = first_72h_segments + $2, updated_at = $4
-          WHERE organization_id = $1 AND first_72h_segments + $2 <= $3 RETURNING first_72h_segments`,
-        [id, segments, VELOCITY_SEGMENTS, now],
-      );
-      if (counted.length === 0) {
+      if (!(await this.store.countNewAccountSegments(tx, id, segments, VELOCITY_SEGMENTS, now))) {
         throw paidLimit(
           'new_account_velocity',
           `A new account sends at most ${VELOCITY_SEGMENTS} segments in its first 72 hours`,
@@ -172,7 +157,7 @@ export class SendLimits {
 
     // 4. Daily: dailyLimitSegments per UTC day.
     const day = utcDay(now);
-    if (!(await this.bump(tx, id, 'day', day.start, segments, org.dailyLimitSegments))) {
+    if (!(await this.store.addUsage(tx, id, 'day', day.start, segments, org.dailyLimitSegments))) {
       throw paidLimit(
         'daily',
         `The daily limit of ${org.dailyLimitSegments} segments has been reached; it resets at 00:00 UTC`,
@@ -183,7 +168,7 @@ export class SendLimits {
     // 5. Monthly absolute: three times the allowance per pool (UTC calendar month).
     const month = utcMonth(now);
     const ceiling = MONTHLY_ABSOLUTE_MULTIPLE * org.monthlyAllowanceSegments;
-    const usedThisMonth = await this.bump(tx, id, 'month', month.start, segments, ceiling);
+    const usedThisMonth = await this.store.addUsage(tx, id, 'month', month.start, segments, ceiling);
     if (usedThisMonth === undefined) {
       throw paidLimit(
         'monthly_absolute',
@@ -210,28 +195,5 @@ export class SendLimits {
         );
       }
     }
-  }
-
-  /** Adds one message of `segments` to a period's usage unless that passes `limit`; the new total or undefined. */
-  private async bump(
-    tx: Queryable,
-    organizationId: string,
-    period: 'day' | 'month',
-    start: Date,
-    segments: number,
-    limit: number,
-  ): Promise<number | undefined> {
-    await tx.query(
-      `INSERT INTO send_usage (organization_id, period, period_start) VALUES ($1, $2, $3)
-       ON CONFLICT DO NOTHING`,
-      [organizationId, period, start],
-    );
-    const [row] = await tx.query<{ segments: number }>(
-      `UPDATE send_usage SET segments = segments + $4, messages = messages + 1
-        WHERE organization_id = $1 AND period = $2 AND period_start = $3 AND segments + $4 <= $5
-        RETURNING segments`,
-      [organizationId, period, start, segments, limit],
-    );
-    return row?.segments;
   }
 }

@@ -1,0 +1,164 @@
+// Sending: a message is checked (recipient, sender, merge variables, media, opt-out), counted against the
+// plan limits and queued for its paced slot, all in the one transaction the idempotency key guards, so a
+// refused or replayed send leaves nothing behind.
+import type { Clock } from '../../platform/clock.ts';
+import { ApiError } from '../../platform/errors.ts';
+import type { Idempotency } from '../../platform/idempotency.ts';
+import { newId } from '../../platform/ids.ts';
+import { normalisePhone } from '../../platform/phone.ts';
+import type { ContactService } from '../contacts/index.ts';
+import type { NumberService, PhoneNumber } from '../numbers/index.ts';
+import type { Organization } from '../organizations/index.ts';
+import type { MessageDispatcher } from './dispatch.ts';
+import type { SendLimits } from './limits.ts';
+import { validateMedia } from './media.ts';
+import { findUnsupported, render } from './merge-variables.ts';
+import type { SendInput, SendResult } from './schemas.ts';
+import { chargeableSegments, countSegments } from './segments.ts';
+import type { MessageStore } from './store.ts';
+
+export class MessageSender {
+  private readonly clock: Clock;
+  private readonly idempotency: Idempotency;
+  private readonly numbers: NumberService;
+  private readonly contacts: ContactService;
+  private readonly limits: SendLimits;
+  private readonly dispatcher: MessageDispatcher;
+  private readonly store: MessageStore;
+
+  constructor(deps: {
+    clock: Clock;
+    idempotency: Idempotency;
+    numbers: NumberService;
+    contacts: ContactService;
+    limits: SendLimits;
+    dispatcher: MessageDispatcher;
+    store: MessageStore;
+  }) {
+    this.clock = deps.clock;
+    this.idempotency = deps.idempotency;
+    this.numbers = deps.numbers;
+    this.contacts = deps.contacts;
+    this.limits = deps.limits;
+    this.dispatcher = deps.dispatcher;
+    this.store = deps.store;
+  }
+
+  /** Counts a text as send would, without sending. */
+  segments(text: string) {
+    const count = countSegments(text);
+    return { segments: count.segments, encoding: count.encoding, characters: count.characters };
+  }
+
+  /**
+   * Sends one message for `organization`. With an idempotency key, the same key and body within 24 hours
+   * answer the first result again (`replayed`), and the same key with another body is a 422.
+   */
+  async send(
+    organization: Organization,
+    input: SendInput,
+    origin: 'api' | 'portal',
+    idempotencyKey?: string,
+  ): Promise<{ result: SendResult; replayed: boolean }> {
+    const to = normalisePhone(input.to, organization.region);
+    if (!to) throw ApiError.badRequest('to must be a valid phone number, e.g. +12025550123');
+    const sender = await this.pickSender(organization, input.from);
+
+    const text = input.message ?? '';
+    const unsupported = findUnsupported(text);
+    if (unsupported.length > 0) {
+      throw new ApiError(
+        422,
+        `Unsupported merge variables: ${unsupported.map((name) => `{{${name}}}`).join(', ')}; supported are ` +
+          '{{first_name}}, {{last_name}}, {{full_name}}, {{company}}, {{email}}, {{phone}}',
+        { code: 'UNSUPPORTED_MERGE_VARS' },
+      );
+    }
+    const media = await validateMedia(input);
+    if (text.trim() === '' && media.count === 0) {
+      throw ApiError.badRequest('A message needs text (message) or media (media or mediaFiles)');
+    }
+
+    const write = {
+      organizationId: organization.id,
+      operation: 'messages.send',
+      key: idempotencyKey,
+      request: input,
+    };
+    return this.idempotency.run(write, async (tx): Promise<SendResult> => {
+      if (await this.contacts.isOptedOut(organization.id, to, tx)) {
+        throw new ApiError(
+          403,
+          `${to} has opted out of messages from this organization (texted STOP or was opted out); ` +
+            'opt the contact back in first',
+          { code: 'RECIPIENT_OPTED_OUT' },
+        );
+      }
+      const contact = await this.contacts.findByPhone(organization.id, to, tx);
+      const body = render(text, contact);
+      const count = countSegments(body);
+      const segments = chargeableSegments(count.segments, media.count);
+
+      await this.limits.reserve(tx, organization, segments);
+
+      const now = this.clock.now();
+      const id = newId('msg', now.getTime());
+      const files = media.files.map((file, position) => ({
+        id: newId('med', now.getTime()),
+        position,
+        contentType: file.contentType,
+        size: file.bytes.length,
+        filename: file.filename ?? null,
+        bytes: file.bytes,
+      }));
+      await this.store.insertOutbound(tx, {
+        id,
+        organizationId: organization.id,
+        origin,
+        from: sender.number,
+        to,
+        body,
+        segments,
+        encoding: count.encoding,
+        mediaUrls: media.urls,
+        mediaFiles: files.map(({ id, contentType, size, filename }) => ({ id, contentType, size, filename })),
+        mediaCount: media.count,
+        idempotencyKey: idempotencyKey ?? null,
+        now,
+      });
+      for (const file of files) await this.store.insertMedia(tx, id, file);
+      await this.dispatcher.schedule(tx, id, sender);
+
+      const result: SendResult = {
+        id,
+        status: 'queued',
+        from: sender.number,
+        to,
+        body,
+        segments,
+        encoding: count.encoding,
+        mediaCount: media.count,
+        createdAt: now.toISOString(),
+      };
+      return result;
+    });
+  }
+
+  private async pickSender(organization: Organization, from: string | undefined): Promise<PhoneNumber> {
+    const owned = await this.numbers.list(organization.id);
+    if (owned.length === 0) {
+      throw ApiError.badRequest(
+        'This organization has no phone number to send from; get a number first, then send',
+      );
+    }
+    if (from === undefined) return owned.find((number) => number.isDefault) ?? owned[0]!;
+    const normalised = normalisePhone(from, organization.region);
+    const match = normalised && owned.find((number) => number.number === normalised);
+    if (!match) {
+      throw ApiError.badRequest(
+        `from must be one of this organization's numbers (${owned.map((number) => number.number).join(', ')})`,
+      );
+    }
+    return match;
+  }
+}

@@ -1,0 +1,336 @@
+// The messaging module's SQL: its messages, their media, and the counters of the send limits. Every method
+// takes the Queryable to run on, so the services decide what shares a transaction; the rules stay with them.
+import type { ReceiptStatus } from '../../carriers/carrier.ts';
+import type { Queryable } from '../../platform/db/index.ts';
+import type { ListQuery } from '../../platform/pagination.ts';
+import type { Direction, MessageStatus } from './schemas.ts';
+import type { SmsEncoding } from './segments.ts';
+
+export type Origin = 'api' | 'portal' | 'auto_reply' | 'carrier';
+
+export interface MessageFileRecord {
+  id: string;
+  contentType: string;
+  size: number;
+  filename: string | null;
+}
+
+export interface MessageRow {
+  id: string;
+  organization_id: string;
+  direction: Direction;
+  origin: Origin;
+  from_number: string;
+  to_number: string;
+  body: string;
+  segments: number;
+  encoding: SmsEncoding;
+  media_urls: string[];
+  media_files: MessageFileRecord[];
+  media_count: number;
+  status: MessageStatus;
+  error_code: string | null;
+  error_message: string | null;
+  sent_at: Date | null;
+  delivered_at: Date | null;
+  status_updated_at: Date;
+  created_at: Date;
+}
+
+/** A text without media, as inbound texts and automatic replies are. */
+export interface TextValues {
+  id: string;
+  organizationId: string;
+  from: string;
+  to: string;
+  body: string;
+  segments: number;
+  encoding: SmsEncoding;
+  now: Date;
+}
+
+export interface OutboundValues extends TextValues {
+  origin: 'api' | 'portal';
+  mediaUrls: string[];
+  mediaFiles: MessageFileRecord[];
+  mediaCount: number;
+  idempotencyKey: string | null;
+}
+
+export interface MediaValues {
+  id: string;
+  position: number;
+  contentType: string;
+  filename: string | null;
+  size: number;
+  bytes: Uint8Array;
+}
+
+/** The filters of the message history, parsed; null leaves a filter out. */
+export interface HistoryFilters {
+  direction: Direction | null;
+  status: MessageStatus | null;
+  number: string | null;
+  since: Date | null;
+  until: Date | null;
+}
+
+// Every column a Message needs; the media bytes stay in message_media.
+const MESSAGE_COLUMNS = `id, organization_id, direction, origin, from_number, to_number, body, segments, encoding,
+  media_urls, media_files, media_count, status, error_code, error_message, sent_at, delivered_at,
+  status_updated_at, created_at`;
+
+export class MessageStore {
+  // -------------------------------------------------------------------------------------------------------
+  // Messages
+
+  async insertOutbound(tx: Queryable, values: OutboundValues): Promise<void> {
+    await tx.query(
+      `INSERT INTO messages (id, organization_id, direction, origin, from_number, to_number, body, segments,
+                             encoding, media_urls, media_files, media_count, status, idempotency_key,
+                             status_updated_at, created_at)
+       VALUES ($1, $2, 'outbound', $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11, 'queued', $12, $13, $13)`,
+      [
+        values.id,
+        values.organizationId,
+        values.origin,
+        values.from,
+        values.to,
+        values.body,
+        values.segments,
+        values.encoding,
+        JSON.stringify(values.mediaUrls),
+        JSON.stringify(values.mediaFiles),
+        values.mediaCount,
+        values.idempotencyKey,
+        values.now,
+      ],
+    );
+  }
+
+  async insertMedia(tx: Queryable, messageId: string, file: MediaValues): Promise<void> {
+    await tx.query(
+      `INSERT INTO message_media (id, message_id, position, content_type, filename, size, bytes)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [file.id, messageId, file.position, file.contentType, file.filename, file.size, file.bytes],
+    );
+  }
+
+  async insertInbound(tx: Queryable, values: TextValues): Promise<MessageRow> {
+    const [row] = await tx.query<MessageRow>(
+      `INSERT INTO messages (id, organization_id, direction, origin, from_number, to_number, body, segments,
+                             encoding, status, status_updated_at, created_at)
+       VALUES ($1, $2, 'inbound', 'carrier', $3, $4, $5, $6, $7, 'received', $8, $8) RETURNING *`,
+      textParams(values),
+    );
+    return row!;
+  }
+
+  /** An automatic keyword reply, queued like any outbound message but with no media and no idempotency key. */
+  async insertAutoReply(tx: Queryable, values: TextValues): Promise<MessageRow> {
+    const [row] = await tx.query<MessageRow>(
+      `INSERT INTO messages (id, organization_id, direction, origin, from_number, to_number, body, segments,
+                             encoding, status, status_updated_at, created_at)
+       VALUES ($1, $2, 'outbound', 'auto_reply', $3, $4, $5, $6, $7, 'queued', $8, $8) RETURNING *`,
+      textParams(values),
+    );
+    return row!;
+  }
+
+  async find(db: Queryable, id: string): Promise<MessageRow | undefined> {
+    const [row] = await db.query<MessageRow>('SELECT * FROM messages WHERE id = $1', [id]);
+    return row;
+  }
+
+  async findInOrganization(
+    db: Queryable,
+    organizationId: string,
+    id: string,
+  ): Promise<MessageRow | undefined> {
+    const [row] = await db.query<MessageRow>(
+      'SELECT * FROM messages WHERE organization_id = $1 AND id = $2',
+      [organizationId, id],
+    );
+    return row;
+  }
+
+  /** Records the carrier's acceptance of a queued message; undefined if it is no longer queued. */
+  async markSent(
+    tx: Queryable,
+    id: string,
+    carrier: { name: string; messageId: string },
+    now: Date,
+  ): Promise<MessageRow | undefined> {
+    const [row] = await tx.query<MessageRow>(
+      `UPDATE messages SET status = 'sent', carrier = $2, carrier_message_id = $3, sent_at = $4,
+              status_updated_at = $4
+        WHERE id = $1 AND status = 'queued' RETURNING *`,
+      [id, carrier.name, carrier.messageId, now],
+    );
+    return row;
+  }
+
+  /** Ends a queued message without sending it; undefined if it is no longer queued. */
+  async finishQueued(
+    tx: Queryable,
+    id: string,
+    status: 'failed' | 'cancelled',
+    error: { errorCode: string; errorMessage: string },
+    now: Date,
+  ): Promise<MessageRow | undefined> {
+    const [row] = await tx.query<MessageRow>(
+      `UPDATE messages SET status = $2, error_code = $3, error_message = $4, status_updated_at = $5
+        WHERE id = $1 AND status = 'queued' RETURNING *`,
+      [id, status, error.errorCode, error.errorMessage, now],
+    );
+    return row;
+  }
+
+  /**
+   * Moves a sent message to a receipt's status. The error is kept for a failure and cleared on delivery;
+   * undefined if the message is not `sent`.
+   */
+  async recordReceipt(
+    tx: Queryable,
+    id: string,
+    status: ReceiptStatus,
+    error: { errorCode: string; errorMessage: string },
+    now: Date,
+  ): Promise<MessageRow | undefined> {
+    const [row] = await tx.query<MessageRow>(
+      `UPDATE messages SET status = $2, status_updated_at = $3,
+              delivered_at = CASE WHEN $2 = 'delivered' THEN $3::timestamptz ELSE delivered_at END,
+              error_code = CASE WHEN $2 = 'delivered' THEN NULL ELSE $4 END,
+              error_message = CASE WHEN $2 = 'delivered' THEN NULL ELSE $5 END
+        WHERE id = $1 AND status = 'sent' RETURNING *`,
+      [id, status, now, error.errorCode, error.errorMessage],
+    );
+    return row;
+  }
+
+  /** The SQL of an organization's message history, for the paginator to fetch pages of. */
+  historyQuery(
+    organizationId: string,
+    filters: HistoryFilters,
+  ): Pick<ListQuery<MessageRow, unknown>, 'select' | 'from' | 'where' | 'params'> {
+    return {
+      select: MESSAGE_COLUMNS,
+      from: 'messages',
+      where: `organization_id = $1
+        AND ($2::text IS NULL OR direction = $2)
+        AND ($3::text IS NULL OR status = $3)
+        AND ($4::text IS NULL OR from_number = $4 OR to_number = $4)
+        AND ($5::timestamptz IS NULL OR created_at >= $5)
+        AND ($6::timestamptz IS NULL OR created_at < $6)`,
+      params: [
+        organizationId,
+        filters.direction,
+        filters.status,
+        filters.number,
+        filters.since,
+        filters.until,
+      ],
+    };
+  }
+
+  // -------------------------------------------------------------------------------------------------------
+  // Send limits (limits.ts)
+
+  /**
+   * Bounds how long the statements that follow in `tx` may wait for a lock or run. SET LOCAL takes no
+   * parameters, which is why the number is written into the text; it is a whole number of milliseconds.
+   */
+  async boundWaits(tx: Queryable, lockMs: number): Promise<void> {
+    await tx.exec(
+      `SET LOCAL lock_timeout = '${lockMs}ms'; SET LOCAL statement_timeout = '${lockMs + 2000}ms'`,
+    );
+  }
+
+  async unboundWaits(tx: Queryable): Promise<void> {
+    await tx.exec('SET LOCAL lock_timeout = DEFAULT; SET LOCAL statement_timeout = DEFAULT');
+  }
+
+  /** Takes the organization's account row for the rest of `tx`, creating it on its first send. */
+  async lockAccount(tx: Queryable, organizationId: string, now: Date): Promise<void> {
+    await tx.query(
+      `INSERT INTO send_limit_accounts (organization_id, updated_at) VALUES ($1, $2)
+       ON CONFLICT (organization_id) DO NOTHING`,
+      [organizationId, now],
+    );
+    await tx.query('SELECT organization_id FROM send_limit_accounts WHERE organization_id = $1 FOR UPDATE', [
+      organizationId,
+    ]);
+  }
+
+  /** Counts one more trial message unless that passes `limit`; false when it would. */
+  async countTrialMessage(tx: Queryable, organizationId: string, limit: number, now: Date): Promise<boolean> {
+    const counted = await tx.query(
+      `UPDATE send_limit_accounts SET trial_messages = trial_messages + 1, updated_at = $3
+        WHERE organization_id = $1 AND trial_messages + 1 <= $2 RETURNING trial_messages`,
+      [organizationId, limit, now],
+    );
+    return counted.length > 0;
+  }
+
+  /** Outbound messages the organization itself sent after `since`; automatic replies are not its own. */
+  async countRecentSends(tx: Queryable, organizationId: string, since: Date): Promise<number> {
+    const [{ recent }] = await tx.query<{ recent: number }>(
+      `SELECT count(*)::int AS recent FROM messages
+        WHERE organization_id = $1 AND created_at > $2 AND direction = 'outbound' AND origin <> 'auto_reply'`,
+      [organizationId, since],
+    );
+    return recent;
+  }
+
+  /** Counts `segments` towards the new-account allowance unless that passes `limit`; false when it would. */
+  async countNewAccountSegments(
+    tx: Queryable,
+    organizationId: string,
+    segments: number,
+    limit: number,
+    now: Date,
+  ): Promise<boolean> {
+    const counted = await tx.query(
+      `UPDATE send_limit_accounts SET first_72h_segments = first_72h_segments + $2, updated_at = $4
+        WHERE organization_id = $1 AND first_72h_segments + $2 <= $3 RETURNING first_72h_segments`,
+      [organizationId, segments, limit, now],
+    );
+    return counted.length > 0;
+  }
+
+  /** Adds one message of `segments` to a period's usage unless that passes `limit`; the new total or undefined. */
+  async addUsage(
+    tx: Queryable,
+    organizationId: string,
+    period: 'day' | 'month',
+    start: Date,
+    segments: number,
+    limit: number,
+  ): Promise<number | undefined> {
+    await tx.query(
+      `INSERT INTO send_usage (organization_id, period, period_start) VALUES ($1, $2, $3)
+       ON CONFLICT DO NOTHING`,
+      [organizationId, period, start],
+    );
+    const [row] = await tx.query<{ segments: number }>(
+      `UPDATE send_usage SET segments = segments + $4, messages = messages + 1
+        WHERE organization_id = $1 AND period = $2 AND period_start = $3 AND segments + $4 <= $5
+        RETURNING segments`,
+      [organizationId, period, start, segments, limit],
+    );
+    return row?.segments;
+  }
+}
+
+function textParams(values: TextValues): unknown[] {
+  return [
+    values.id,
+    values.organizationId,
+    values.from,
+    values.to,
+    values.body,
+    values.segments,
+    values.encoding,
+    values.now,
+  ];
+}
