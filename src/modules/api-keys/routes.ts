@@ -9,28 +9,13 @@ import { envelope, IdParams } from '../../platform/http/schemas.ts';
 import type { ModuleRoutes } from '../../platform/module.ts';
 import { OffsetPageQuery, PageEnvelope, pageResponse } from '../../platform/pagination.ts';
 import { organizationsModule } from '../organizations/index.ts';
+import { ApiKeySchema, CreatedApiKeySchema } from './schemas.ts';
 import { SCOPE_CATALOG, SCOPES } from './scopes.ts';
 import { type ApiKeyService, EXPIRY_DAYS, publicApiKey } from './service.ts';
 
 const tags = ['API keys'];
 /** Creating and revoking keys: owners and admins, with fresh two-factor verification when 2FA is on. */
 const sensitive = { role: 'manager', stepUp: true } as const;
-
-const ApiKeySchema = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  prefix: Type.String(),
-  lastFour: Type.String(),
-  scopes: Type.Array(Type.String()),
-  expiresAt: Type.Union([Type.String(), Type.Null()]),
-  revokedAt: Type.Union([Type.String(), Type.Null()]),
-  lastUsedAt: Type.Union([Type.String(), Type.Null()]),
-  createdAt: Type.String(),
-});
-const CreatedApiKeySchema = Type.Object({
-  ...ApiKeySchema.properties,
-  key: Type.String({ description: 'The full key. Shown in this response only: store it now.' }),
-});
 
 const ApiKeyCreate = Type.Object(
   {

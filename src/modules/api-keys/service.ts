@@ -8,7 +8,9 @@ import type { Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import type { PageQueryInput, Paginator } from '../../platform/pagination.ts';
+import type { PublicApiKey } from './schemas.ts';
 import type { Scope } from './scopes.ts';
+import { type ApiKeyRow, ApiKeyStore } from './store.ts';
 
 export const EXPIRY_DAYS = [30, 60, 90, 365] as const;
 export type ExpiryDays = (typeof EXPIRY_DAYS)[number];
@@ -33,21 +35,6 @@ export interface ApiKey {
   createdAt: Date;
 }
 
-interface ApiKeyRow {
-  id: string;
-  organization_id: string;
-  name: string;
-  prefix: string;
-  last_four: string;
-  environment: 'live' | 'test';
-  scopes: Scope[];
-  expires_at: Date | null;
-  revoked_at: Date | null;
-  last_used_at: Date | null;
-  created_by: string | null;
-  created_at: Date;
-}
-
 export type KeyCheck =
   | { ok: true; key: ApiKey }
   | { ok: false; reason: 'unknown' | 'revoked' | 'expired' | 'test_key_in_production' };
@@ -69,6 +56,7 @@ export class ApiKeyService {
   private readonly clock: Clock;
   private readonly production: boolean;
   private readonly pagination: Paginator;
+  private readonly store = new ApiKeyStore();
 
   constructor(deps: { db: Queryable; clock: Clock; production: boolean; pagination: Paginator }) {
     this.db = deps.db;
@@ -82,10 +70,7 @@ export class ApiKeyService {
       endpoint: 'api-keys.list',
       keyset: false,
       organizationId,
-      select: '*',
-      from: 'api_keys',
-      where: 'organization_id = $1',
-      params: [organizationId],
+      ...this.store.listQuery(organizationId),
       map: (row: ApiKeyRow) => publicApiKey(toApiKey(row)),
     });
   }
@@ -100,25 +85,20 @@ export class ApiKeyService {
     const secret = `sk_${environment}_${randomBase62(KEY_BODY_LENGTH)}`;
     const now = this.clock.now();
     const expiresAt = input.expiresInDays ? new Date(now.getTime() + input.expiresInDays * 86_400_000) : null;
-    const [row] = await tx.query<ApiKeyRow>(
-      `INSERT INTO api_keys (id, organization_id, name, key_hash, prefix, last_four, environment, scopes,
-                             expires_at, created_by, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text[], $9, $10, $11) RETURNING *`,
-      [
-        newId('key', now.getTime()),
-        organizationId,
-        input.name,
-        sha256Hex(secret),
-        secret.slice(0, 12),
-        secret.slice(-4),
-        environment,
-        [...new Set(input.scopes)],
-        expiresAt,
-        input.createdBy ?? null,
-        now,
-      ],
-    );
-    return { key: toApiKey(row!), secret };
+    const row = await this.store.insert(tx, {
+      id: newId('key', now.getTime()),
+      organizationId,
+      name: input.name,
+      keyHash: sha256Hex(secret),
+      prefix: secret.slice(0, 12),
+      lastFour: secret.slice(-4),
+      environment,
+      scopes: [...new Set(input.scopes)],
+      expiresAt,
+      createdBy: input.createdBy ?? null,
+      now,
+    });
+    return { key: toApiKey(row), secret };
   }
 
   /** Resolves a presented key. Unknown, revoked, expired and (in production) test keys are refused. */
@@ -126,42 +106,33 @@ export class ApiKeyService {
     if (!/^sk_(live|test)_[0-9A-Za-z]{20,100}$/.test(presented)) return { ok: false, reason: 'unknown' };
     if (this.production && presented.startsWith('sk_test_'))
       return { ok: false, reason: 'test_key_in_production' };
-    const [row] = await this.db.query<ApiKeyRow>('SELECT * FROM api_keys WHERE key_hash = $1', [
-      sha256Hex(presented),
-    ]);
+    const row = await this.store.findByHash(this.db, sha256Hex(presented));
     if (!row) return { ok: false, reason: 'unknown' };
     const now = this.clock.now();
     if (row.revoked_at) return { ok: false, reason: 'revoked' };
     if (row.expires_at && row.expires_at <= now) return { ok: false, reason: 'expired' };
     if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() >= LAST_USED_RESOLUTION_MS) {
-      await this.db.query('UPDATE api_keys SET last_used_at = $2 WHERE id = $1', [row.id, now]);
+      await this.store.touchLastUsed(this.db, row.id, now);
       row.last_used_at = now;
     }
     return { ok: true, key: toApiKey(row) };
   }
 
   async revoke(organizationId: string, id: string): Promise<ApiKey> {
-    const [row] = await this.db.query<ApiKeyRow>(
-      `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $3)
-        WHERE id = $1 AND organization_id = $2 RETURNING *`,
-      [id, organizationId, this.clock.now()],
-    );
+    const row = await this.store.revoke(this.db, organizationId, id, this.clock.now());
     if (!row) throw ApiError.notFound('API key');
     return toApiKey(row);
   }
 
   async get(organizationId: string, id: string): Promise<ApiKey> {
-    const [row] = await this.db.query<ApiKeyRow>(
-      'SELECT * FROM api_keys WHERE id = $1 AND organization_id = $2',
-      [id, organizationId],
-    );
+    const row = await this.store.find(this.db, organizationId, id);
     if (!row) throw ApiError.notFound('API key');
     return toApiKey(row);
   }
 }
 
 /** The key as clients see it after creation: never the secret or its hash. */
-export function publicApiKey(key: ApiKey) {
+export function publicApiKey(key: ApiKey): PublicApiKey {
   return {
     id: key.id,
     name: key.name,

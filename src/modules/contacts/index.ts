@@ -7,7 +7,7 @@ import { ContactListService } from './lists.ts';
 import { type ContactsServices, contactRoutes } from './routes.ts';
 import { ContactService } from './service.ts';
 
-export type { Contact } from './service.ts';
+export type { Contact } from './schemas.ts';
 export { ContactService } from './service.ts';
 
 export const contactsModule = defineModule({

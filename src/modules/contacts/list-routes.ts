@@ -6,7 +6,7 @@ import { envelope, IdParams } from '../../platform/http/schemas.ts';
 import type { ModuleRoutes } from '../../platform/module.ts';
 import { OffsetPageQuery, PageEnvelope, pageResponse } from '../../platform/pagination.ts';
 import type { ContactsServices } from './routes.ts';
-import { ContactListSchema, ContactSchema, MemberIds, nullableString } from './schemas.ts';
+import { ContactListMemberSchema, ContactListSchema, MemberIds, nullableString } from './schemas.ts';
 
 /** Contacts are the messaging product: counted per organization on the developer API (CONTRACT section 6). */
 const read = { scope: 'contacts:read', rateLimit: 'messaging' } as const;
@@ -143,7 +143,7 @@ export const contactListRoutes: ModuleRoutes<ContactsServices> =
           params: IdParams,
           querystring: OffsetPageQuery,
           response: {
-            200: PageEnvelope(Type.Object({ ...ContactSchema.properties, addedAt: Type.String() })),
+            200: PageEnvelope(ContactListMemberSchema),
           },
         },
       },

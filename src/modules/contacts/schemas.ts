@@ -1,7 +1,24 @@
 // Request and response shapes of contacts and contact lists; TypeScript types are Static<> of these.
-import { Type } from 'typebox';
-import { MAX_MEMBERS_PER_CALL } from './lists.ts';
-import { CONSENT_METHODS, CONSENT_STATUSES, OPT_OUT_METHODS } from './service.ts';
+import { type Static, Type } from 'typebox';
+
+export const CONSENT_STATUSES = ['granted', 'denied', 'unknown'] as const;
+export type ConsentStatus = (typeof CONSENT_STATUSES)[number];
+export const CONSENT_METHODS = [
+  'web_form',
+  'paper_form',
+  'verbal',
+  'sms_keyword',
+  'checkout',
+  'import',
+  'api',
+  'other',
+] as const;
+export type ConsentMethod = (typeof CONSENT_METHODS)[number];
+export const OPT_OUT_METHODS = ['sms_stop', 'manual', 'api'] as const;
+export type OptOutMethod = (typeof OPT_OUT_METHODS)[number];
+
+/** How many contacts one call may add to or remove from a list. */
+export const MAX_MEMBERS_PER_CALL = 1000;
 
 export const nullableString = (maxLength: number) => Type.Union([Type.String({ maxLength }), Type.Null()]);
 export const CustomFields = Type.Record(
@@ -9,6 +26,7 @@ export const CustomFields = Type.Record(
   Type.Union([Type.String({ maxLength: 2000 }), Type.Number(), Type.Boolean(), Type.Null()]),
   { maxProperties: 100 },
 );
+export type CustomFields = Static<typeof CustomFields>;
 export const ConsentInput = Type.Object(
   {
     status: Type.Enum(CONSENT_STATUSES),
@@ -31,6 +49,8 @@ export const ContactPatch = Type.Object(
   { ...ContactFields, phone: Type.Optional(ContactFields.phone) },
   { additionalProperties: false, minProperties: 1 },
 );
+/** A contact's fields as written: every field optional, so one type serves create and update. */
+export type ContactInput = Static<typeof ContactPatch>;
 
 export const ContactSchema = Type.Object({
   id: Type.String(),
@@ -52,6 +72,7 @@ export const ContactSchema = Type.Object({
   createdAt: Type.String(),
   updatedAt: Type.String(),
 });
+export type Contact = Static<typeof ContactSchema>;
 export const ConsentEventSchema = Type.Object({
   id: Type.String(),
   action: Type.String(),
@@ -60,12 +81,14 @@ export const ConsentEventSchema = Type.Object({
   actor: Type.String(),
   createdAt: Type.String(),
 });
+export type ConsentEvent = Static<typeof ConsentEventSchema>;
 export const ImportResultSchema = Type.Object({
   imported: Type.Integer(),
   updated: Type.Integer(),
   rejected: Type.Integer(),
   errors: Type.Array(Type.Object({ row: Type.Integer(), reason: Type.String() })),
 });
+export type ImportResult = Static<typeof ImportResultSchema>;
 export const ContactListSchema = Type.Object({
   id: Type.String(),
   name: Type.String(),
@@ -74,6 +97,9 @@ export const ContactListSchema = Type.Object({
   createdAt: Type.String(),
   updatedAt: Type.String(),
 });
+export type ContactList = Static<typeof ContactListSchema>;
+export const ContactListMemberSchema = Type.Object({ ...ContactSchema.properties, addedAt: Type.String() });
+export type ContactListMember = Static<typeof ContactListMemberSchema>;
 export const MemberIds = Type.Object(
   {
     contactIds: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {

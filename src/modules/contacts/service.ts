@@ -3,7 +3,7 @@
 // delete, update or import of a contact can clear an opt-out. Every consent change is written to the consent
 // history, and opt-outs and opt-ins are recorded as domain events in the same transaction.
 import type { Clock } from '../../platform/clock.ts';
-import { isUniqueViolation, type Queryable } from '../../platform/db/index.ts';
+import { type Database, isUniqueViolation, type Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { EventOutbox } from '../../platform/events.ts';
 import type { Region } from '../../platform/http/caller.ts';
@@ -11,101 +11,26 @@ import { newId } from '../../platform/ids.ts';
 import type { Page, PageQueryInput, Paginator } from '../../platform/pagination.ts';
 import { normalisePhone } from '../../platform/phone.ts';
 import { ContactOptedIn, ContactOptedOut } from './events.ts';
-
-export const CONSENT_STATUSES = ['granted', 'denied', 'unknown'] as const;
-export type ConsentStatus = (typeof CONSENT_STATUSES)[number];
-export const CONSENT_METHODS = [
-  'web_form',
-  'paper_form',
-  'verbal',
-  'sms_keyword',
-  'checkout',
-  'import',
-  'api',
-  'other',
-] as const;
-export type ConsentMethod = (typeof CONSENT_METHODS)[number];
-export const OPT_OUT_METHODS = ['sms_stop', 'manual', 'api'] as const;
-export type OptOutMethod = (typeof OPT_OUT_METHODS)[number];
-
-export type CustomFields = Record<string, string | number | boolean | null>;
-
-export interface ContactInput {
-  phone?: string;
-  firstName?: string | null;
-  lastName?: string | null;
-  email?: string | null;
-  company?: string | null;
-  customFields?: CustomFields;
-  consent?: { status: ConsentStatus; date?: string | null; method?: ConsentMethod | null };
-}
-
-export interface Contact {
-  id: string;
-  phone: string;
-  firstName: string | null;
-  lastName: string | null;
-  fullName: string | null;
-  email: string | null;
-  company: string | null;
-  customFields: CustomFields;
-  consent: { status: ConsentStatus; date: string | null; method: string | null };
-  optedOut: boolean;
-  optedOutAt: string | null;
-  optOutMethod: OptOutMethod | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface ConsentEvent {
-  id: string;
-  action: 'opted_out' | 'opted_in' | 'consent_recorded';
-  method: string | null;
-  reason: string | null;
-  actor: string;
-  createdAt: string;
-}
+import type { ConsentEvent, Contact, ContactInput, OptOutMethod } from './schemas.ts';
+import {
+  type ConsentAction,
+  type ConsentEventRow,
+  type ContactChanges,
+  type ContactRow,
+  ContactStore,
+} from './store.ts';
 
 /** Who made a change, for the consent history: `api_key:key_…`, `user:usr_…`, or `sms:+1…`. */
 export type Actor = string;
 
-export interface ContactRow {
-  id: string;
-  organization_id: string;
-  phone: string;
-  first_name: string | null;
-  last_name: string | null;
-  email: string | null;
-  company: string | null;
-  custom_fields: CustomFields;
-  consent_status: ConsentStatus;
-  consent_date: Date | null;
-  consent_method: string | null;
-  created_at: Date;
-  updated_at: Date;
-  opt_out_method: OptOutMethod | null;
-  opted_out_at: Date | null;
-}
-
-/** Every read of a contact joins its opt-out: the one place "is this contact opted out" is answered. */
-export const CONTACT_SELECT = `c.id, c.organization_id, c.phone, c.first_name, c.last_name, c.email, c.company,
-  c.custom_fields, c.consent_status, c.consent_date, c.consent_method, c.created_at, c.updated_at,
-  o.method AS opt_out_method, o.opted_out_at`;
-export const CONTACT_FROM =
-  'contacts c LEFT JOIN opt_outs o ON o.organization_id = c.organization_id AND o.phone = c.phone';
-
 export class ContactService {
-  private readonly db: Queryable & { transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> };
+  private readonly db: Database;
   private readonly clock: Clock;
   private readonly events: EventOutbox;
   private readonly pagination: Paginator;
+  private readonly store = new ContactStore();
 
-  constructor(deps: {
-    db: Queryable & { transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> };
-    clock: Clock;
-    events: EventOutbox;
-    pagination: Paginator;
-  }) {
+  constructor(deps: { db: Database; clock: Clock; events: EventOutbox; pagination: Paginator }) {
     this.db = deps.db;
     this.clock = deps.clock;
     this.events = deps.events;
@@ -125,25 +50,20 @@ export class ContactService {
     const id = newId('ct', now.getTime());
     try {
       return await this.db.transaction(async (tx) => {
-        await tx.query(
-          `INSERT INTO contacts (id, organization_id, phone, first_name, last_name, email, company, custom_fields,
-                                 consent_status, consent_date, consent_method, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $12)`,
-          [
-            id,
-            organizationId,
-            phone,
-            input.firstName ?? null,
-            input.lastName ?? null,
-            input.email ?? null,
-            input.company ?? null,
-            JSON.stringify(input.customFields ?? {}),
-            consent?.status ?? 'unknown',
-            consent?.date ?? null,
-            consent?.method ?? null,
-            now,
-          ],
-        );
+        await this.store.insert(tx, {
+          id,
+          organizationId,
+          phone,
+          firstName: input.firstName ?? null,
+          lastName: input.lastName ?? null,
+          email: input.email ?? null,
+          company: input.company ?? null,
+          customFields: input.customFields ?? {},
+          consentStatus: consent?.status ?? 'unknown',
+          consentDate: consent?.date ?? null,
+          consentMethod: consent?.method ?? null,
+          now,
+        });
         if (consent) {
           await this.recordConsent(
             tx,
@@ -169,10 +89,7 @@ export class ContactService {
   }
 
   async get(organizationId: string, id: string, tx: Queryable = this.db): Promise<Contact> {
-    const [row] = await tx.query<ContactRow>(
-      `SELECT ${CONTACT_SELECT} FROM ${CONTACT_FROM} WHERE c.organization_id = $1 AND c.id = $2`,
-      [organizationId, id],
-    );
+    const row = await this.store.find(tx, organizationId, id);
     if (!row) throw ApiError.notFound('Contact');
     return toContact(row);
   }
@@ -182,10 +99,7 @@ export class ContactService {
     phone: string,
     tx: Queryable = this.db,
   ): Promise<Contact | undefined> {
-    const [row] = await tx.query<ContactRow>(
-      `SELECT ${CONTACT_SELECT} FROM ${CONTACT_FROM} WHERE c.organization_id = $1 AND c.phone = $2`,
-      [organizationId, phone],
-    );
+    const row = await this.store.findByPhone(tx, organizationId, phone);
     return row && toContact(row);
   }
 
@@ -200,49 +114,35 @@ export class ContactService {
       keyset: true,
       organizationId,
       filters: { optedOut: query.optedOut ?? null, search },
-      select: CONTACT_SELECT,
-      from: CONTACT_FROM,
-      orderBy: { createdAt: 'c.created_at', id: 'c.id' },
-      where: `c.organization_id = $1
-        AND ($2::boolean IS NULL OR (o.phone IS NOT NULL) = $2)
-        AND ($3::text IS NULL OR c.phone LIKE '%' || $3 || '%'
-             OR lower(concat_ws(' ', c.first_name, c.last_name, c.email, c.company)) LIKE '%' || lower($3) || '%')`,
-      params: [organizationId, query.optedOut ?? null, search],
+      ...this.store.listQuery(organizationId, query.optedOut ?? null, search),
       map: (row: ContactRow) => toContact(row),
     });
   }
 
   async update(organizationId: string, region: Region, id: string, input: ContactInput, actor: Actor) {
     const consent = checkConsent(input.consent, this.clock.now());
-    const sets: string[] = [];
-    const values: unknown[] = [organizationId, id, this.clock.now()];
-    const set = (column: string, value: unknown, cast = '') => {
-      values.push(value);
-      sets.push(`${column} = $${values.length}${cast}`);
+    const now = this.clock.now();
+    const changes: ContactChanges = {
+      firstName: input.firstName,
+      lastName: input.lastName,
+      email: input.email,
+      company: input.company,
+      customFields: input.customFields,
     };
     if (input.phone !== undefined) {
       const phone = normalisePhone(input.phone, region);
       if (!phone) throw ApiError.badRequest('phone must be a valid phone number');
-      set('phone', phone);
+      changes.phone = phone;
     }
-    if (input.firstName !== undefined) set('first_name', input.firstName);
-    if (input.lastName !== undefined) set('last_name', input.lastName);
-    if (input.email !== undefined) set('email', input.email);
-    if (input.company !== undefined) set('company', input.company);
-    if (input.customFields !== undefined) set('custom_fields', JSON.stringify(input.customFields), '::jsonb');
     if (consent) {
-      set('consent_status', consent.status);
-      set('consent_date', consent.date);
-      set('consent_method', consent.method);
+      changes.consentStatus = consent.status;
+      changes.consentDate = consent.date;
+      changes.consentMethod = consent.method;
     }
     return this.db.transaction(async (tx) => {
       let row: { id: string; phone: string } | undefined;
       try {
-        [row] = await tx.query<{ id: string; phone: string }>(
-          `UPDATE contacts SET updated_at = $3${sets.map((s) => `, ${s}`).join('')}
-            WHERE organization_id = $1 AND id = $2 RETURNING id, phone`,
-          values,
-        );
+        row = await this.store.update(tx, organizationId, id, changes, now);
       } catch (error) {
         if (isUniqueViolation(error)) {
           throw new ApiError(409, 'Another contact already has this phone number', {
@@ -269,11 +169,7 @@ export class ContactService {
 
   /** Deletes the contact. Its opt-out and consent history stay: they belong to the phone number. */
   async delete(organizationId: string, id: string): Promise<void> {
-    const rows = await this.db.query(
-      'DELETE FROM contacts WHERE organization_id = $1 AND id = $2 RETURNING id',
-      [organizationId, id],
-    );
-    if (rows.length === 0) throw ApiError.notFound('Contact');
+    if (!(await this.store.delete(this.db, organizationId, id))) throw ApiError.notFound('Contact');
   }
 
   async optOut(
@@ -304,12 +200,7 @@ export class ContactService {
     actor: Actor,
   ): Promise<boolean> {
     const now = this.clock.now();
-    const inserted = await tx.query(
-      `INSERT INTO opt_outs (organization_id, phone, method, opted_out_at) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (organization_id, phone) DO NOTHING RETURNING phone`,
-      [organizationId, phone, method, now],
-    );
-    if (inserted.length === 0) return false;
+    if (!(await this.store.insertOptOut(tx, organizationId, phone, method, now))) return false;
     await this.recordConsent(tx, organizationId, phone, contactId, 'opted_out', method, reason, actor);
     await this.events.record(tx, ContactOptedOut, {
       organizationId,
@@ -351,11 +242,7 @@ export class ContactService {
     reason: string | null,
     actor: Actor,
   ): Promise<boolean> {
-    const removed = await tx.query(
-      'DELETE FROM opt_outs WHERE organization_id = $1 AND phone = $2 RETURNING phone',
-      [organizationId, phone],
-    );
-    if (removed.length === 0) return false;
+    if (!(await this.store.deleteOptOut(tx, organizationId, phone))) return false;
     await this.recordConsent(tx, organizationId, phone, contactId, 'opted_in', method, reason, actor);
     await this.events.record(tx, ContactOptedIn, {
       organizationId,
@@ -370,24 +257,11 @@ export class ContactService {
    */
   async ensureContact(tx: Queryable, organizationId: string, phone: string): Promise<string> {
     const now = this.clock.now();
-    await tx.query(
-      `INSERT INTO contacts (id, organization_id, phone, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
-       ON CONFLICT (organization_id, phone) DO NOTHING`,
-      [newId('ct', now.getTime()), organizationId, phone, now],
-    );
-    const [row] = await tx.query<{ id: string }>(
-      'SELECT id FROM contacts WHERE organization_id = $1 AND phone = $2',
-      [organizationId, phone],
-    );
-    return row!.id;
+    return this.store.ensure(tx, organizationId, phone, newId('ct', now.getTime()), now);
   }
 
   async isOptedOut(organizationId: string, phone: string, tx: Queryable = this.db): Promise<boolean> {
-    const rows = await tx.query('SELECT 1 FROM opt_outs WHERE organization_id = $1 AND phone = $2', [
-      organizationId,
-      phone,
-    ]);
-    return rows.length > 0;
+    return this.store.isOptedOut(tx, organizationId, phone);
   }
 
   async consentHistory(organizationId: string, id: string, query: PageQueryInput, surface: string) {
@@ -397,18 +271,8 @@ export class ContactService {
       keyset: false,
       organizationId,
       filters: { phone: contact.phone },
-      select: 'id, action, method, reason, actor, created_at',
-      from: 'consent_events',
-      where: 'organization_id = $1 AND phone = $2',
-      params: [organizationId, contact.phone],
-      map: (row: {
-        id: string;
-        action: ConsentEvent['action'];
-        method: string | null;
-        reason: string | null;
-        actor: string;
-        created_at: Date;
-      }): ConsentEvent => ({
+      ...this.store.consentHistoryQuery(organizationId, contact.phone),
+      map: (row: ConsentEventRow): ConsentEvent => ({
         id: row.id,
         action: row.action,
         method: row.method,
@@ -424,17 +288,23 @@ export class ContactService {
     organizationId: string,
     phone: string,
     contactId: string | null,
-    action: ConsentEvent['action'],
+    action: ConsentAction,
     method: string | null,
     reason: string | null,
     actor: Actor,
   ): Promise<void> {
     const now = this.clock.now();
-    await tx.query(
-      `INSERT INTO consent_events (id, organization_id, phone, contact_id, action, method, reason, actor, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-      [newId('cev', now.getTime()), organizationId, phone, contactId, action, method, reason, actor, now],
-    );
+    await this.store.insertConsentEvent(tx, {
+      id: newId('cev', now.getTime()),
+      organizationId,
+      phone,
+      contactId,
+      action,
+      method,
+      reason,
+      actor,
+      now,
+    });
   }
 }
 

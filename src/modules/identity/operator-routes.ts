@@ -6,6 +6,7 @@ import type { App } from '../../platform/http/app-type.ts';
 import { envelope, IdParams } from '../../platform/http/schemas.ts';
 import type { ModuleRoutes } from '../../platform/module.ts';
 import { organizationsModule } from '../organizations/index.ts';
+import { PublicUserSchema } from './schemas.ts';
 import { publicUser, ROLES, type UserService } from './users.ts';
 
 const UserCreate = Type.Object(
@@ -32,13 +33,6 @@ const UserPatch = Type.Object(
   },
   { additionalProperties: false, minProperties: 1 },
 );
-const UserSchema = Type.Object({
-  id: Type.String(),
-  email: Type.String(),
-  name: Type.Union([Type.String(), Type.Null()]),
-  requirePasswordChange: Type.Boolean(),
-  createdAt: Type.String(),
-});
 const tags = ['Users'];
 
 export const userOperatorRoutes: ModuleRoutes<{ users: UserService }> =
@@ -80,7 +74,7 @@ export const userOperatorRoutes: ModuleRoutes<{ users: UserService }> =
           summary: 'Change a user: name, password, or require a password change at next sign-in',
           params: IdParams,
           body: UserPatch,
-          response: { 200: envelope(UserSchema) },
+          response: { 200: envelope(PublicUserSchema) },
         },
       },
       async (request) => ({

@@ -4,9 +4,10 @@
 import { hashPassword } from '../../platform/auth/passwords.ts';
 import { sha256Hex } from '../../platform/auth/secrets.ts';
 import type { Clock } from '../../platform/clock.ts';
-import type { Database } from '../../platform/db/index.ts';
+import type { Database, Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { newId, randomSecret } from '../../platform/ids.ts';
+import { PasswordResetStore } from './password-reset-store.ts';
 import type { SessionService } from './sessions.ts';
 import type { UserService } from './users.ts';
 
@@ -17,6 +18,7 @@ export class PasswordResetService {
   private readonly clock: Clock;
   private readonly users: UserService;
   private readonly sessions: SessionService;
+  private readonly store = new PasswordResetStore();
 
   constructor(deps: { db: Database; clock: Clock; users: UserService; sessions: SessionService }) {
     this.db = deps.db;
@@ -32,20 +34,19 @@ export class PasswordResetService {
     const now = this.clock.now();
     const token = `prt_${randomSecret(32)}`;
     const expiresAt = new Date(now.getTime() + RESET_TOKEN_LIFETIME_SECONDS * 1000);
-    await this.db.query(
-      `INSERT INTO password_reset_tokens (id, token_hash, user_id, created_at, expires_at)
-       VALUES ($1, $2, $3, $4, $5)`,
-      [newId('pwr', now.getTime()), sha256Hex(token), user.id, now, expiresAt],
-    );
+    await this.store.insert(this.db, {
+      id: newId('pwr', now.getTime()),
+      tokenHash: sha256Hex(token),
+      userId: user.id,
+      now,
+      expiresAt,
+    });
     return { token, userEmail: user.email, expiresAt };
   }
 
   async confirm(token: string, newPassword: string): Promise<void> {
     // A cheap look first, so a guessed token costs no argon2 work; the atomic spend below still decides.
-    const [usable] = await this.db.query(
-      'SELECT 1 FROM password_reset_tokens WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2',
-      [sha256Hex(token), this.clock.now()],
-    );
+    const usable = await this.store.isUsable(this.db, sha256Hex(token), this.clock.now());
     if (!usable)
       throw ApiError.badRequest('Password reset token is invalid, used or expired; request a new one');
     // Hashed before the transaction: argon2 takes a while and PGlite holds the database during one.
@@ -53,19 +54,17 @@ export class PasswordResetService {
     await this.db.transaction(async (tx) => {
       const now = this.clock.now();
       // Spent atomically: of two racing confirmations with one token, only one finds it unused.
-      const [row] = await tx.query<{ user_id: string }>(
-        `UPDATE password_reset_tokens SET used_at = $2
-          WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2 RETURNING user_id`,
-        [sha256Hex(token), now],
-      );
-      if (!row)
+      const userId = await this.store.spend(tx, sha256Hex(token), now);
+      if (!userId)
         throw ApiError.badRequest('Password reset token is invalid, used or expired; request a new one');
-      await this.users.update(row.user_id, { passwordHash, requirePasswordChange: false }, tx);
-      await tx.query('UPDATE password_reset_tokens SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL', [
-        row.user_id,
-        now,
-      ]);
-      await this.sessions.revokeAll(row.user_id, 'password_reset', tx);
+      await this.users.update(userId, { passwordHash, requirePasswordChange: false }, tx);
+      await this.store.spendAll(tx, userId, now);
+      await this.sessions.revokeAll(userId, 'password_reset', tx);
     });
+  }
+
+  /** Spends every outstanding reset link of the user, so none can set the password afterwards. */
+  async voidAll(userId: string, tx: Queryable): Promise<void> {
+    await this.store.spendAll(tx, userId, this.clock.now());
   }
 }

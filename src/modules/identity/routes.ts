@@ -32,24 +32,13 @@ import {
 import type { PortalAuthService, SessionResult } from './service.ts';
 import type { SessionService } from './sessions.ts';
 import type { TwoFactorService } from './two-factor.ts';
-import type { User, UserService } from './users.ts';
+import { portalUser, type UserService } from './users.ts';
 
 const tags = ['Auth'];
 /** Sign-in routes answer 401 for wrong credentials and 429 past their limits, with or without a session. */
 const signIn = { anonymous: true, errorStatuses: [401, 409, 429] };
 /** What a user who must change their password may still do: change it, see who they are, sign out. */
 const pendingOk = { allowPendingPasswordChange: true, errorStatuses: [429] };
-
-function portalUser(user: User, twoFactorEnabled: boolean) {
-  return {
-    id: user.id,
-    email: user.email,
-    name: user.name,
-    requirePasswordChange: user.requirePasswordChange,
-    twoFactorEnabled,
-    createdAt: user.createdAt.toISOString(),
-  };
-}
 
 /** The standard session response (spec "Login response"), with the cookie set. */
 function sendSession(reply: FastifyReply, guard: SessionGuard, result: SessionResult, status = 200) {

@@ -1,9 +1,9 @@
 // Request and response shapes of portal sign-in (spec "Login request", "Login response", CONTRACT section 4).
-import { Type } from 'typebox';
+import { type Static, Type } from 'typebox';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../platform/auth/passwords.ts';
+import { ROLES } from '../../platform/http/caller.ts';
 import { envelope } from '../../platform/http/schemas.ts';
 import { PLANS, REGIONS, SUBSCRIPTION_STATES } from '../organizations/index.ts';
-import { ROLES } from './users.ts';
 
 const Email = Type.String({ format: 'email', maxLength: 320 });
 const NewPassword = Type.String({ minLength: PASSWORD_MIN_LENGTH, maxLength: PASSWORD_MAX_LENGTH });
@@ -47,6 +47,17 @@ export const ResetConfirmBody = Type.Object(
 );
 export const CodeBody = Type.Object({ code: Code }, { additionalProperties: false });
 
+/** A user as the operator API shows it: never the password hash. */
+export const PublicUserSchema = Type.Object({
+  id: Type.String(),
+  email: Type.String(),
+  name: Type.Union([Type.String(), Type.Null()]),
+  requirePasswordChange: Type.Boolean(),
+  createdAt: Type.String(),
+});
+export type PublicUser = Static<typeof PublicUserSchema>;
+
+/** A user as the portal shows them to themselves. */
 export const PortalUser = Type.Object({
   id: Type.String(),
   email: Type.String(),
@@ -55,6 +66,7 @@ export const PortalUser = Type.Object({
   twoFactorEnabled: Type.Boolean(),
   createdAt: Type.String(),
 });
+export type PortalUserData = Static<typeof PortalUser>;
 
 export const OrganizationChoice = Type.Object({
   id: Type.String(),

@@ -1,6 +1,7 @@
 // Portal sign-in rules (spec "Session" table and "Session rules", CONTRACT section 4): login with
-// brute-force protection, the 2FA login challenge, register, organization switching, password change,
-// sign-out everywhere, password reset by mail, and two-factor verification for step-up.
+// brute-force protection (its limits are in sign-in-limits.ts), the 2FA login challenge, register,
+// organization switching, password change, sign-out everywhere, password reset by mail, and two-factor
+// verification for step-up.
 // Takes plain values (e-mail, IP, codes) and never the request; every time comes from the app clock.
 import { dummyPasswordHash, hashPassword, verifyPassword } from '../../platform/auth/passwords.ts';
 import { sha256Hex } from '../../platform/auth/secrets.ts';
@@ -9,37 +10,14 @@ import type { Database } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { newId, randomSecret } from '../../platform/ids.ts';
 import type { Mailer } from '../../platform/mail.ts';
-import {
-  type RateLimiter,
-  type RateLimitRule,
-  type RateLimitState,
-  rateLimitExceeded,
-  rateLimitHeaders,
-} from '../../platform/rate-limit.ts';
+import { type RateLimiter, type RateLimitState, rateLimitHeaders } from '../../platform/rate-limit.ts';
 import type { Organization, OrganizationService } from '../organizations/index.ts';
 import type { PasswordResetService } from './password-reset.ts';
+import { SessionStore } from './session-store.ts';
 import type { AuthenticatedSession, IssuedToken, SessionService } from './sessions.ts';
+import { SignInLimits } from './sign-in-limits.ts';
 import type { TwoFactorService } from './two-factor.ts';
 import type { Membership, Role, User, UserService } from './users.ts';
-
-// Spec "Limits": login 20 per 15 minutes per IP plus 3 failed attempts per 30 minutes per e-mail; password
-// reset requests 3 per hour; two-factor verification 10 per 15 minutes.
-export const LOGIN_IP_RULE: RateLimitRule = { name: 'login-ip', limit: 20, windowSeconds: 15 * 60 };
-export const LOGIN_EMAIL_FAILURE_RULE: RateLimitRule = {
-  name: 'login-email-failures',
-  limit: 3,
-  windowSeconds: 30 * 60,
-};
-export const TWO_FACTOR_RULE: RateLimitRule = { name: 'two-factor', limit: 10, windowSeconds: 15 * 60 };
-export const PASSWORD_RESET_RULE: RateLimitRule = {
-  name: 'password-reset',
-  limit: 3,
-  windowSeconds: 60 * 60,
-};
-
-// Not in the spec: sign-up creates an organization and costs an argon2 hash, so an address may not do it
-// without bound (docs/auth.md).
-export const REGISTER_IP_RULE: RateLimitRule = { name: 'register-ip', limit: 20, windowSeconds: 60 * 60 };
 
 export const CHALLENGE_LIFETIME_SECONDS = 5 * 60;
 export const INVALID_CREDENTIALS = 'Invalid e-mail or password';
@@ -74,13 +52,13 @@ export interface PortalAuthDeps {
   onMailError: (error: unknown) => void;
 }
 
-// Sign-in refusals carry no code (spec "Session" table), unlike the API's RATE_LIMITED.
-function tooManyAttempts(state: RateLimitState, message: string): ApiError {
-  return rateLimitExceeded(state, message, { code: null });
-}
-
 export class PortalAuthService {
-  constructor(private readonly deps: PortalAuthDeps) {}
+  private readonly sessionStore = new SessionStore();
+  private readonly limits: SignInLimits;
+
+  constructor(private readonly deps: PortalAuthDeps) {
+    this.limits = new SignInLimits({ rateLimiter: deps.rateLimiter });
+  }
 
   async login(input: {
     email: string;
@@ -88,13 +66,10 @@ export class PortalAuthService {
     remember?: boolean;
     ip: string;
   }): Promise<LoginResult> {
-    const { rateLimiter, users, twoFactor } = this.deps;
+    const { users, twoFactor } = this.deps;
     const emailKey = input.email.trim().toLowerCase();
-    const ipState = await rateLimiter.consume(LOGIN_IP_RULE, input.ip);
-    if (!ipState.allowed) {
-      throw tooManyAttempts(ipState, 'Too many sign-in attempts from this address; try again later');
-    }
-    const user = await this.checkPasswordGuarded(
+    const ipState = await this.limits.countLogin(input.ip);
+    const user = await this.limits.checkPassword(
       emailKey,
       async () => {
         const user = await users.findByEmail(emailKey);
@@ -115,13 +90,7 @@ export class PortalAuthService {
   /** Completes a 2FA login challenge with a TOTP or recovery code. */
   async loginVerify(input: { tempToken: string; code: string }): Promise<SessionResult> {
     const { db, clock, twoFactor, users } = this.deps;
-    const [challenge] = await db.query<{
-      id: string;
-      user_id: string;
-      remember: boolean;
-      expires_at: Date;
-      consumed_at: Date | null;
-    }>('SELECT * FROM login_challenges WHERE token_hash = $1', [sha256Hex(input.tempToken)]);
+    const challenge = await this.sessionStore.findChallenge(db, sha256Hex(input.tempToken));
     if (!challenge || challenge.consumed_at) {
       throw ApiError.unauthorized(
         'Two-factor challenge is invalid or already used; sign in again',
@@ -131,15 +100,12 @@ export class PortalAuthService {
     if (challenge.expires_at.getTime() <= clock.nowMs()) {
       throw ApiError.unauthorized('Two-factor challenge has expired; sign in again', 'SESSION_EXPIRED');
     }
-    await this.countTwoFactorAttempt(challenge.user_id);
+    await this.limits.countTwoFactorAttempt(challenge.user_id);
     const verifiedAt = clock.now();
     const result = await db.transaction(async (tx) => {
       if (!(await twoFactor.verify(challenge.user_id, input.code, tx))) return undefined;
-      const spent = await tx.query(
-        'UPDATE login_challenges SET consumed_at = $2 WHERE id = $1 AND consumed_at IS NULL RETURNING id',
-        [challenge.id, verifiedAt],
-      );
-      if (spent.length === 0) {
+      const spent = await this.sessionStore.consumeChallenge(tx, challenge.id, verifiedAt);
+      if (!spent) {
         throw ApiError.unauthorized(
           'Two-factor challenge is invalid or already used; sign in again',
           'TOKEN_INVALID',
@@ -160,9 +126,8 @@ export class PortalAuthService {
     organizationName: string;
     ip: string;
   }): Promise<SessionResult> {
-    const { db, users, organizations, sessions, rateLimiter } = this.deps;
-    const state = await rateLimiter.consume(REGISTER_IP_RULE, input.ip);
-    if (!state.allowed) throw tooManyAttempts(state, 'Too many sign-ups from this address; try again later');
+    const { db, users, organizations, sessions } = this.deps;
+    await this.limits.countRegistration(input.ip);
     // Hashed before the transaction: argon2 takes a while and PGlite holds the database during one.
     const passwordHash = await hashPassword(input.password);
     const { user, org, issued } = await db.transaction(async (tx) => {
@@ -223,7 +188,7 @@ export class PortalAuthService {
     const user = await users.get(session.userId);
     // Wrong current passwords count like failed logins: a stolen session cannot guess its way further.
     const emailKey = user.email.toLowerCase();
-    const ok = await this.checkPasswordGuarded(
+    const ok = await this.limits.checkPassword(
       emailKey,
       async () => ((await verifyPassword(user.passwordHash, input.currentPassword)) ? user : undefined),
       'Too many failed password attempts; try again later',
@@ -235,10 +200,7 @@ export class PortalAuthService {
       await users.update(user.id, { passwordHash: newHash, requirePasswordChange: false }, tx);
       await sessions.revokeAll(user.id, 'password_change', tx);
       // A reset link sent before the change would otherwise still set the password afterwards.
-      await tx.query('UPDATE password_reset_tokens SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL', [
-        user.id,
-        this.deps.clock.now(),
-      ]);
+      await this.deps.passwordResets.voidAll(user.id, tx);
       const created = await sessions.create(
         {
           userId: user.id,
@@ -268,10 +230,9 @@ export class PortalAuthService {
    * answers 429, so that the limit is visible to a real user who keeps asking.
    */
   async requestPasswordReset(email: string): Promise<void> {
-    const { rateLimiter, passwordResets, mailer, publicUrl, onMailError } = this.deps;
+    const { passwordResets, mailer, publicUrl, onMailError } = this.deps;
     const emailKey = email.trim().toLowerCase();
-    const state = await rateLimiter.consume(PASSWORD_RESET_RULE, emailKey);
-    if (!state.allowed) throw tooManyAttempts(state, 'Too many password reset requests; try again later');
+    await this.limits.countResetRequest(emailKey);
     const issued = await passwordResets.issue(emailKey);
     if (!issued) return;
     const link = `${publicUrl.replace(/\/$/, '')}/reset-password?token=${encodeURIComponent(issued.token)}`;
@@ -300,7 +261,7 @@ export class PortalAuthService {
   async verifySecondFactor(session: AuthenticatedSession, code: string): Promise<Date> {
     const { clock, twoFactor, sessions } = this.deps;
     if (!session.twoFactorEnabled) throw ApiError.badRequest('Two-factor authentication is not on');
-    await this.countTwoFactorAttempt(session.userId);
+    await this.limits.countTwoFactorAttempt(session.userId);
     if (!(await twoFactor.verify(session.userId, code))) throw ApiError.badRequest('Invalid two-factor code');
     const now = clock.now();
     await sessions.markMfaVerified(session.sessionId);
@@ -308,7 +269,7 @@ export class PortalAuthService {
   }
 
   async enableTwoFactor(session: AuthenticatedSession, code: string): Promise<string[]> {
-    await this.countTwoFactorAttempt(session.userId);
+    await this.limits.countTwoFactorAttempt(session.userId);
     const codes = await this.deps.twoFactor.enable(session.userId, code);
     await this.deps.sessions.markMfaVerified(session.sessionId);
     return codes;
@@ -316,7 +277,7 @@ export class PortalAuthService {
 
   async disableTwoFactor(session: AuthenticatedSession, code: string): Promise<void> {
     const { db, twoFactor } = this.deps;
-    await this.countTwoFactorAttempt(session.userId);
+    await this.limits.countTwoFactorAttempt(session.userId);
     await db.transaction(async (tx) => {
       if (!(await twoFactor.verify(session.userId, code, tx)))
         throw ApiError.badRequest('Invalid two-factor code');
@@ -330,40 +291,6 @@ export class PortalAuthService {
     return { user, organization, role: session.role! };
   }
 
-  /**
-   * Runs a password check under the per-e-mail failure limit (3 per 30 minutes). The attempt is counted
-   * *before* the check and refunded when it succeeds, rather than peeked at and counted after a failure:
-   * with peek-then-count, many attempts sent in parallel would all pass the peek and be checked. A blocked
-   * attempt never reaches the check and is refunded too, so only real failures use up the budget.
-   */
-  private async checkPasswordGuarded<T>(
-    emailKey: string,
-    check: () => Promise<T | undefined>,
-    blockedMessage: string,
-  ): Promise<T | undefined> {
-    const { rateLimiter } = this.deps;
-    const state = await rateLimiter.consume(LOGIN_EMAIL_FAILURE_RULE, emailKey);
-    if (!state.allowed) {
-      await rateLimiter.consume(LOGIN_EMAIL_FAILURE_RULE, emailKey, -1);
-      throw tooManyAttempts(state, blockedMessage);
-    }
-    let result: T | undefined;
-    try {
-      result = await check();
-    } catch (error) {
-      await rateLimiter.consume(LOGIN_EMAIL_FAILURE_RULE, emailKey, -1);
-      throw error;
-    }
-    if (result !== undefined) await rateLimiter.consume(LOGIN_EMAIL_FAILURE_RULE, emailKey, -1);
-    return result;
-  }
-
-  /** Every two-factor check counts, right or wrong, and a blocked one never looks at the code. */
-  private async countTwoFactorAttempt(userId: string): Promise<void> {
-    const state = await this.deps.rateLimiter.consume(TWO_FACTOR_RULE, userId);
-    if (!state.allowed) throw tooManyAttempts(state, 'Too many two-factor attempts; try again later');
-  }
-
   private async createChallenge(
     userId: string,
     remember: boolean,
@@ -371,11 +298,14 @@ export class PortalAuthService {
     const now = this.deps.clock.now();
     const tempToken = `tfa_${randomSecret(32)}`;
     const expiresAt = new Date(now.getTime() + CHALLENGE_LIFETIME_SECONDS * 1000);
-    await this.deps.db.query(
-      `INSERT INTO login_challenges (id, token_hash, user_id, remember, created_at, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6)`,
-      [newId('lch', now.getTime()), sha256Hex(tempToken), userId, remember, now, expiresAt],
-    );
+    await this.sessionStore.insertChallenge(this.deps.db, {
+      id: newId('lch', now.getTime()),
+      tokenHash: sha256Hex(tempToken),
+      userId,
+      remember,
+      now,
+      expiresAt,
+    });
     return { kind: 'challenge', tempToken, expiresAt };
   }
 

@@ -14,6 +14,7 @@ import type { Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { Region } from '../../platform/http/caller.ts';
 import { newId } from '../../platform/ids.ts';
+import { type SessionRow, SessionStore } from './session-store.ts';
 import type { Role } from './users.ts';
 
 const HOUR = 3600;
@@ -58,24 +59,6 @@ export interface IssuedToken {
   maxAgeSeconds: number;
 }
 
-interface SessionRow {
-  id: string;
-  user_id: string;
-  organization_id: string;
-  remember: boolean;
-  created_at: Date;
-  expires_at: Date;
-  mfa_verified_at: Date | null;
-}
-
-interface LookupRow extends SessionRow {
-  revoked_at: Date | null;
-  require_password_change: boolean;
-  two_factor_enabled: boolean;
-  role: Role | null;
-  region: Region;
-}
-
 export const AUTH_MESSAGES = {
   required: 'Sign-in required: send the session token as `Authorization: Bearer` or the portal_token cookie',
   invalid: 'Session token is invalid',
@@ -88,6 +71,7 @@ export class SessionService {
   private readonly db: Queryable;
   private readonly clock: Clock;
   private readonly codec: SessionTokenCodec;
+  private readonly store = new SessionStore();
 
   constructor(deps: { db: Queryable; clock: Clock; codec: SessionTokenCodec }) {
     this.db = deps.db;
@@ -110,21 +94,17 @@ export class SessionService {
     const now = this.clock.now();
     const lifetime = input.remember ? REMEMBER_SESSION_LIFETIME_SECONDS : SESSION_LIFETIME_SECONDS;
     // Rows past their absolute lifetime can never be used again; each sign-in tidies the user's own.
-    await tx.query('DELETE FROM sessions WHERE user_id = $1 AND expires_at <= $2', [input.userId, now]);
-    const [row] = await tx.query<SessionRow>(
-      `INSERT INTO sessions (id, user_id, organization_id, remember, created_at, expires_at, mfa_verified_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
-      [
-        newId('ses', now.getTime()),
-        input.userId,
-        input.organizationId,
-        input.remember,
-        input.createdAt ?? now,
-        input.expiresAt ?? new Date(now.getTime() + lifetime * 1000),
-        input.mfaVerifiedAt ?? null,
-      ],
-    );
-    const session = toSession(row!);
+    await this.store.deleteExpired(tx, input.userId, now);
+    const row = await this.store.insert(tx, {
+      id: newId('ses', now.getTime()),
+      userId: input.userId,
+      organizationId: input.organizationId,
+      remember: input.remember,
+      createdAt: input.createdAt ?? now,
+      expiresAt: input.expiresAt ?? new Date(now.getTime() + lifetime * 1000),
+      mfaVerifiedAt: input.mfaVerifiedAt ?? null,
+    });
+    const session = toSession(row);
     return { session, issued: await this.issue(session) };
   }
 
@@ -155,17 +135,7 @@ export class SessionService {
         throw ApiError.unauthorized(AUTH_MESSAGES.invalid, 'TOKEN_INVALID');
       throw error;
     }
-    const [row] = await this.db.query<LookupRow>(
-      `SELECT s.*, u.require_password_change, (tf.enabled_at IS NOT NULL) AS two_factor_enabled, m.role,
-              o.region
-         FROM sessions s
-         JOIN users u ON u.id = s.user_id
-         JOIN organizations o ON o.id = s.organization_id
-         LEFT JOIN user_two_factor tf ON tf.user_id = s.user_id
-         LEFT JOIN memberships m ON m.user_id = s.user_id AND m.organization_id = s.organization_id
-        WHERE s.id = $1`,
-      [claims.sessionId],
-    );
+    const row = await this.store.lookup(this.db, claims.sessionId);
     const now = this.clock.nowMs();
     if (!row) throw ApiError.unauthorized(AUTH_MESSAGES.gone, 'SESSION_EXPIRED');
     // A validly signed token whose claims disagree with its row was not issued for it.
@@ -192,7 +162,7 @@ export class SessionService {
   }
 
   async get(sessionId: string, tx: Queryable = this.db): Promise<SessionRecord | undefined> {
-    const [row] = await tx.query<SessionRow>('SELECT * FROM sessions WHERE id = $1', [sessionId]);
+    const row = await this.store.find(tx, sessionId);
     return row && toSession(row);
   }
 
@@ -201,32 +171,23 @@ export class SessionService {
    * password change or sign-out everywhere on another request) is refused, never carried over.
    */
   async take(sessionId: string, tx: Queryable): Promise<SessionRecord> {
-    const [row] = await tx.query<SessionRow>(
-      'DELETE FROM sessions WHERE id = $1 AND revoked_at IS NULL AND expires_at > $2 RETURNING *',
-      [sessionId, this.clock.now()],
-    );
+    const row = await this.store.deleteLive(tx, sessionId, this.clock.now());
     if (row) return toSession(row);
-    const [left] = await tx.query<{ revoked_at: Date | null }>(
-      'SELECT revoked_at FROM sessions WHERE id = $1',
-      [sessionId],
-    );
-    if (left?.revoked_at) throw ApiError.unauthorized(AUTH_MESSAGES.revoked, 'TOKEN_REVOKED');
+    if (await this.store.revokedAt(tx, sessionId))
+      throw ApiError.unauthorized(AUTH_MESSAGES.revoked, 'TOKEN_REVOKED');
     throw ApiError.unauthorized(AUTH_MESSAGES.gone, 'SESSION_EXPIRED');
   }
 
   /** Refresh: a fresh token for a session that still exists and is not revoked. */
   async refresh(sessionId: string): Promise<IssuedToken> {
-    const [row] = await this.db.query<SessionRow>(
-      'UPDATE sessions SET refreshed_at = $2 WHERE id = $1 AND revoked_at IS NULL RETURNING *',
-      [sessionId, this.clock.now()],
-    );
+    const row = await this.store.markRefreshed(this.db, sessionId, this.clock.now());
     if (!row) throw ApiError.unauthorized(AUTH_MESSAGES.gone, 'SESSION_EXPIRED');
     return this.issue(toSession(row));
   }
 
   /** Logout: the row goes, so every copy of the token answers SESSION_EXPIRED. */
   async end(sessionId: string, tx: Queryable = this.db): Promise<void> {
-    await tx.query('DELETE FROM sessions WHERE id = $1', [sessionId]);
+    await this.store.delete(tx, sessionId);
   }
 
   /** Revokes every live session of the user (except `keep`); their tokens answer TOKEN_REVOKED. */
@@ -236,19 +197,15 @@ export class SessionService {
     tx: Queryable = this.db,
     keep?: string,
   ): Promise<number> {
-    const rows = await tx.query(
-      `UPDATE sessions SET revoked_at = $2, revoked_reason = $3
-        WHERE user_id = $1 AND revoked_at IS NULL AND ($4::text IS NULL OR id <> $4::text) RETURNING id`,
-      [userId, this.clock.now(), reason, keep ?? null],
-    );
+    const revoked = await this.store.revokeAll(tx, userId, reason, this.clock.now(), keep ?? null);
     // A pending two-factor challenge is a sign-in half made (with the old password, before the revocation):
     // it must not complete into a new session afterwards.
-    await tx.query('DELETE FROM login_challenges WHERE user_id = $1', [userId]);
-    return rows.length;
+    await this.store.deleteChallenges(tx, userId);
+    return revoked;
   }
 
   async markMfaVerified(sessionId: string, tx: Queryable = this.db): Promise<void> {
-    await tx.query('UPDATE sessions SET mfa_verified_at = $2 WHERE id = $1', [sessionId, this.clock.now()]);
+    await this.store.markMfaVerified(tx, sessionId, this.clock.now());
   }
 }
 

@@ -11,6 +11,7 @@ import type { SecretBox } from '../../platform/crypto.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
+import { type TwoFactorRow, TwoFactorStore } from './two-factor-store.ts';
 
 export const TOTP_ISSUER = 'Commsplatform';
 const PERIOD_SECONDS = 30;
@@ -18,17 +19,11 @@ export const RECOVERY_CODE_COUNT = 10;
 // Crockford's base 32 (no i, l, o, u): 32 symbols, so a random byte maps onto it without bias.
 const RECOVERY_ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 
-interface TwoFactorRow {
-  user_id: string;
-  secret_sealed: string;
-  enabled_at: Date | null;
-  last_used_step: number | string | null;
-}
-
 export class TwoFactorService {
   private readonly db: Database;
   private readonly clock: Clock;
   private readonly box: SecretBox;
+  private readonly store = new TwoFactorStore();
 
   constructor(deps: { db: Database; clock: Clock; box: SecretBox }) {
     this.db = deps.db;
@@ -37,14 +32,14 @@ export class TwoFactorService {
   }
 
   async isEnabled(userId: string, tx: Queryable = this.db): Promise<boolean> {
-    const row = await this.row(userId, tx);
+    const row = await this.store.find(tx, userId);
     return Boolean(row?.enabled_at);
   }
 
   /** Starts (or restarts) enrolment: a new secret, not yet in force until a code from it is confirmed. */
   async setup(userId: string, accountLabel: string): Promise<{ secret: string; otpauthUrl: string }> {
     return this.inTransaction(async (tx) => {
-      const existing = await this.row(userId, tx, true);
+      const existing = await this.store.find(tx, userId, true);
       if (existing?.enabled_at) {
         throw ApiError.conflict(
           'Two-factor authentication is already on; disable it before setting it up again',
@@ -52,13 +47,7 @@ export class TwoFactorService {
       }
       const secret = new Secret({ size: 20 });
       const now = this.clock.now();
-      await tx.query(
-        `INSERT INTO user_two_factor (user_id, secret_sealed, enabled_at, last_used_step, created_at, updated_at)
-         VALUES ($1, $2, NULL, NULL, $3, $3)
-         ON CONFLICT (user_id) DO UPDATE SET secret_sealed = EXCLUDED.secret_sealed, last_used_step = NULL,
-           updated_at = EXCLUDED.updated_at`,
-        [userId, this.box.seal(secret.base32, userId), now],
-      );
+      await this.store.upsertSecret(tx, userId, this.box.seal(secret.base32, userId), now);
       return { secret: secret.base32, otpauthUrl: totpFor(secret, accountLabel).toString() };
     });
   }
@@ -66,21 +55,21 @@ export class TwoFactorService {
   /** Confirms enrolment with a code from the new secret; returns the recovery codes, shown this once. */
   async enable(userId: string, code: string): Promise<string[]> {
     return this.inTransaction(async (tx) => {
-      const row = await this.row(userId, tx, true);
+      const row = await this.store.find(tx, userId, true);
       if (!row) throw ApiError.badRequest('Start with POST /v2/portal/auth/2fa/setup');
       if (row.enabled_at) throw ApiError.conflict('Two-factor authentication is already on');
       if (!(await this.acceptTotp(row, code, tx))) throw ApiError.badRequest('Invalid two-factor code');
       const now = this.clock.now();
-      await tx.query('UPDATE user_two_factor SET enabled_at = $2, updated_at = $2 WHERE user_id = $1', [
-        userId,
-        now,
-      ]);
-      await tx.query('DELETE FROM recovery_codes WHERE user_id = $1', [userId]);
+      await this.store.markEnabled(tx, userId, now);
+      await this.store.deleteRecoveryCodes(tx, userId);
       const codes = Array.from({ length: RECOVERY_CODE_COUNT }, recoveryCode);
       for (const recovery of codes) {
-        await tx.query(
-          'INSERT INTO recovery_codes (id, user_id, code_hash, created_at) VALUES ($1, $2, $3, $4)',
-          [newId('rc', now.getTime()), userId, hashRecoveryCode(recovery), now],
+        await this.store.insertRecoveryCode(
+          tx,
+          newId('rc', now.getTime()),
+          userId,
+          hashRecoveryCode(recovery),
+          now,
         );
       }
       return codes;
@@ -93,31 +82,22 @@ export class TwoFactorService {
    */
   async verify(userId: string, code: string, tx?: Queryable): Promise<boolean> {
     const run = async (q: Queryable) => {
-      const row = await this.row(userId, q, true);
+      const row = await this.store.find(q, userId, true);
       if (!row?.enabled_at) return false;
       const trimmed = code.trim();
       if (/^\d{6}$/.test(trimmed)) return this.acceptTotp(row, trimmed, q);
-      const used = await q.query(
-        `UPDATE recovery_codes SET used_at = $3
-          WHERE user_id = $1 AND code_hash = $2 AND used_at IS NULL RETURNING id`,
-        [userId, hashRecoveryCode(trimmed), this.clock.now()],
-      );
-      return used.length > 0;
+      return this.store.useRecoveryCode(q, userId, hashRecoveryCode(trimmed), this.clock.now());
     };
     return tx ? run(tx) : this.inTransaction(run);
   }
 
   async disable(userId: string, tx: Queryable = this.db): Promise<void> {
-    await tx.query('DELETE FROM recovery_codes WHERE user_id = $1', [userId]);
-    await tx.query('DELETE FROM user_two_factor WHERE user_id = $1', [userId]);
+    await this.store.deleteRecoveryCodes(tx, userId);
+    await this.store.delete(tx, userId);
   }
 
   async remainingRecoveryCodes(userId: string): Promise<number> {
-    const [row] = await this.db.query<{ count: number }>(
-      'SELECT count(*)::int AS count FROM recovery_codes WHERE user_id = $1 AND used_at IS NULL',
-      [userId],
-    );
-    return row!.count;
+    return this.store.countUnusedRecoveryCodes(this.db, userId);
   }
 
   private async acceptTotp(row: TwoFactorRow, code: string, tx: Queryable): Promise<boolean> {
@@ -128,20 +108,7 @@ export class TwoFactorService {
     if (delta === null) return false;
     const step = Math.floor(now / 1000 / PERIOD_SECONDS) + delta;
     // Atomic: two requests racing with the same code cannot both take its step.
-    const taken = await tx.query(
-      `UPDATE user_two_factor SET last_used_step = $2, updated_at = $3
-        WHERE user_id = $1 AND (last_used_step IS NULL OR last_used_step < $2) RETURNING user_id`,
-      [row.user_id, step, this.clock.now()],
-    );
-    return taken.length > 0;
-  }
-
-  private async row(userId: string, tx: Queryable, forUpdate = false): Promise<TwoFactorRow | undefined> {
-    const [row] = await tx.query<TwoFactorRow>(
-      `SELECT * FROM user_two_factor WHERE user_id = $1${forUpdate ? ' FOR UPDATE' : ''}`,
-      [userId],
-    );
-    return row;
+    return this.store.takeStep(tx, row.user_id, step, this.clock.now());
   }
 
   private inTransaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {

@@ -1,12 +1,13 @@
 // Users and their memberships in organizations. A user signs in once and may belong to several
 // organizations, with one role in each (CONTRACT section 4: owner, admin, member).
-
 import { hashPassword } from '../../platform/auth/passwords.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { isUniqueViolation, type Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { ROLES, type Role } from '../../platform/http/caller.ts';
 import { newId } from '../../platform/ids.ts';
+import type { PortalUserData, PublicUser } from './schemas.ts';
+import { type MembershipRow, type UserChanges, type UserRow, UserStore } from './user-store.ts';
 
 export { ROLES, type Role };
 
@@ -19,24 +20,13 @@ export interface User {
   createdAt: Date;
 }
 
-export interface Membership {
-  organizationId: string;
-  organizationName: string;
-  role: Role;
-}
-
-interface UserRow {
-  id: string;
-  email: string;
-  name: string | null;
-  password_hash: string;
-  require_password_change: boolean;
-  created_at: Date;
-}
+/** A user's role in one organization, with the organization's name for choosing between them. */
+export type Membership = MembershipRow;
 
 export class UserService {
   private readonly db: Queryable;
   private readonly clock: Clock;
+  private readonly store = new UserStore();
 
   constructor(deps: { db: Queryable; clock: Clock }) {
     this.db = deps.db;
@@ -57,19 +47,15 @@ export class UserService {
     const now = this.clock.now();
     const passwordHash = input.passwordHash ?? (await hashPassword(input.password!));
     try {
-      const [row] = await tx.query<UserRow>(
-        `INSERT INTO users (id, email, name, password_hash, require_password_change, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING *`,
-        [
-          newId('usr', now.getTime()),
-          input.email.trim(),
-          input.name ?? null,
-          passwordHash,
-          input.requirePasswordChange ?? false,
-          now,
-        ],
-      );
-      return toUser(row!);
+      const row = await this.store.insert(tx, {
+        id: newId('usr', now.getTime()),
+        email: input.email.trim(),
+        name: input.name ?? null,
+        passwordHash,
+        requirePasswordChange: input.requirePasswordChange ?? false,
+        now,
+      });
+      return toUser(row);
     } catch (error) {
       if (isUniqueViolation(error)) throw ApiError.conflict('A user with this e-mail already exists');
       throw error;
@@ -82,41 +68,26 @@ export class UserService {
     role: Role,
     tx: Queryable = this.db,
   ): Promise<void> {
-    await tx.query(
-      `INSERT INTO memberships (user_id, organization_id, role, created_at) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (user_id, organization_id) DO UPDATE SET role = EXCLUDED.role`,
-      [userId, organizationId, role, this.clock.now()],
-    );
+    await this.store.upsertMembership(tx, userId, organizationId, role, this.clock.now());
   }
 
   async findByEmail(email: string, tx: Queryable = this.db): Promise<User | undefined> {
-    const [row] = await tx.query<UserRow>('SELECT * FROM users WHERE lower(email) = lower($1)', [
-      email.trim(),
-    ]);
+    const row = await this.store.findByEmail(tx, email.trim());
     return row && toUser(row);
   }
 
   async get(id: string, tx: Queryable = this.db): Promise<User> {
-    const [row] = await tx.query<UserRow>('SELECT * FROM users WHERE id = $1', [id]);
+    const row = await this.store.find(tx, id);
     if (!row) throw ApiError.notFound('User');
     return toUser(row);
   }
 
   async memberships(userId: string, tx: Queryable = this.db): Promise<Membership[]> {
-    return tx.query<Membership>(
-      `SELECT m.organization_id AS "organizationId", o.name AS "organizationName", m.role
-         FROM memberships m JOIN organizations o ON o.id = m.organization_id
-        WHERE m.user_id = $1 ORDER BY m.created_at, m.organization_id`,
-      [userId],
-    );
+    return this.store.memberships(tx, userId);
   }
 
   async roleIn(userId: string, organizationId: string, tx: Queryable = this.db): Promise<Role | undefined> {
-    const [row] = await tx.query<{ role: Role }>(
-      'SELECT role FROM memberships WHERE user_id = $1 AND organization_id = $2',
-      [userId, organizationId],
-    );
-    return row?.role;
+    return this.store.role(tx, userId, organizationId);
   }
 
   async update(
@@ -129,36 +100,36 @@ export class UserService {
     },
     tx: Queryable = this.db,
   ): Promise<User> {
-    const sets: string[] = [];
-    const values: unknown[] = [id, this.clock.now()];
-    if (input.name !== undefined) {
-      values.push(input.name);
-      sets.push(`name = $${values.length}`);
-    }
+    const now = this.clock.now();
+    const changes: UserChanges = { name: input.name, requirePasswordChange: input.requirePasswordChange };
     if (input.password !== undefined || input.passwordHash !== undefined) {
-      values.push(input.passwordHash ?? (await hashPassword(input.password!)));
-      sets.push(`password_hash = $${values.length}`);
+      changes.passwordHash = input.passwordHash ?? (await hashPassword(input.password!));
     }
-    if (input.requirePasswordChange !== undefined) {
-      values.push(input.requirePasswordChange);
-      sets.push(`require_password_change = $${values.length}`);
-    }
-    const [row] = await tx.query<UserRow>(
-      `UPDATE users SET updated_at = $2${sets.map((s) => `, ${s}`).join('')} WHERE id = $1 RETURNING *`,
-      values,
-    );
+    const row = await this.store.update(tx, id, changes, now);
     if (!row) throw ApiError.notFound('User');
     return toUser(row);
   }
 }
 
 /** The user as clients see it: never the password hash. */
-export function publicUser(user: User) {
+export function publicUser(user: User): PublicUser {
   return {
     id: user.id,
     email: user.email,
     name: user.name,
     requirePasswordChange: user.requirePasswordChange,
+    createdAt: user.createdAt.toISOString(),
+  };
+}
+
+/** The user as the portal shows them to themselves. */
+export function portalUser(user: User, twoFactorEnabled: boolean): PortalUserData {
+  return {
+    id: user.id,
+    email: user.email,
+    name: user.name,
+    requirePasswordChange: user.requirePasswordChange,
+    twoFactorEnabled,
     createdAt: user.createdAt.toISOString(),
   };
 }

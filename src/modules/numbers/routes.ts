@@ -1,24 +1,11 @@
 // Phone numbers on the operator API (CONTRACT section 3): provisioning a number to an organization.
-import { Type } from 'typebox';
 import { ApiError } from '../../platform/errors.ts';
 import type { App } from '../../platform/http/app-type.ts';
 import { envelope, IdParams } from '../../platform/http/schemas.ts';
 import type { ModuleRoutes } from '../../platform/module.ts';
 import { organizationsModule } from '../organizations/index.ts';
-import { NUMBER_TYPES, type NumberService, publicPhoneNumber } from './service.ts';
-
-const NumberCreate = Type.Object(
-  { number: Type.String({ minLength: 1, maxLength: 32 }), type: Type.Enum(NUMBER_TYPES) },
-  { additionalProperties: false },
-);
-const NumberSchema = Type.Object({
-  id: Type.String(),
-  organizationId: Type.String(),
-  number: Type.String(),
-  type: Type.Enum(NUMBER_TYPES),
-  isDefault: Type.Boolean(),
-  createdAt: Type.String(),
-});
+import { NumberCreate, PhoneNumberSchema } from './schemas.ts';
+import { type NumberService, publicPhoneNumber } from './service.ts';
 
 export const numberOperatorRoutes: ModuleRoutes<{ numbers: NumberService }> =
   ({ numbers }, platform, use) =>
@@ -34,7 +21,7 @@ export const numberOperatorRoutes: ModuleRoutes<{ numbers: NumberService }> =
           summary: 'Give an organization a phone number; its first is the default sender',
           params: IdParams,
           body: NumberCreate,
-          response: { 201: envelope(NumberSchema) },
+          response: { 201: envelope(PhoneNumberSchema) },
         },
       },
       async (request, reply) => {

@@ -6,6 +6,8 @@ import { isUniqueViolation, type Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { normalisePhone } from '../../platform/phone.ts';
+import type { NumberInput, PublicPhoneNumber } from './schemas.ts';
+import { NumberStore, type PhoneNumberRow } from './store.ts';
 
 export { NUMBER_TYPES, type NumberType };
 
@@ -18,18 +20,10 @@ export interface PhoneNumber {
   createdAt: Date;
 }
 
-interface PhoneNumberRow {
-  id: string;
-  organization_id: string;
-  number: string;
-  type: NumberType;
-  is_default: boolean;
-  created_at: Date;
-}
-
 export class NumberService {
   private readonly db: Queryable;
   private readonly clock: Clock;
+  private readonly store = new NumberStore();
 
   constructor(deps: { db: Queryable; clock: Clock }) {
     this.db = deps.db;
@@ -37,18 +31,19 @@ export class NumberService {
   }
 
   /** Adds a number; the organization must exist (callers check, so they can answer 404 in their shape). */
-  async add(organizationId: string, input: { number: string; type: NumberType }, tx: Queryable = this.db) {
+  async add(organizationId: string, input: NumberInput, tx: Queryable = this.db) {
     const number = normalisePhone(input.number);
     if (!number) throw ApiError.badRequest('number must be a valid phone number in E.164 form');
     const now = this.clock.now();
     try {
-      const [row] = await tx.query<PhoneNumberRow>(
-        `INSERT INTO phone_numbers (id, organization_id, number, type, is_default, created_at)
-         VALUES ($1, $2, $3, $4, NOT EXISTS (SELECT 1 FROM phone_numbers WHERE organization_id = $2), $5)
-         RETURNING *`,
-        [newId('num', now.getTime()), organizationId, number, input.type, now],
-      );
-      return toPhoneNumber(row!);
+      const row = await this.store.insert(tx, {
+        id: newId('num', now.getTime()),
+        organizationId,
+        number,
+        type: input.type,
+        now,
+      });
+      return toPhoneNumber(row);
     } catch (error) {
       if (isUniqueViolation(error)) throw ApiError.conflict('This number is already in use');
       throw error;
@@ -57,20 +52,16 @@ export class NumberService {
 
   /** The number (E.164) wherever it belongs, or undefined when no organization has it. */
   async findByNumber(number: string, tx: Queryable = this.db): Promise<PhoneNumber | undefined> {
-    const [row] = await tx.query<PhoneNumberRow>('SELECT * FROM phone_numbers WHERE number = $1', [number]);
+    const row = await this.store.findByNumber(tx, number);
     return row && toPhoneNumber(row);
   }
 
   async list(organizationId: string, tx: Queryable = this.db): Promise<PhoneNumber[]> {
-    const rows = await tx.query<PhoneNumberRow>(
-      'SELECT * FROM phone_numbers WHERE organization_id = $1 ORDER BY created_at, id',
-      [organizationId],
-    );
-    return rows.map(toPhoneNumber);
+    return (await this.store.listByOrganization(tx, organizationId)).map(toPhoneNumber);
   }
 }
 
-export function publicPhoneNumber(n: PhoneNumber) {
+export function publicPhoneNumber(n: PhoneNumber): PublicPhoneNumber {
   return {
     id: n.id,
     organizationId: n.organizationId,

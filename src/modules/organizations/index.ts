@@ -4,9 +4,10 @@ import { organizationOperatorRoutes } from './routes.ts';
 import { OrganizationService } from './service.ts';
 
 export { publicOrganization } from './routes.ts';
-export { OrganizationFields, OrganizationSchema } from './schemas.ts';
-export type { Organization, OrganizationInput, Plan, Region, SubscriptionState } from './service.ts';
-export { OrganizationService, PLANS, REGIONS, SUBSCRIPTION_STATES } from './service.ts';
+export type { OrganizationInput, Plan, Region, SubscriptionState } from './schemas.ts';
+export { OrganizationFields, OrganizationSchema, PLANS, REGIONS, SUBSCRIPTION_STATES } from './schemas.ts';
+export type { Organization } from './service.ts';
+export { OrganizationService } from './service.ts';
 
 export const organizationsModule = defineModule({
   name: 'organizations',

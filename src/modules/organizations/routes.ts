@@ -1,28 +1,17 @@
 // Organizations on the operator API (CONTRACT section 3): provisioning and billing state.
-import { Type } from 'typebox';
 import type { App } from '../../platform/http/app-type.ts';
 import { envelope, IdParams } from '../../platform/http/schemas.ts';
-import { OrganizationFields, OrganizationSchema } from './schemas.ts';
+import {
+  OrganizationCreate,
+  OrganizationPatch,
+  OrganizationSchema,
+  type PublicOrganization,
+} from './schemas.ts';
 import type { Organization, OrganizationService } from './service.ts';
 
-const OrganizationCreate = Type.Object(
-  {
-    name: OrganizationFields.name,
-    plan: Type.Optional(OrganizationFields.plan),
-    subscriptionState: Type.Optional(OrganizationFields.subscriptionState),
-    cardVerified: Type.Optional(OrganizationFields.cardVerified),
-    region: Type.Optional(OrganizationFields.region),
-    monthlyAllowanceSegments: Type.Optional(OrganizationFields.monthlyAllowanceSegments),
-    dailyLimitSegments: Type.Optional(OrganizationFields.dailyLimitSegments),
-    trialMessageLimit: Type.Optional(OrganizationFields.trialMessageLimit),
-    createdAt: Type.Optional(OrganizationFields.createdAt),
-  },
-  { additionalProperties: false },
-);
-const OrganizationPatch = Type.Partial(OrganizationCreate, { additionalProperties: false, minProperties: 1 });
 const tags = ['Organizations'];
 
-export function publicOrganization(org: Organization) {
+export function publicOrganization(org: Organization): PublicOrganization {
   return { ...org, createdAt: org.createdAt.toISOString(), updatedAt: org.updatedAt.toISOString() };
 }
 

@@ -1,6 +1,13 @@
-// Request and response shapes of organizations, shared by the operator API and the portal.
-import { Type } from 'typebox';
-import { PLANS, REGIONS, SUBSCRIPTION_STATES } from './service.ts';
+// Request and response shapes of organizations, shared by the operator API and the portal; TypeScript types
+// are Static<> of these.
+import { type Static, Type } from 'typebox';
+import { REGIONS, type Region } from '../../platform/http/caller.ts';
+
+export const PLANS = ['starter', 'pro', 'ultra', 'enterprise'] as const;
+export const SUBSCRIPTION_STATES = ['trial', 'paid', 'past_due', 'scheduled_to_cancel'] as const;
+export { REGIONS, type Region };
+export type Plan = (typeof PLANS)[number];
+export type SubscriptionState = (typeof SUBSCRIPTION_STATES)[number];
 
 export const OrganizationFields = {
   name: Type.String({ minLength: 1, maxLength: 200 }),
@@ -19,3 +26,25 @@ export const OrganizationSchema = Type.Object({
   ...OrganizationFields,
   updatedAt: Type.String({ format: 'date-time' }),
 });
+export type PublicOrganization = Static<typeof OrganizationSchema>;
+
+export const OrganizationCreate = Type.Object(
+  {
+    name: OrganizationFields.name,
+    plan: Type.Optional(OrganizationFields.plan),
+    subscriptionState: Type.Optional(OrganizationFields.subscriptionState),
+    cardVerified: Type.Optional(OrganizationFields.cardVerified),
+    region: Type.Optional(OrganizationFields.region),
+    monthlyAllowanceSegments: Type.Optional(OrganizationFields.monthlyAllowanceSegments),
+    dailyLimitSegments: Type.Optional(OrganizationFields.dailyLimitSegments),
+    trialMessageLimit: Type.Optional(OrganizationFields.trialMessageLimit),
+    createdAt: Type.Optional(OrganizationFields.createdAt),
+  },
+  { additionalProperties: false },
+);
+export const OrganizationPatch = Type.Partial(OrganizationCreate, {
+  additionalProperties: false,
+  minProperties: 1,
+});
+/** An organization's fields as written: every field optional, so one type serves create and update. */
+export type OrganizationInput = Static<typeof OrganizationPatch>;

@@ -3,14 +3,10 @@
 import type { Clock } from '../../platform/clock.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
-import { type Caller, REGIONS, type Region } from '../../platform/http/caller.ts';
+import type { Caller } from '../../platform/http/caller.ts';
 import { newId } from '../../platform/ids.ts';
-
-export const PLANS = ['starter', 'pro', 'ultra', 'enterprise'] as const;
-export const SUBSCRIPTION_STATES = ['trial', 'paid', 'past_due', 'scheduled_to_cancel'] as const;
-export { REGIONS, type Region };
-export type Plan = (typeof PLANS)[number];
-export type SubscriptionState = (typeof SUBSCRIPTION_STATES)[number];
+import type { OrganizationInput, Plan, Region, SubscriptionState } from './schemas.ts';
+import { type OrganizationRow, OrganizationStore } from './store.ts';
 
 export interface Organization {
   id: string;
@@ -26,50 +22,13 @@ export interface Organization {
   updatedAt: Date;
 }
 
-export interface OrganizationInput {
-  name?: string;
-  plan?: Plan;
-  subscriptionState?: SubscriptionState;
-  cardVerified?: boolean;
-  region?: Region;
-  monthlyAllowanceSegments?: number;
-  dailyLimitSegments?: number;
-  trialMessageLimit?: number;
-  createdAt?: string;
-}
-
-interface OrganizationRow {
-  id: string;
-  name: string;
-  plan: Plan;
-  subscription_state: SubscriptionState;
-  card_verified: boolean;
-  region: Region;
-  monthly_allowance_segments: number;
-  daily_limit_segments: number;
-  trial_message_limit: number;
-  created_at: Date;
-  updated_at: Date;
-}
-
-// Field name in the API -> column. The one list both create and update walk.
-const COLUMNS: Record<Exclude<keyof OrganizationInput, 'createdAt'>, string> = {
-  name: 'name',
-  plan: 'plan',
-  subscriptionState: 'subscription_state',
-  cardVerified: 'card_verified',
-  region: 'region',
-  monthlyAllowanceSegments: 'monthly_allowance_segments',
-  dailyLimitSegments: 'daily_limit_segments',
-  trialMessageLimit: 'trial_message_limit',
-};
-
 export class OrganizationService {
   /** The organization a guard already read for a request, so the handler need not read it again. */
   private readonly callers = new WeakMap<Caller, Organization>();
 
   private readonly db: Queryable;
   private readonly clock: Clock;
+  private readonly store = new OrganizationStore();
 
   constructor(deps: { db: Queryable; clock: Clock }) {
     this.db = deps.db;
@@ -93,59 +52,29 @@ export class OrganizationService {
   async create(input: OrganizationInput & { name: string }, tx: Queryable = this.db): Promise<Organization> {
     const now = this.clock.now();
     const createdAt = input.createdAt ? parseInstant(input.createdAt, 'createdAt') : now;
-    const fields = Object.entries(COLUMNS).filter(
-      ([field]) => input[field as keyof OrganizationInput] !== undefined,
-    );
-    const columns = ['id', 'created_at', 'updated_at', ...fields.map(([, column]) => column)];
-    const values = [
-      newId('org', now.getTime()),
-      createdAt,
-      now,
-      ...fields.map(([f]) => input[f as keyof OrganizationInput]),
-    ];
-    const placeholders = values.map((_, i) => `$${i + 1}`).join(', ');
-    const [row] = await tx.query<OrganizationRow>(
-      `INSERT INTO organizations (${columns.join(', ')}) VALUES (${placeholders}) RETURNING *`,
-      values,
-    );
-    return toOrganization(row!);
+    return toOrganization(await this.store.insert(tx, newId('org', now.getTime()), input, createdAt, now));
   }
 
   async update(id: string, input: OrganizationInput): Promise<Organization> {
-    const sets: string[] = [];
-    const values: unknown[] = [id, this.clock.now()];
-    for (const [field, column] of Object.entries(COLUMNS)) {
-      const value = input[field as keyof OrganizationInput];
-      if (value === undefined) continue;
-      values.push(value);
-      sets.push(`${column} = $${values.length}`);
-    }
-    if (input.createdAt !== undefined) {
-      values.push(parseInstant(input.createdAt, 'createdAt'));
-      sets.push(`created_at = $${values.length}`);
-    }
-    const [row] = await this.db.query<OrganizationRow>(
-      `UPDATE organizations SET updated_at = $2${sets.map((s) => `, ${s}`).join('')} WHERE id = $1 RETURNING *`,
-      values,
-    );
+    const now = this.clock.now();
+    const createdAt = input.createdAt === undefined ? undefined : parseInstant(input.createdAt, 'createdAt');
+    const row = await this.store.update(this.db, id, input, createdAt, now);
     if (!row) throw ApiError.notFound('Organization');
     return toOrganization(row);
   }
 
   async get(id: string, tx: Queryable = this.db): Promise<Organization> {
-    const [row] = await tx.query<OrganizationRow>('SELECT * FROM organizations WHERE id = $1', [id]);
+    const row = await this.store.find(tx, id);
     if (!row) throw ApiError.notFound('Organization');
     return toOrganization(row);
   }
 
   async exists(id: string, tx: Queryable = this.db): Promise<boolean> {
-    const rows = await tx.query('SELECT 1 FROM organizations WHERE id = $1', [id]);
-    return rows.length > 0;
+    return this.store.exists(tx, id);
   }
 
   async count(): Promise<number> {
-    const [row] = await this.db.query<{ count: number }>('SELECT count(*)::int AS count FROM organizations');
-    return row!.count;
+    return this.store.count(this.db);
   }
 }
 

@@ -20,7 +20,9 @@ import { newId } from '../../platform/ids.ts';
 import { type JobQueue, RetryAt } from '../../platform/jobs.ts';
 import type { JobSpec } from '../../platform/module.ts';
 import { EndpointDisabled } from './events.ts';
-import { DELIVER_QUEUE, type DeliveryRow, type EndpointRow, type WebhookService } from './service.ts';
+import type { DeliveryStatus } from './schemas.ts';
+import { DELIVER_QUEUE, type WebhookService } from './service.ts';
+import { type DeliveryWithEndpoint, type EndpointRow, WebhookStore } from './store.ts';
 import { type PostResult, retryAfterSeconds, type WebhookTransport } from './transport.ts';
 
 /** Seconds before attempt n+1 after attempt n failed (index n-1). Attempt 1 is immediate. */
@@ -36,17 +38,6 @@ export interface DeliveryJob {
   manual?: boolean;
 }
 
-type DeliveryWithEndpoint = DeliveryRow &
-  Pick<
-    EndpointRow,
-    | 'url'
-    | 'enabled'
-    | 'secret_sealed'
-    | 'previous_secret_sealed'
-    | 'previous_secret_expires_at'
-    | 'failing_since'
-  >;
-
 export class WebhookDelivery {
   private readonly db: Database;
   private readonly clock: Clock;
@@ -54,6 +45,7 @@ export class WebhookDelivery {
   private readonly events: EventOutbox;
   private readonly service: () => WebhookService;
   private readonly transport: WebhookTransport;
+  private readonly store = new WebhookStore();
 
   constructor(deps: {
     db: Database;
@@ -93,44 +85,33 @@ export class WebhookDelivery {
       data: event.data,
     });
     await this.db.transaction(async (tx) => {
-      const endpoints = await tx.query<{ id: string }>(
-        `SELECT id FROM webhook_endpoints
-          WHERE organization_id = $1 AND enabled AND $2 = ANY(events) ORDER BY created_at, id`,
-        [event.organizationId, event.type],
-      );
+      const endpointIds = await this.store.subscribedEndpointIds(tx, event.organizationId, event.type);
       const now = this.clock.now();
-      for (const endpoint of endpoints) {
-        const [inserted] = await tx.query<{ id: string }>(
-          `INSERT INTO webhook_deliveries (id, organization_id, endpoint_id, event_id, event_type, body, next_attempt_at, created_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
-           ON CONFLICT (event_id, endpoint_id) DO NOTHING RETURNING id`,
-          [newId('whd', now.getTime()), event.organizationId, endpoint.id, event.id, event.type, body, now],
-        );
-        if (inserted) await this.enqueue(tx, inserted.id, false);
+      for (const endpointId of endpointIds) {
+        const inserted = await this.store.insertEventDelivery(tx, {
+          id: newId('whd', now.getTime()),
+          organizationId: event.organizationId,
+          endpointId,
+          eventId: event.id,
+          eventType: event.type,
+          body,
+          now,
+        });
+        if (inserted) await this.enqueue(tx, inserted, false);
       }
     });
   }
 
   /** One attempt of one delivery; throws RetryAt when another attempt is due later. */
   async attempt(job: DeliveryJob): Promise<void> {
-    const [delivery] = await this.db.query<DeliveryWithEndpoint>(
-      `SELECT d.*, e.url, e.enabled, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at,
-              e.failing_since
-         FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-        WHERE d.id = $1`,
-      [job.deliveryId],
-    );
+    const delivery = await this.store.findDeliveryWithEndpoint(this.db, job.deliveryId);
     if (delivery?.status !== 'pending') return;
     // A job taken up again after a lost lease must not send before the delivery's own schedule.
     if (delivery.next_attempt_at && delivery.next_attempt_at.getTime() > this.clock.nowMs()) {
       throw new RetryAt(delivery.next_attempt_at);
     }
     if (!delivery.enabled) {
-      await this.db.query(
-        `UPDATE webhook_deliveries SET status = 'failed', last_error = $2, next_attempt_at = NULL
-          WHERE id = $1 AND status = 'pending'`,
-        [delivery.id, 'Not attempted: the endpoint is disabled'],
-      );
+      await this.store.failUnattempted(this.db, delivery.id, 'Not attempted: the endpoint is disabled');
       return;
     }
 
@@ -169,36 +150,26 @@ export class WebhookDelivery {
       result.error ?? (ok ? null : `Receiver answered ${result.statusCode}${redirect(result.statusCode)}`);
 
     return this.db.transaction(async (tx) => {
-      await tx.query(
-        `INSERT INTO webhook_attempts (id, delivery_id, attempt, status_code, duration_ms, error, response_excerpt, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-        [
-          newId('wha', now.getTime()),
-          delivery.id,
-          attempt,
-          result.statusCode,
-          result.durationMs,
-          error,
-          result.responseExcerpt,
-          now,
-        ],
-      );
+      const outcome = {
+        attempt,
+        statusCode: result.statusCode,
+        durationMs: result.durationMs,
+        error,
+        responseExcerpt: result.responseExcerpt,
+        now,
+      };
+      await this.store.insertAttempt(tx, newId('wha', now.getTime()), delivery.id, outcome);
 
-      let status: DeliveryRow['status'] = 'succeeded';
+      let status: DeliveryStatus = 'succeeded';
       let nextAt: Date | undefined;
       if (ok) {
         // Written only when there is a run of failures to end: a healthy endpoint's row is not rewritten (and
         // row-locked) by every one of its deliveries.
         if (delivery.failing_since) {
-          await tx.query('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1', [
-            delivery.endpoint_id,
-          ]);
+          await this.store.clearFailingSince(tx, delivery.endpoint_id);
         }
       } else {
-        const [endpoint] = await tx.query<EndpointRow>(
-          'UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, $2) WHERE id = $1 RETURNING *',
-          [delivery.endpoint_id, now],
-        );
+        const endpoint = await this.store.markFailing(tx, delivery.endpoint_id, now);
         // The endpoint's run of failures as it is now (another delivery may have ended it during our POST).
         const failingSince = endpoint!.failing_since ?? now;
         const gone = result.statusCode === 410;
@@ -212,23 +183,11 @@ export class WebhookDelivery {
       }
 
       // Guarded by the attempt count: if two workers ever ran the same attempt, only one outcome counts.
-      await tx.query(
-        `UPDATE webhook_deliveries SET status = $3, attempts = $4, last_status_code = $5, last_duration_ms = $6,
-                last_error = $7, last_response_excerpt = $8, last_attempt_at = $9, next_attempt_at = $10
-          WHERE id = $1 AND attempts = $2`,
-        [
-          delivery.id,
-          delivery.attempts,
-          status,
-          attempt,
-          result.statusCode,
-          result.durationMs,
-          error,
-          result.responseExcerpt,
-          now,
-          nextAt ?? null,
-        ],
-      );
+      await this.store.recordOutcome(tx, delivery.id, delivery.attempts, {
+        ...outcome,
+        status,
+        nextAttemptAt: nextAt ?? null,
+      });
       return nextAt;
     });
   }
@@ -242,11 +201,7 @@ export class WebhookDelivery {
   }
 
   private async disable(tx: Queryable, endpoint: EndpointRow, reason: 'gone' | 'failing', now: Date) {
-    const [disabled] = await tx.query<EndpointRow>(
-      `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, disabled_at = $3, updated_at = $3
-        WHERE id = $1 AND enabled RETURNING *`,
-      [endpoint.id, reason, now],
-    );
+    const disabled = await this.store.disableEndpoint(tx, endpoint.id, reason, now);
     if (!disabled) return;
     await this.events.record(tx, EndpointDisabled, {
       organizationId: endpoint.organization_id,

@@ -11,6 +11,14 @@ import { envelope, IdParams } from '../../platform/http/schemas.ts';
 import type { ModuleRoutes } from '../../platform/module.ts';
 import { OffsetPageQuery, PageEnvelope, PageQuery, pageResponse } from '../../platform/pagination.ts';
 import type { WebhookDelivery } from './delivery.ts';
+import {
+  CatalogSchema,
+  DeliverySchema,
+  WebhookCreate,
+  WebhookPatch,
+  WebhookSchema,
+  WebhookWithSecret,
+} from './schemas.ts';
 import type { WebhookService } from './service.ts';
 
 export interface WebhooksServices {
@@ -21,87 +29,6 @@ export interface WebhooksServices {
 const tags = ['Webhooks'];
 /** Changing endpoints: owners and admins (CONTRACT section 4). */
 const manage = { role: 'manager', errorStatuses: [409] } as const;
-const nullableString = Type.Union([Type.String(), Type.Null()]);
-
-export const WebhookSchema = Type.Object({
-  id: Type.String(),
-  url: Type.String(),
-  description: nullableString,
-  events: Type.Array(Type.String()),
-  enabled: Type.Boolean(),
-  disabledReason: Type.Union([Type.Enum(['manual', 'gone', 'failing']), Type.Null()], {
-    description: '`manual` (PATCH enabled:false), `gone` (answered 410) or `failing` (failed for 5 days)',
-  }),
-  disabledAt: nullableString,
-  failingSince: Type.Union([Type.String(), Type.Null()], {
-    description: 'Start of the current run of failed deliveries; null after any success',
-  }),
-  previousSecretExpiresAt: Type.Union([Type.String(), Type.Null()], {
-    description: 'After a rotation, until when deliveries are also signed with the previous secret',
-  }),
-  createdAt: Type.String(),
-  updatedAt: Type.String(),
-});
-const WebhookWithSecret = Type.Object({
-  ...WebhookSchema.properties,
-  secret: Type.String({ description: 'The signing secret (`whsec_…`). Shown in this response only.' }),
-});
-const DeliverySchema = Type.Object({
-  id: Type.String(),
-  endpointId: Type.String(),
-  event: Type.Object({ id: Type.String({ description: 'Also the webhook-id header' }), type: Type.String() }),
-  status: Type.Enum(['pending', 'succeeded', 'failed']),
-  attempts: Type.Integer(),
-  lastStatusCode: Type.Union([Type.Integer(), Type.Null()]),
-  lastDurationMs: Type.Union([Type.Integer(), Type.Null()]),
-  lastError: nullableString,
-  lastResponseExcerpt: nullableString,
-  lastAttemptAt: nullableString,
-  nextAttemptAt: nullableString,
-  payload: Type.Record(Type.String(), Type.Unknown(), {
-    description: 'The body sent: {type, timestamp, data}',
-  }),
-  attemptLog: Type.Array(
-    Type.Object({
-      attempt: Type.Integer(),
-      statusCode: Type.Union([Type.Integer(), Type.Null()]),
-      durationMs: Type.Integer(),
-      error: nullableString,
-      responseExcerpt: nullableString,
-      createdAt: Type.String(),
-    }),
-  ),
-  createdAt: Type.String(),
-});
-const CatalogSchema = Type.Object({
-  type: Type.String(),
-  description: Type.String(),
-  status: Type.Enum(['available', 'coming']),
-  fields: Type.Record(Type.String(), Type.String()),
-  example: Type.Record(Type.String(), Type.Unknown()),
-  schema: Type.Record(Type.String(), Type.Unknown(), { description: 'The JSON Schema of `data`' }),
-});
-
-const EventList = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
-  minItems: 1,
-  maxItems: 100,
-  description: 'Event types from GET /api/webhooks/events',
-});
-const Url = Type.String({ minLength: 1, maxLength: 2048 });
-const Description = Type.Union([Type.String({ maxLength: 500 }), Type.Null()]);
-const WebhookCreate = Type.Object(
-  { url: Url, events: EventList, description: Type.Optional(Description) },
-  { additionalProperties: false },
-);
-const WebhookPatch = Type.Object(
-  {
-    url: Type.Optional(Url),
-    events: Type.Optional(EventList),
-    description: Type.Optional(Description),
-    enabled: Type.Optional(Type.Boolean()),
-  },
-  { additionalProperties: false, minProperties: 1 },
-);
 const DeliveryParams = Type.Object({
   id: Type.String({ minLength: 1, maxLength: 100 }),
   deliveryId: Type.String({ minLength: 1, maxLength: 100 }),

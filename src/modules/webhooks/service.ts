@@ -13,62 +13,22 @@ import { newId } from '../../platform/ids.ts';
 import type { Paginator } from '../../platform/pagination.ts';
 import { checkHost, ForbiddenAddressError, type Resolver } from './address-guard.ts';
 import { WebhookTest } from './events.ts';
+import {
+  type Delivery,
+  type EndpointInput,
+  type EndpointPatch,
+  MAX_URL_LENGTH,
+  type Webhook,
+} from './schemas.ts';
+import { type AttemptRow, type DeliveryRow, type EndpointRow, WebhookStore } from './store.ts';
 
 export const SECRET_PREFIX = 'whsec_';
 const SECRET_BYTES = 32;
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
-export const MAX_URL_LENGTH = 2048;
-
-export type DisabledReason = 'manual' | 'gone' | 'failing';
-
-export interface EndpointRow {
-  id: string;
-  organization_id: string;
-  url: string;
-  description: string | null;
-  events: string[];
-  enabled: boolean;
-  disabled_reason: DisabledReason | null;
-  disabled_at: Date | null;
-  secret_sealed: string;
-  previous_secret_sealed: string | null;
-  previous_secret_expires_at: Date | null;
-  failing_since: Date | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-export interface DeliveryRow {
-  id: string;
-  organization_id: string;
-  endpoint_id: string;
-  event_id: string;
-  event_type: string;
-  body: string;
-  status: 'pending' | 'succeeded' | 'failed';
-  attempts: number;
-  last_status_code: number | null;
-  last_duration_ms: number | null;
-  last_error: string | null;
-  last_response_excerpt: string | null;
-  last_attempt_at: Date | null;
-  next_attempt_at: Date | null;
-  created_at: Date;
-}
-
-interface AttemptRow {
-  delivery_id: string;
-  attempt: number;
-  status_code: number | null;
-  duration_ms: number;
-  error: string | null;
-  response_excerpt: string | null;
-  created_at: Date;
-}
 
 const iso = (date: Date | null) => (date ? date.toISOString() : null);
 
-export function publicEndpoint(row: EndpointRow) {
+export function publicEndpoint(row: EndpointRow): Webhook {
   return {
     id: row.id,
     url: row.url,
@@ -83,9 +43,8 @@ export function publicEndpoint(row: EndpointRow) {
     updatedAt: row.updated_at.toISOString(),
   };
 }
-export type PublicEndpoint = ReturnType<typeof publicEndpoint>;
 
-export function publicDelivery(row: DeliveryRow, attempts: AttemptRow[] = []) {
+export function publicDelivery(row: DeliveryRow, attempts: AttemptRow[] = []): Delivery {
   return {
     id: row.id,
     endpointId: row.endpoint_id,
@@ -116,19 +75,6 @@ export function newWebhookSecret(): string {
   return `${SECRET_PREFIX}${randomBytes(SECRET_BYTES).toString('base64')}`;
 }
 
-export interface EndpointInput {
-  url: string;
-  events: string[];
-  description?: string | null;
-}
-
-export interface EndpointPatch {
-  url?: string;
-  events?: string[];
-  description?: string | null;
-  enabled?: boolean;
-}
-
 export const DELIVER_QUEUE = 'webhooks.deliver';
 
 export class WebhookService {
@@ -139,6 +85,7 @@ export class WebhookService {
   private readonly options: { production: boolean; resolver?: Resolver; enqueue: Enqueue };
   /** The declared events: an endpoint may subscribe to those only. */
   private readonly events: EventOutbox;
+  private readonly store = new WebhookStore();
 
   constructor(deps: {
     db: Database;
@@ -167,20 +114,16 @@ export class WebhookService {
     const now = this.clock.now();
     const id = newId('wh', now.getTime());
     const secret = newWebhookSecret();
-    const [row] = await this.db.query<EndpointRow>(
-      `INSERT INTO webhook_endpoints (id, organization_id, url, description, events, secret_sealed, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5::text[], $6, $7, $7) RETURNING *`,
-      [
-        id,
-        organizationId,
-        url,
-        input.description?.trim() || null,
-        events,
-        this.secrets.seal(secret, id),
-        now,
-      ],
-    );
-    return { endpoint: publicEndpoint(row!), secret };
+    const row = await this.store.insertEndpoint(this.db, {
+      id,
+      organizationId,
+      url,
+      description: input.description?.trim() || null,
+      events,
+      secretSealed: this.secrets.seal(secret, id),
+      now,
+    });
+    return { endpoint: publicEndpoint(row), secret };
   }
 
   list(
@@ -192,28 +135,22 @@ export class WebhookService {
       endpoint: keyset ? 'api.webhooks.list' : 'portal.webhooks.list',
       keyset,
       organizationId,
-      select: '*',
-      from: 'webhook_endpoints',
-      where: 'organization_id = $1',
-      params: [organizationId],
+      ...this.store.endpointsQuery(organizationId),
       map: (row: EndpointRow) => publicEndpoint(row),
     });
   }
 
   async getRow(organizationId: string, id: string, q: Queryable = this.db): Promise<EndpointRow> {
-    const [row] = await q.query<EndpointRow>(
-      'SELECT * FROM webhook_endpoints WHERE id = $1 AND organization_id = $2',
-      [id, organizationId],
-    );
+    const row = await this.store.findEndpoint(q, organizationId, id);
     if (!row) throw ApiError.notFound('Webhook');
     return row;
   }
 
-  async get(organizationId: string, id: string): Promise<PublicEndpoint> {
+  async get(organizationId: string, id: string): Promise<Webhook> {
     return publicEndpoint(await this.getRow(organizationId, id));
   }
 
-  async update(organizationId: string, id: string, patch: EndpointPatch): Promise<PublicEndpoint> {
+  async update(organizationId: string, id: string, patch: EndpointPatch): Promise<Webhook> {
     await this.getRow(organizationId, id); // an unknown id is a 404 before any validation
     // Checked before the transaction: a URL check may resolve DNS, which must not happen under a row lock.
     const url = patch.url === undefined ? undefined : await this.checkUrl(patch.url);
@@ -221,10 +158,7 @@ export class WebhookService {
     return this.db.transaction(async (tx) => {
       // Applied to the row as it is now, locked: a delivery that disabled the endpoint a moment ago (410, or
       // five days of failures) is not undone by an edit of its description.
-      const [current] = await tx.query<EndpointRow>(
-        'SELECT * FROM webhook_endpoints WHERE id = $1 AND organization_id = $2 FOR UPDATE',
-        [id, organizationId],
-      );
+      const current = await this.store.lockEndpoint(tx, organizationId, id);
       if (!current) throw ApiError.notFound('Webhook');
       const description =
         patch.description === undefined ? current.description : patch.description?.trim() || null;
@@ -241,32 +175,22 @@ export class WebhookService {
         disabled_reason = 'manual';
         disabled_at = now;
       }
-      const [row] = await tx.query<EndpointRow>(
-        `UPDATE webhook_endpoints SET url = $3, events = $4::text[], description = $5, enabled = $6,
-                disabled_reason = $7, disabled_at = $8, failing_since = $9, updated_at = $10
-          WHERE id = $1 AND organization_id = $2 RETURNING *`,
-        [
-          id,
-          organizationId,
-          url ?? current.url,
-          events ?? current.events,
-          description,
-          enabled,
-          disabled_reason,
-          disabled_at,
-          failing_since,
-          now,
-        ],
-      );
+      const row = await this.store.updateEndpoint(tx, organizationId, id, {
+        url: url ?? current.url,
+        events: events ?? current.events,
+        description,
+        enabled,
+        disabledReason: disabled_reason,
+        disabledAt: disabled_at,
+        failingSince: failing_since,
+        now,
+      });
       return publicEndpoint(row!);
     });
   }
 
-  async remove(organizationId: string, id: string): Promise<PublicEndpoint> {
-    const [row] = await this.db.query<EndpointRow>(
-      'DELETE FROM webhook_endpoints WHERE id = $1 AND organization_id = $2 RETURNING *',
-      [id, organizationId],
-    );
+  async remove(organizationId: string, id: string): Promise<Webhook> {
+    const row = await this.store.deleteEndpoint(this.db, organizationId, id);
     if (!row) throw ApiError.notFound('Webhook');
     return publicEndpoint(row);
   }
@@ -278,13 +202,13 @@ export class WebhookService {
   async rotateSecret(organizationId: string, id: string) {
     const now = this.clock.now();
     const secret = newWebhookSecret();
-    const [row] = await this.db.query<EndpointRow>(
-      // The previous secret is the row's current one as the UPDATE sees it, so two rotations at once each keep
-      // the secret the other replaced rather than both keeping the first.
-      `UPDATE webhook_endpoints SET previous_secret_sealed = secret_sealed, secret_sealed = $3,
-              previous_secret_expires_at = $4, updated_at = $5
-        WHERE id = $1 AND organization_id = $2 RETURNING *`,
-      [id, organizationId, this.secrets.seal(secret, id), new Date(now.getTime() + ROTATION_OVERLAP_MS), now],
+    const row = await this.store.rotateSecret(
+      this.db,
+      organizationId,
+      id,
+      this.secrets.seal(secret, id),
+      new Date(now.getTime() + ROTATION_OVERLAP_MS),
+      now,
     );
     if (!row) throw ApiError.notFound('Webhook');
     return { endpoint: publicEndpoint(row), secret };
@@ -302,13 +226,17 @@ export class WebhookService {
       data: { endpointId: endpoint.id, message: 'This is a test event.' },
     });
     return this.db.transaction(async (tx) => {
-      const [row] = await tx.query<DeliveryRow>(
-        `INSERT INTO webhook_deliveries (id, organization_id, endpoint_id, event_id, event_type, body, next_attempt_at, created_at)
-         VALUES ($1, $2, $3, $4, 'webhook.test', $5, $6, $6) RETURNING *`,
-        [newId('whd', now.getTime()), organizationId, endpoint.id, eventId, body, now],
-      );
-      await this.options.enqueue(tx, row!.id, false);
-      return publicDelivery(row!);
+      const row = await this.store.insertDelivery(tx, {
+        id: newId('whd', now.getTime()),
+        organizationId,
+        endpointId: endpoint.id,
+        eventId,
+        eventType: WebhookTest.type,
+        body,
+        now,
+      });
+      await this.options.enqueue(tx, row.id, false);
+      return publicDelivery(row);
     });
   }
 
@@ -319,10 +247,7 @@ export class WebhookService {
       keyset: false,
       organizationId,
       filters: { endpointId },
-      select: '*',
-      from: 'webhook_deliveries',
-      where: 'organization_id = $1 AND endpoint_id = $2',
-      params: [organizationId, endpointId],
+      ...this.store.deliveriesQuery(organizationId, endpointId),
       map: (row: DeliveryRow) => row,
     });
     const attempts = await this.attemptsOf(page.data.map((row) => row.id));
@@ -335,20 +260,14 @@ export class WebhookService {
     if (!endpoint.enabled) throw ApiError.conflict('This webhook is disabled; enable it before redelivering');
     const now = this.clock.now();
     return this.db.transaction(async (tx) => {
-      const [existing] = await tx.query<DeliveryRow>(
-        'SELECT * FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2 AND organization_id = $3 FOR UPDATE',
-        [deliveryId, endpointId, organizationId],
-      );
+      const existing = await this.store.lockDelivery(tx, organizationId, endpointId, deliveryId);
       if (!existing) throw ApiError.notFound('Delivery');
       if (existing.status === 'pending') {
         throw ApiError.conflict('This delivery is still being attempted; wait for it to succeed or fail');
       }
-      const [row] = await tx.query<DeliveryRow>(
-        `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $2 WHERE id = $1 RETURNING *`,
-        [deliveryId, now],
-      );
+      const row = await this.store.requeueDelivery(tx, deliveryId, now);
       await this.options.enqueue(tx, deliveryId, true);
-      return publicDelivery(row!, (await this.attemptsOf([deliveryId], tx)).get(deliveryId));
+      return publicDelivery(row, (await this.attemptsOf([deliveryId], tx)).get(deliveryId));
     });
   }
 
@@ -358,11 +277,7 @@ export class WebhookService {
   ): Promise<Map<string, AttemptRow[]>> {
     const byDelivery = new Map<string, AttemptRow[]>();
     if (deliveryIds.length === 0) return byDelivery;
-    const rows = await q.query<AttemptRow>(
-      'SELECT * FROM webhook_attempts WHERE delivery_id = ANY($1::text[]) ORDER BY delivery_id, attempt',
-      [deliveryIds],
-    );
-    for (const row of rows) {
+    for (const row of await this.store.attemptsOf(q, deliveryIds)) {
       const list = byDelivery.get(row.delivery_id) ?? [];
       list.push(row);
       byDelivery.set(row.delivery_id, list);

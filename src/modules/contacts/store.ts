@@ -1,0 +1,370 @@
+// The contacts module's SQL: contacts, the opt-outs kept apart from them per phone, the consent history and
+// the batched upserts of an import (contact lists are in list-store.ts). Every method takes the Queryable to
+// run on, so the services decide what shares a transaction; the rules stay with them.
+import type { Queryable } from '../../platform/db/index.ts';
+import type { ListQuery } from '../../platform/pagination.ts';
+import type { ConsentStatus, CustomFields, OptOutMethod } from './schemas.ts';
+
+/** What the consent history records: a phone opting out or back in, or consent being given or changed. */
+export type ConsentAction = 'opted_out' | 'opted_in' | 'consent_recorded';
+
+export interface ContactRow {
+  id: string;
+  organization_id: string;
+  phone: string;
+  first_name: string | null;
+  last_name: string | null;
+  email: string | null;
+  company: string | null;
+  custom_fields: CustomFields;
+  consent_status: ConsentStatus;
+  consent_date: Date | null;
+  consent_method: string | null;
+  created_at: Date;
+  updated_at: Date;
+  opt_out_method: OptOutMethod | null;
+  opted_out_at: Date | null;
+}
+
+export interface ConsentEventRow {
+  id: string;
+  action: ConsentAction;
+  method: string | null;
+  reason: string | null;
+  actor: string;
+  created_at: Date;
+}
+
+export interface NewContact {
+  id: string;
+  organizationId: string;
+  phone: string;
+  firstName: string | null;
+  lastName: string | null;
+  email: string | null;
+  company: string | null;
+  customFields: CustomFields;
+  consentStatus: ConsentStatus;
+  consentDate: Date | null;
+  consentMethod: string | null;
+  now: Date;
+}
+
+/** The columns an update sets; an absent one is left as it is. */
+export interface ContactChanges {
+  phone?: string;
+  firstName?: string | null;
+  lastName?: string | null;
+  email?: string | null;
+  company?: string | null;
+  customFields?: CustomFields;
+  consentStatus?: ConsentStatus;
+  consentDate?: Date | null;
+  consentMethod?: string | null;
+}
+
+export interface ConsentEventValues {
+  id: string;
+  organizationId: string;
+  phone: string;
+  contactId: string | null;
+  action: ConsentAction;
+  method: string | null;
+  reason: string | null;
+  actor: string;
+  now: Date;
+}
+
+/** One valid row of an import. Empty cells are null: they never blank out what a contact already has. */
+export interface ImportedContact {
+  phone: string;
+  firstName: string | null;
+  lastName: string | null;
+  email: string | null;
+  company: string | null;
+  customFields: CustomFields;
+  consentStatus: 'granted' | 'denied' | null;
+  consentDate: Date | null;
+  consentMethod: string | null;
+}
+
+export type ListSql<Row> = Pick<ListQuery<Row, unknown>, 'select' | 'from' | 'where' | 'params' | 'orderBy'>;
+
+/** Every read of a contact joins its opt-out: the one place "is this contact opted out" is answered. */
+export const CONTACT_SELECT = `c.id, c.organization_id, c.phone, c.first_name, c.last_name, c.email, c.company,
+  c.custom_fields, c.consent_status, c.consent_date, c.consent_method, c.created_at, c.updated_at,
+  o.method AS opt_out_method, o.opted_out_at`;
+export const CONTACT_FROM =
+  'contacts c LEFT JOIN opt_outs o ON o.organization_id = c.organization_id AND o.phone = c.phone';
+
+// The API's field names and their columns, in the order an update sets them.
+const CHANGE_COLUMNS: [keyof ContactChanges, string][] = [
+  ['phone', 'phone'],
+  ['firstName', 'first_name'],
+  ['lastName', 'last_name'],
+  ['email', 'email'],
+  ['company', 'company'],
+  ['customFields', 'custom_fields'],
+  ['consentStatus', 'consent_status'],
+  ['consentDate', 'consent_date'],
+  ['consentMethod', 'consent_method'],
+];
+
+export class ContactStore {
+  // -------------------------------------------------------------------------------------------------------
+  // Contacts
+
+  async insert(db: Queryable, contact: NewContact): Promise<void> {
+    await db.query(
+      `INSERT INTO contacts (id, organization_id, phone, first_name, last_name, email, company, custom_fields,
+                             consent_status, consent_date, consent_method, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $12)`,
+      [
+        contact.id,
+        contact.organizationId,
+        contact.phone,
+        contact.firstName,
+        contact.lastName,
+        contact.email,
+        contact.company,
+        JSON.stringify(contact.customFields),
+        contact.consentStatus,
+        contact.consentDate,
+        contact.consentMethod,
+        contact.now,
+      ],
+    );
+  }
+
+  async find(db: Queryable, organizationId: string, id: string): Promise<ContactRow | undefined> {
+    const [row] = await db.query<ContactRow>(
+      `SELECT ${CONTACT_SELECT} FROM ${CONTACT_FROM} WHERE c.organization_id = $1 AND c.id = $2`,
+      [organizationId, id],
+    );
+    return row;
+  }
+
+  async findByPhone(db: Queryable, organizationId: string, phone: string): Promise<ContactRow | undefined> {
+    const [row] = await db.query<ContactRow>(
+      `SELECT ${CONTACT_SELECT} FROM ${CONTACT_FROM} WHERE c.organization_id = $1 AND c.phone = $2`,
+      [organizationId, phone],
+    );
+    return row;
+  }
+
+  /** The contacts of an organization, optionally only (un)opted-out ones or those matching `search`. */
+  listQuery(organizationId: string, optedOut: boolean | null, search: string | null): ListSql<ContactRow> {
+    return {
+      select: CONTACT_SELECT,
+      from: CONTACT_FROM,
+      orderBy: { createdAt: 'c.created_at', id: 'c.id' },
+      where: `c.organization_id = $1
+        AND ($2::boolean IS NULL OR (o.phone IS NOT NULL) = $2)
+        AND ($3::text IS NULL OR c.phone LIKE '%' || $3 || '%'
+             OR lower(concat_ws(' ', c.first_name, c.last_name, c.email, c.company)) LIKE '%' || lower($3) || '%')`,
+      params: [organizationId, optedOut, search],
+    };
+  }
+
+  /** Applies `changes`; returns the contact's id and (new) phone, or undefined when there is no such contact. */
+  async update(
+    db: Queryable,
+    organizationId: string,
+    id: string,
+    changes: ContactChanges,
+    now: Date,
+  ): Promise<{ id: string; phone: string } | undefined> {
+    const sets: string[] = [];
+    const values: unknown[] = [organizationId, id, now];
+    for (const [field, column] of CHANGE_COLUMNS) {
+      const value = changes[field];
+      if (value === undefined) continue;
+      if (field === 'customFields') {
+        values.push(JSON.stringify(value));
+        sets.push(`${column} = $${values.length}::jsonb`);
+      } else {
+        values.push(value);
+        sets.push(`${column} = $${values.length}`);
+      }
+    }
+    const [row] = await db.query<{ id: string; phone: string }>(
+      `UPDATE contacts SET updated_at = $3${sets.map((s) => `, ${s}`).join('')}
+        WHERE organization_id = $1 AND id = $2 RETURNING id, phone`,
+      values,
+    );
+    return row;
+  }
+
+  /** Deletes a contact; false when there was none. */
+  async delete(db: Queryable, organizationId: string, id: string): Promise<boolean> {
+    const rows = await db.query('DELETE FROM contacts WHERE organization_id = $1 AND id = $2 RETURNING id', [
+      organizationId,
+      id,
+    ]);
+    return rows.length > 0;
+  }
+
+  /** The id of the contact with this phone, inserting a bare one (with `newId`) when there is none. */
+  async ensure(
+    db: Queryable,
+    organizationId: string,
+    phone: string,
+    newId: string,
+    now: Date,
+  ): Promise<string> {
+    await db.query(
+      `INSERT INTO contacts (id, organization_id, phone, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
+       ON CONFLICT (organization_id, phone) DO NOTHING`,
+      [newId, organizationId, phone, now],
+    );
+    const [row] = await db.query<{ id: string }>(
+      'SELECT id FROM contacts WHERE organization_id = $1 AND phone = $2',
+      [organizationId, phone],
+    );
+    return row!.id;
+  }
+
+  // -------------------------------------------------------------------------------------------------------
+  // Opt-outs and the consent history
+
+  /** Records an opt-out; false when the phone was already opted out (the first one is kept). */
+  async insertOptOut(
+    db: Queryable,
+    organizationId: string,
+    phone: string,
+    method: OptOutMethod,
+    now: Date,
+  ): Promise<boolean> {
+    const inserted = await db.query(
+      `INSERT INTO opt_outs (organization_id, phone, method, opted_out_at) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (organization_id, phone) DO NOTHING RETURNING phone`,
+      [organizationId, phone, method, now],
+    );
+    return inserted.length > 0;
+  }
+
+  /** Removes an opt-out; false when the phone was not opted out. */
+  async deleteOptOut(db: Queryable, organizationId: string, phone: string): Promise<boolean> {
+    const removed = await db.query(
+      'DELETE FROM opt_outs WHERE organization_id = $1 AND phone = $2 RETURNING phone',
+      [organizationId, phone],
+    );
+    return removed.length > 0;
+  }
+
+  async isOptedOut(db: Queryable, organizationId: string, phone: string): Promise<boolean> {
+    const rows = await db.query('SELECT 1 FROM opt_outs WHERE organization_id = $1 AND phone = $2', [
+      organizationId,
+      phone,
+    ]);
+    return rows.length > 0;
+  }
+
+  async insertConsentEvent(db: Queryable, event: ConsentEventValues): Promise<void> {
+    await db.query(
+      `INSERT INTO consent_events (id, organization_id, phone, contact_id, action, method, reason, actor, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      [
+        event.id,
+        event.organizationId,
+        event.phone,
+        event.contactId,
+        event.action,
+        event.method,
+        event.reason,
+        event.actor,
+        event.now,
+      ],
+    );
+  }
+
+  /** The consent history of a phone: it belongs to the number, so it outlives any one contact. */
+  consentHistoryQuery(organizationId: string, phone: string): ListSql<ConsentEventRow> {
+    return {
+      select: 'id, action, method, reason, actor, created_at',
+      from: 'consent_events',
+      where: 'organization_id = $1 AND phone = $2',
+      params: [organizationId, phone],
+    };
+  }
+
+  // -------------------------------------------------------------------------------------------------------
+  // Import
+
+  /**
+   * Inserts new phones and updates existing ones, one statement per batch (`ids[i]` is the id a new row of
+   * `rows[i]` gets). Empty cells never blank out what a contact already has; consent given in the file
+   * replaces the stored consent.
+   */
+  async upsertImported(
+    db: Queryable,
+    organizationId: string,
+    rows: ImportedContact[],
+    ids: string[],
+    now: Date,
+  ): Promise<{ id: string; phone: string; inserted: boolean }[]> {
+    const column = <T>(pick: (row: ImportedContact) => T) => rows.map(pick);
+    return db.query<{ id: string; phone: string; inserted: boolean }>(
+      `INSERT INTO contacts (id, organization_id, phone, first_name, last_name, email, company, custom_fields,
+                             consent_status, consent_date, consent_method, created_at, updated_at)
+       SELECT id, $2, phone, first_name, last_name, email, company, custom_fields::jsonb,
+              COALESCE(consent_status, 'unknown'), consent_date, consent_method, $3, $3
+         FROM unnest($1::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+                     $10::text[], $11::timestamptz[], $12::text[])
+              AS t(id, phone, first_name, last_name, email, company, custom_fields, consent_status, consent_date,
+                   consent_method)
+       ON CONFLICT (organization_id, phone) DO UPDATE SET
+         first_name = COALESCE(EXCLUDED.first_name, contacts.first_name),
+         last_name = COALESCE(EXCLUDED.last_name, contacts.last_name),
+         email = COALESCE(EXCLUDED.email, contacts.email),
+         company = COALESCE(EXCLUDED.company, contacts.company),
+         custom_fields = contacts.custom_fields || EXCLUDED.custom_fields,
+         consent_status = CASE WHEN EXCLUDED.consent_date IS NOT NULL OR EXCLUDED.consent_status <> 'unknown'
+                               THEN EXCLUDED.consent_status ELSE contacts.consent_status END,
+         consent_date = COALESCE(EXCLUDED.consent_date, contacts.consent_date),
+         consent_method = COALESCE(EXCLUDED.consent_method, contacts.consent_method),
+         updated_at = EXCLUDED.updated_at
+       RETURNING id, phone, (xmax = 0) AS inserted`,
+      [
+        ids,
+        organizationId,
+        now,
+        column((r) => r.phone),
+        column((r) => r.firstName),
+        column((r) => r.lastName),
+        column((r) => r.email),
+        column((r) => r.company),
+        column((r) => JSON.stringify(r.customFields)),
+        column((r) => r.consentStatus),
+        column((r) => r.consentDate),
+        column((r) => r.consentMethod),
+      ],
+    );
+  }
+
+  /** The consent history of an import's rows that gave consent: one `consent_recorded` event each. */
+  async insertImportedConsent(
+    db: Queryable,
+    organizationId: string,
+    events: { id: string; phone: string; contactId: string | null; method: string }[],
+    reason: string,
+    actor: string,
+    now: Date,
+  ): Promise<void> {
+    await db.query(
+      `INSERT INTO consent_events (id, organization_id, phone, contact_id, action, method, reason, actor, created_at)
+       SELECT id, $2, phone, contact_id, 'consent_recorded', method, $3, $4, $5
+         FROM unnest($1::text[], $6::text[], $7::text[], $8::text[]) AS t(id, phone, contact_id, method)`,
+      [
+        events.map((event) => event.id),
+        organizationId,
+        reason,
+        actor,
+        now,
+        events.map((event) => event.phone),
+        events.map((event) => event.contactId),
+        events.map((event) => event.method),
+      ],
+    );
+  }
+}
