@@ -7,7 +7,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import scalar from '@scalar/fastify-api-reference';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
-import Fastify, { type FastifyError } from 'fastify';
+import Fastify, { type FastifyError, type FastifyReply } from 'fastify';
 import { ApiError, renderError, shapeForPath } from './platform/errors.ts';
 import type { App } from './platform/http/app-type.ts';
 import { INTERFACE_NAMES } from './platform/http/caller.ts';
@@ -36,6 +36,31 @@ export async function buildApp(runtime: Runtime): Promise<App> {
           )(runtime.config.trustProxy)
         : runtime.config.trustProxy,
     bodyLimit: 8 * 1024 * 1024,
+    // A client must send its whole request within requestTimeout (a trickled body is cut off), may idle at most
+    // connectionTimeout, and must finish its headers within HEADERS_TIMEOUT_MS (set on the server below).
+    requestTimeout: runtime.config.requestTimeoutSeconds * 1000,
+    connectionTimeout: IDLE_TIMEOUT_MS,
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    // Node checks those timeouts on an interval (30 s by default); check often enough to honour short ones.
+    http: {
+      connectionsCheckingInterval: Math.min(5_000, (runtime.config.requestTimeoutSeconds * 1000) / 2),
+      headersTimeout: Math.min(HEADERS_TIMEOUT_MS, runtime.config.requestTimeoutSeconds * 1000),
+    },
+    // Ids are at most 100 characters; a longer path segment is refused before routing (in our shape, below).
+    routerOptions: { maxParamLength: 200 },
+    // The router's own refusals (a path that is not valid percent-encoding, a segment too long) are rendered
+    // like every other refusal, with API-Version, and never echo the path.
+    frameworkErrors: (error, request, reply) => {
+      const status = error.statusCode === 414 ? 414 : 400;
+      const message =
+        status === 414
+          ? 'The request path is too long'
+          : 'The request path is not valid percent-encoded UTF-8';
+      const rendered = renderError(new ApiError(status, message), shapeForPath(request.url));
+      const raw = reply as unknown as FastifyReply;
+      raw.header('API-Version', CURRENT_VERSION).status(rendered.status).headers(rendered.headers);
+      raw.send(rendered.body);
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorateRequest('apiVersion', CURRENT_VERSION);
@@ -48,7 +73,7 @@ export async function buildApp(runtime: Runtime): Promise<App> {
   const coercing = validator({ coerceTypes: 'array' });
   const strict = validator({ coerceTypes: false });
   app.setValidatorCompiler(({ schema, httpPart }) =>
-    (httpPart === 'body' ? strict : coercing).compile(schema as object),
+    (httpPart === 'body' ? strict : coercing).compile(withIntegerBounds(schema)),
   );
 
   // Versioning (CONTRACT section 2): a request may pin a known version; every response names the one in force.
@@ -64,6 +89,19 @@ export async function buildApp(runtime: Runtime): Promise<App> {
     }
     request.apiVersion = version;
     reply.header('API-Version', version);
+  });
+
+  // Text the database cannot store (NUL) or that is not Unicode (a lone surrogate) is refused for every
+  // string a client sends, before any handler or SQL sees it.
+  app.addHook('preValidation', async (request) => {
+    for (const [part, value] of [
+      ['params', request.params],
+      ['querystring', request.query],
+      ['body', request.body],
+    ] as const) {
+      const where = findUnstorableText(value, part);
+      if (where) throw ApiError.badRequest(`${where} must not contain NUL characters or invalid Unicode`);
+    }
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -121,6 +159,46 @@ export async function buildApp(runtime: Runtime): Promise<App> {
   }
 
   return app as unknown as App;
+}
+
+const IDLE_TIMEOUT_MS = 30_000;
+const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+const HEADERS_TIMEOUT_MS = 10_000;
+const INT32 = { minimum: -2_147_483_648, maximum: 2_147_483_647 };
+
+/**
+ * Every integer a client sends fits PostgreSQL's `integer` unless its schema says otherwise: an integer
+ * schema without bounds gets the 32-bit ones, so an oversized number is a 400, never a database error.
+ */
+export function withIntegerBounds(schema: unknown): object {
+  if (Array.isArray(schema)) return schema.map(withIntegerBounds);
+  if (!schema || typeof schema !== 'object') return schema as object;
+  const copy: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) copy[key] = withIntegerBounds(value);
+  // TypeBox marks its schemas with symbol keys (Kind); Object.entries skips them, which ajv does not need.
+  if (copy.type === 'integer') {
+    copy.minimum ??= INT32.minimum;
+    copy.maximum ??= INT32.maximum;
+  }
+  return copy;
+}
+
+/** NUL, or a UTF-16 surrogate without its pair. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is exactly what this looks for
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** The path (e.g. `body.name`) of the first string in `value` holding NUL or a lone surrogate. */
+function findUnstorableText(value: unknown, path: string): string | undefined {
+  if (typeof value === 'string') {
+    return UNSTORABLE.test(value) ? path : undefined;
+  }
+  if (!value || typeof value !== 'object') return undefined;
+  for (const [key, item] of Object.entries(value)) {
+    if (UNSTORABLE.test(key)) return path;
+    const found = findUnstorableText(item, `${path}.${key}`);
+    if (found) return found;
+  }
+  return undefined;
 }
 
 function validator(options: { coerceTypes: boolean | 'array' }): Ajv {

@@ -32,6 +32,8 @@ export interface Config {
   publicUrl: string;
   /** 10DLC trust tier of our brand, which sets local numbers' throughput (CARRIER_10DLC_TIER). */
   carrierTrustTier: TrustTier;
+  /** Seconds a client has to send a whole request, body included (REQUEST_TIMEOUT_SECONDS); then 408. */
+  requestTimeoutSeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -77,6 +79,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push('ROLES must be a comma-separated list of api and worker');
   }
 
+  const requestTimeoutSeconds = Number(env.REQUEST_TIMEOUT_SECONDS || 60);
+  if (!Number.isInteger(requestTimeoutSeconds) || requestTimeoutSeconds < 1 || requestTimeoutSeconds > 3600) {
+    problems.push('REQUEST_TIMEOUT_SECONDS must be a whole number of seconds from 1 to 3600');
+  }
+
   let jwtSecret = env.JWT_SECRET || '';
   if (appEnv === 'production') {
     if (!jwtSecret) problems.push('JWT_SECRET is required in production');
@@ -102,6 +109,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.LOG_LEVEL || (appEnv === 'test' ? 'silent' : 'info'),
     publicUrl: env.PUBLIC_URL || `http://localhost:${port}`,
     carrierTrustTier,
+    requestTimeoutSeconds,
   };
 }
 

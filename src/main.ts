@@ -1,11 +1,11 @@
 // Starts the product: reads the configuration, opens and migrates the database, then starts the roles
 // asked for (ROLES=api,worker by default: the HTTP API and the background worker in one process).
-import { pino } from 'pino';
 import { buildApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { printDemoCredentials, seedDemoIfEmpty } from './first-run.ts';
 import { openDatabase } from './platform/db/index.ts';
 import { migrate } from './platform/db/migrate.ts';
+import { createLogger } from './platform/log.ts';
 import { createRuntime } from './runtime.ts';
 
 async function main() {
@@ -20,27 +20,20 @@ async function main() {
     throw error;
   }
 
-  const log = pino({
-    level: config.logLevel,
-    redact: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]'],
-    serializers: {
-      // Paths only: query strings carry phone numbers and other personal data (e.g. ?number=+1…).
-      req: (request: { method?: string; url?: string; ip?: string }) => ({
-        method: request.method,
-        path: request.url?.split('?')[0],
-        remoteAddress: request.ip,
-      }),
-      // PostgreSQL's `detail` repeats key values (a phone in a unique violation): keep it out of the log.
-      err: (error: Error & { detail?: unknown }) => {
-        const { detail: _detail, ...rest } = pino.stdSerializers.err(error) as Record<string, unknown>;
-        return rest;
-      },
-    },
-  });
+  const log = createLogger(config.logLevel);
   const db = await openDatabase(config);
   const applied = await migrate(db);
   if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');
   log.info({ engine: db.engine, appEnv: config.appEnv }, 'database ready');
+  if (config.appEnv !== 'production' && !isLoopback(config.host)) {
+    // Development relaxes protections (the webhook SSRF guard, http webhook URLs, sk_test_ keys): fine on a
+    // laptop, dangerous on an address others can reach.
+    log.warn(
+      { host: config.host, appEnv: config.appEnv },
+      'APP_ENV is not production but the server listens beyond loopback: the webhook SSRF guard is off and ' +
+        'test keys are accepted. Set APP_ENV=production for any deployment others can reach.',
+    );
+  }
 
   const ctx = createRuntime(config, db, log);
   await ctx.rateLimiter.store.ready();
@@ -68,6 +61,11 @@ async function main() {
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+/** True for addresses only this machine can reach. */
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
 }
 
 main().catch((error) => {

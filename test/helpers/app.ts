@@ -4,11 +4,11 @@
 import { randomBytes } from 'node:crypto';
 import { after } from 'node:test';
 import pg from 'pg';
-import { pino } from 'pino';
 import { type App, buildApp } from '../../src/app.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import { type Database, PgliteDatabase, PostgresDatabase } from '../../src/platform/db/index.ts';
 import { migrate } from '../../src/platform/db/migrate.ts';
+import { createLogger } from '../../src/platform/log.ts';
 import { createRuntime, type Runtime } from '../../src/runtime.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
@@ -104,6 +104,8 @@ export interface TestApp {
   url: string;
   database: FreshDatabase;
   request<Body = any>(method: string, path: string, options?: RequestOptions): Promise<Response<Body>>;
+  /** The log lines written so far (with `captureLog`). */
+  logs(): string[];
   /** A request to the operator API with the admin token. */
   admin<Body = any>(method: string, path: string, body?: unknown): Promise<Response<Body>>;
   close(): Promise<void>;
@@ -113,6 +115,8 @@ export interface StartOptions {
   config?: Partial<Config>;
   /** Use this database instead of a fresh one (a second instance on the same data). */
   database?: FreshDatabase;
+  /** Keep every log line (level debug) for the test to read with `logs()`. */
+  captureLog?: boolean;
   /** Extra routes a test needs (e.g. one that throws), added before the app starts. */
   extend?: (app: App, ctx: Runtime) => unknown;
 }
@@ -121,7 +125,10 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
   const config = testConfig(options.config);
   const database = options.database ?? (await freshDatabase());
   const db = options.database ? database.connectAgain() : database.db;
-  const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const captured: string[] = [];
+  const log = options.captureLog
+    ? createLogger('debug', { write: (line: string) => void captured.push(line) })
+    : createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const ctx = createRuntime(config, db, log);
   await ctx.rateLimiter.store.ready();
   const app = await buildApp(ctx);
@@ -139,6 +146,7 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
     url,
     database,
     request,
+    logs: () => [...captured],
     admin: (method, path, body) =>
       request(method, `/admin/v1${path}`, { body, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }),
     close: async () => {

@@ -179,19 +179,26 @@ export const contactRoutes: ModuleRoutes<ContactsServices> =
       async (request) => {
         const caller = callerOf(request);
         if (request.isMultipart()) {
-          for await (const part of request.parts()) {
-            if (part.type === 'file' && part.fieldname === 'file') {
-              const result = await contactImporter.importCsv(
-                caller.organizationId,
-                caller.region,
-                part.file,
-                caller.actor,
-              );
-              if (part.file.truncated)
-                throw new ApiError(413, 'The CSV is larger than the 50 MB import limit');
-              return { success: true as const, data: result };
+          try {
+            for await (const part of request.parts()) {
+              if (part.type === 'file' && part.fieldname === 'file') {
+                const result = await contactImporter.importCsv(
+                  caller.organizationId,
+                  caller.region,
+                  part.file,
+                  caller.actor,
+                );
+                if (part.file.truncated)
+                  throw new ApiError(413, 'The CSV is larger than the 50 MB import limit');
+                return { success: true as const, data: result };
+              }
+              if (part.type === 'file') part.file.resume();
             }
-            if (part.type === 'file') part.file.resume();
+          } catch (error) {
+            // A multipart body without a boundary, with the wrong one, or cut short cannot be read: the
+            // client's fault, told as such (the parser's own errors carry no status).
+            if (error instanceof ApiError || (error as { statusCode?: number }).statusCode) throw error;
+            throw ApiError.badRequest(`The multipart body could not be read: ${(error as Error).message}`);
           }
           throw noInput();
         }

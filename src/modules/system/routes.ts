@@ -42,6 +42,8 @@ export const systemRoutes = (_services: unknown, platform: Platform) => async (a
   );
 };
 
+const CENTURY_SECONDS = 100 * 366 * 24 * 3600;
+
 /** Move the server's one clock (APP_ENV=test only; CONTRACT section 3). */
 export const clockTestControl = (_services: unknown, platform: Platform) => async (app: App) => {
   app.post(
@@ -52,7 +54,11 @@ export const clockTestControl = (_services: unknown, platform: Platform) => asyn
         tags: ['Test controls'],
         summary: 'Move the server clock (APP_ENV=test only)',
         body: Type.Union([
-          Type.Object({ advanceSeconds: Type.Number() }, { additionalProperties: false }),
+          // At most a century either way: the clock must stay within dates every part can represent.
+          Type.Object(
+            { advanceSeconds: Type.Number({ minimum: -CENTURY_SECONDS, maximum: CENTURY_SECONDS }) },
+            { additionalProperties: false },
+          ),
           Type.Object({ now: Type.String({ format: 'date-time' }) }, { additionalProperties: false }),
         ]),
         response: { 200: envelope(Type.Object({ now: Type.String() })) },

@@ -1,0 +1,195 @@
+// Regression tests for what a hostile or careless client found (issue 11), each fixed at its mechanism:
+// secrets and personal data never reach the log; NUL and invalid Unicode are refused in every string before
+// SQL; the router's own refusals come in our shapes with API-Version; a trickled request is cut off;
+// integers beyond 32 bits and clock moves beyond a century are a 400, not a 500.
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { serializeError } from '../src/platform/log.ts';
+import { createOrganization, isShapeA, isShapeB, startTestApp, type TestApp } from './helpers/app.ts';
+
+describe('finding 1: the log carries no secret, statement parameter or personal data', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp({
+      captureLog: true,
+      extend: (app, ctx) => {
+        // A real database error whose statement carries a customer's value.
+        app.get('/api/v2/test/database-error', async () => {
+          await ctx.db.query('SELECT $1::integer AS n', ['+12025550199 jane@example.com']);
+          return { success: true };
+        });
+      },
+    });
+  });
+  after(() => t.close());
+
+  test('registering with a NUL in the name is refused, and neither the e-mail nor a hash is logged', async () => {
+    const res = await t.request('POST', '/v2/portal/auth/register', {
+      body: {
+        email: 'leak@example.com',
+        password: 'a-long-password-1',
+        name: 'a\u0000b',
+        organizationName: 'X',
+      },
+    });
+    assert.equal(res.status, 400, res.text);
+    assert.ok(isShapeA(res.body));
+    const log = t.logs().join('\n');
+    assert.doesNotMatch(log, /leak@example\.com/);
+    assert.doesNotMatch(log, /\$argon2id\$/);
+  });
+
+  test('a database error is logged with its code, without the statement, its parameters or the value', async () => {
+    const res = await t.request('GET', '/api/v2/test/database-error');
+    assert.equal(res.status, 500);
+    const line = t.logs().find((entry) => entry.includes('request failed'));
+    assert.ok(line, 'the failure is logged');
+    const logged = JSON.parse(line!);
+    assert.match(logged.err.code, /^[0-9A-Z]{5}$/, 'the SQLSTATE stays: operators need it');
+    assert.doesNotMatch(line!, /12025550199|jane@example\.com/);
+    assert.deepEqual(Object.keys(logged.err).sort(), ['code', 'message', 'stack', 'type']);
+  });
+
+  test('the error serializer keeps type, message, code and stack only', () => {
+    const error = Object.assign(
+      new Error('duplicate key value violates unique constraint "contacts_phone_key"'),
+      {
+        code: '23505',
+        severity: 'ERROR',
+        detail: 'Key (phone)=(+12025550123) already exists.',
+        query: 'INSERT INTO users (email, password_hash) VALUES ($1, $2)',
+        params: ['jane@example.com', '$argon2id$v=19$m=19456'],
+        parameters: ['x'],
+        where: 'SQL statement',
+      },
+    );
+    const serialized = serializeError(error);
+    assert.deepEqual(Object.keys(serialized).sort(), ['code', 'message', 'stack', 'type']);
+    assert.match(String(serialized.message), /"contacts_phone_key"/, 'identifiers are kept');
+    const quoting = serializeError(
+      Object.assign(new Error('invalid input syntax for type integer: "+1 202 555 0199"'), {
+        severity: 'ERROR',
+      }),
+    );
+    assert.equal(quoting.message, 'invalid input syntax for type integer: "[value]"');
+  });
+});
+
+describe('findings 3 and 6: unstorable text and malformed paths are 400 in the right shape', () => {
+  let t: TestApp;
+  let apiKey: string;
+  before(async () => {
+    t = await startTestApp();
+    const org = await createOrganization(t);
+    apiKey = (await t.ctx.apiKeys.create(org.id, { name: 'k', scopes: ['*'] })).secret;
+  });
+  after(() => t.close());
+
+  const refusals: [string, string, Record<string, unknown> | string | undefined][] = [
+    ['a NUL in a path id', '/api/v2/contacts/%00', undefined],
+    ['a NUL in a query string', '/api/v2/contacts?search=a%00b', undefined],
+    ['a NUL in a JSON string', '/api/v2/contacts', { phone: '+12025550123', firstName: 'a\u0000b' }],
+    ['a NUL in a JSON key', '/api/v2/contacts', { phone: '+12025550123', customFields: { 'a\u0000': 'x' } }],
+    ['a lone surrogate in JSON', '/api/v2/contacts', '{"phone":"+12025550123","firstName":"\\ud800x"}'],
+  ];
+  for (const [name, path, body] of refusals) {
+    test(name, async () => {
+      const res =
+        body === undefined
+          ? await t.request('GET', path, { apiKey })
+          : await t.request('POST', path, {
+              apiKey,
+              ...(typeof body === 'string'
+                ? { rawBody: body, headers: { 'content-type': 'application/json' } }
+                : { body }),
+            });
+      assert.equal(res.status, 400, res.text);
+      assert.ok(isShapeB(res.body), res.text);
+      assert.match(res.body.error, /NUL characters or invalid Unicode/);
+      const count = await t.ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM contacts');
+      assert.equal(count[0]!.n, 0, 'nothing was written');
+    });
+  }
+
+  test('a path that is not valid percent-encoding is a 400 in Shape B with API-Version', async () => {
+    const res = await t.request('GET', '/api/v2/contacts/%ff%fe', { apiKey });
+    assert.equal(res.status, 400);
+    assert.ok(isShapeB(res.body), res.text);
+    assert.equal(res.headers.get('api-version'), '2026-09-01');
+  });
+
+  test('the same on a Shape A path', async () => {
+    const res = await t.request('GET', '/v2/portal/contacts/%ff%fe');
+    assert.equal(res.status, 400);
+    assert.ok(isShapeA(res.body), res.text);
+    assert.equal(res.headers.get('api-version'), '2026-09-01');
+  });
+
+  test('an 8,000-character path is a 414 in our shape that does not echo the path', async () => {
+    const long = 'a'.repeat(8000);
+    const res = await t.request('GET', `/api/v2/contacts/${long}`, { apiKey });
+    assert.equal(res.status, 414);
+    assert.ok(isShapeB(res.body), res.text.slice(0, 200));
+    assert.equal(res.headers.get('api-version'), '2026-09-01');
+    assert.ok(!res.text.includes('aaaaaaaaaa'), 'the path is not echoed');
+  });
+});
+
+describe('finding 7: a client that trickles its request is cut off', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp({ config: { requestTimeoutSeconds: 1 } });
+  });
+  after(() => t.close());
+
+  test('a body sent a byte at a time never finishes: the server answers 408 and closes the connection', async () => {
+    const { port } = new URL(t.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    let received = '';
+    socket.on('data', (chunk) => {
+      received += chunk.toString();
+    });
+    const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    socket.write(
+      'POST /v2/portal/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{',
+    );
+    // Keep trickling until the server gives up; a bounded number of bytes, so the test always ends.
+    let sent = 0;
+    const trickle = setInterval(() => {
+      if (socket.destroyed || sent++ > 200) return clearInterval(trickle);
+      socket.write(' ');
+    }, 100);
+    await closed;
+    clearInterval(trickle);
+    assert.ok(sent < 200, 'the server closed the connection before the client stopped');
+    assert.match(received, /^HTTP\/1\.1 408/);
+  });
+});
+
+describe('finding 8: the operator API bounds what it takes', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp();
+  });
+  after(() => t.close());
+
+  test('an integer of 2^31 or more is a 400, and no organization is created', async () => {
+    for (const field of ['dailyLimitSegments', 'monthlyAllowanceSegments', 'trialMessageLimit']) {
+      const before = await t.ctx.organizations.count();
+      const res = await t.admin('POST', '/organizations', { name: 'Big', [field]: 2 ** 31 });
+      assert.equal(res.status, 400, res.text);
+      assert.ok(isShapeA(res.body));
+      assert.equal(await t.ctx.organizations.count(), before);
+    }
+    const ok = await t.admin('POST', '/organizations', { name: 'Fits', dailyLimitSegments: 2 ** 31 - 1 });
+    assert.equal(ok.status, 201, ok.text);
+  });
+
+  test('moving the test clock past the representable range is a 400 and leaves the clock alone', async () => {
+    const before = t.ctx.clock.nowMs();
+    const res = await t.admin('POST', '/test/clock', { advanceSeconds: 1e14 });
+    assert.equal(res.status, 400, res.text);
+    assert.ok(Math.abs(t.ctx.clock.nowMs() - before) < 60_000);
+  });
+});

@@ -1,0 +1,162 @@
+// The cross-organization matrix (issue 11): every operation of /openapi.json that takes an id in its path, on
+// every interface a customer reaches (developer API, portal, management), is called by organization A with
+// organization B's real ids, and must answer 404 and change nothing. The matrix is generated from the
+// document: a new id route is covered without a test written for it, and if no foreign id can be found for
+// it (its collection has no list, or nothing is seeded below), this test fails and says which route.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { createOrganization, startTestApp, type TestApp } from './helpers/app.ts';
+import { createUser, signIn } from './helpers/portal.ts';
+
+const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
+
+type Schema = {
+  type?: string | string[];
+  properties?: Record<string, Schema>;
+  required?: string[];
+  items?: Schema;
+  enum?: unknown[];
+  const?: unknown;
+  anyOf?: Schema[];
+  minItems?: number;
+  minLength?: number;
+  minimum?: number;
+  minProperties?: number;
+  format?: string;
+};
+
+/** The smallest body that passes `schema`, so that a refusal can only be the organization's. */
+function validExample(schema: Schema | undefined): unknown {
+  if (!schema) return undefined;
+  if (schema.const !== undefined) return schema.const;
+  if (schema.enum) return schema.enum[0];
+  if (schema.anyOf) return validExample(schema.anyOf[0]);
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  switch (type) {
+    case 'string':
+      if (schema.format === 'email') return 'someone@example.com';
+      if (schema.format === 'date-time') return '2026-06-10T12:00:00.000Z';
+      return 'x'.repeat(Math.max(1, schema.minLength ?? 1));
+    case 'integer':
+    case 'number':
+      return schema.minimum ?? 1;
+    case 'boolean':
+      return false;
+    case 'array':
+      return Array.from({ length: schema.minItems ?? 0 }, () => validExample(schema.items));
+    case 'object': {
+      const properties = schema.properties ?? {};
+      const names = [...(schema.required ?? [])];
+      if (names.length < (schema.minProperties ?? 0)) {
+        // A field whose any value is valid, so the request is refused for its id, never for its body.
+        const optional = Object.keys(properties).filter((name) => !names.includes(name));
+        const plain = optional.find((name) => ['description', 'name', 'firstName', 'enabled'].includes(name));
+        names.push(plain ?? optional[0]!);
+      }
+      return Object.fromEntries(names.map((name) => [name, validExample(properties[name])]));
+    }
+    default:
+      return null;
+  }
+}
+
+interface Party {
+  apiKey: string;
+  token: string;
+}
+
+describe('organization A can reach none of organization B’s resources', () => {
+  let t: TestApp;
+  let a: Party;
+  let b: Party;
+  let document: any;
+
+  /** How `party` authenticates on the interface of `path`. */
+  const credentials = (party: Party, path: string) =>
+    path.startsWith('/api/v2/') ? { apiKey: party.apiKey } : { token: party.token };
+
+  async function party(): Promise<Party> {
+    const org = await createOrganization(t, {
+      plan: 'enterprise',
+      subscriptionState: 'paid',
+      cardVerified: true,
+    });
+    const user = await createUser(t, { role: 'owner', organizationIds: [org.id] });
+    const apiKey = (await t.ctx.apiKeys.create(org.id, { name: 'matrix', scopes: ['*'] })).secret;
+    return { apiKey, token: await signIn(t, user) };
+  }
+
+  before(async () => {
+    t = await startTestApp();
+    a = await party();
+    b = await party();
+    const bOrg = (await t.request('GET', '/api/v2/me', { apiKey: b.apiKey })).body.data.organization.id;
+    await t.admin('POST', `/organizations/${bOrg}/numbers`, { number: '+12025550188', type: 'local' });
+    // One of every resource B can have, made through the API as a customer would.
+    const asB = (method: string, path: string, body?: unknown) =>
+      t.request(method, path, { ...credentials(b, path), body });
+    const contact = await asB('POST', '/api/v2/contacts', { phone: '+12025550111', firstName: 'Bea' });
+    assert.equal(contact.status, 201, contact.text);
+    const list = await asB('POST', '/api/v2/contact-lists', { name: 'B list' });
+    assert.equal(list.status, 201, list.text);
+    await asB('POST', `/api/v2/contact-lists/${list.body.data.id}/members`, {
+      contactIds: [contact.body.data.id],
+    });
+    const sent = await asB('POST', '/api/v2/messages/send', { to: '+12025550111', message: 'hi' });
+    assert.equal(sent.status, 202, sent.text);
+    const hook = await asB('POST', '/api/webhooks', {
+      url: 'https://hooks.example.com/b',
+      events: ['message.sent'],
+    });
+    assert.equal(hook.status, 201, hook.text);
+    const tested = await asB('POST', `/api/webhooks/${hook.body.data.id}/test`);
+    assert.equal(tested.status, 202, tested.text);
+    const key = await asB('POST', '/api/api-keys', { name: 'B key', scopes: ['contacts:read'] });
+    assert.equal(key.status, 201, key.text);
+    document = (await t.request('GET', '/openapi.json')).body;
+  });
+  after(() => t.close());
+
+  /** B's ids for every parameter of `template`, each read from the list one level up, as B. */
+  async function foreignIds(template: string): Promise<Record<string, string> | string> {
+    const ids: Record<string, string> = {};
+    const params = [...template.matchAll(/\{(\w+)\}/g)].map((match) => match[1]!);
+    for (const param of params) {
+      const collection = template
+        .slice(0, template.indexOf(`{${param}}`) - 1)
+        .replace(/\{(\w+)\}/g, (_, name: string) => ids[name]!);
+      const res = await t.request('GET', collection, credentials(b, collection));
+      const first = Array.isArray(res.body?.data) ? res.body.data[0] : undefined;
+      if (res.status !== 200 || !first?.id)
+        return `no foreign id for {${param}}: GET ${collection} → ${res.status}`;
+      ids[param] = first.id;
+    }
+    return ids;
+  }
+
+  test('every id route of the developer API, the portal and management answers A with 404', async () => {
+    const routes = Object.entries(document.paths as Record<string, Record<string, any>>)
+      .filter(([path]) => path.includes('{') && !path.startsWith('/admin/'))
+      .flatMap(([path, item]) =>
+        METHODS.filter((method) => item[method]).map((method) => ({ path, method, operation: item[method] })),
+      );
+    assert.ok(routes.length >= 30, `only ${routes.length} id routes`);
+    const problems: string[] = [];
+    for (const { path, method, operation } of routes) {
+      const ids = await foreignIds(path);
+      const where = `${method.toUpperCase()} ${path}`;
+      if (typeof ids === 'string') {
+        problems.push(`${where}: ${ids} (seed one in this test)`);
+        continue;
+      }
+      const url = path.replace(/\{(\w+)\}/g, (_, name: string) => ids[name]!);
+      const body = validExample(operation.requestBody?.content?.['application/json']?.schema);
+      const res = await t.request(method.toUpperCase(), url, { ...credentials(a, url), body });
+      if (res.status !== 404) problems.push(`${where}: A got ${res.status} ${res.text.slice(0, 160)}`);
+      // And B still has it, unchanged in existence.
+      const owner = await foreignIds(path);
+      if (typeof owner === 'string') problems.push(`${where}: B lost its resource after A's call`);
+    }
+    assert.deepEqual(problems, []);
+  });
+});
