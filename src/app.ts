@@ -13,6 +13,7 @@ import type { App } from './platform/http/app-type.ts';
 import { INTERFACE_NAMES } from './platform/http/caller.ts';
 import { mountInterface, type RoutePlugin, SECURITY_SCHEMES } from './platform/http/interfaces.ts';
 import { webhooksDocument } from './platform/http/openapi.ts';
+import { isStorableText } from './platform/text.ts';
 import { CURRENT_VERSION, KNOWN_VERSIONS } from './platform/version.ts';
 import type { Runtime } from './runtime.ts';
 
@@ -183,18 +184,14 @@ export function withIntegerBounds(schema: unknown): object {
   return copy;
 }
 
-/** NUL, or a UTF-16 surrogate without its pair. */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is exactly what this looks for
-const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
 /** The path (e.g. `body.name`) of the first string in `value` holding NUL or a lone surrogate. */
 function findUnstorableText(value: unknown, path: string): string | undefined {
   if (typeof value === 'string') {
-    return UNSTORABLE.test(value) ? path : undefined;
+    return isStorableText(value) ? undefined : path;
   }
   if (!value || typeof value !== 'object') return undefined;
   for (const [key, item] of Object.entries(value)) {
-    if (UNSTORABLE.test(key)) return path;
+    if (!isStorableText(key)) return path;
     const found = findUnstorableText(item, `${path}.${key}`);
     if (found) return found;
   }

@@ -193,3 +193,88 @@ describe('finding 8: the operator API bounds what it takes', () => {
     assert.ok(Math.abs(t.ctx.clock.nowMs() - before) < 60_000);
   });
 });
+
+describe('findings 4 and 5: imports obey the contact rules, and a broken upload is a 400', () => {
+  let t: TestApp;
+  let apiKey: string;
+  before(async () => {
+    t = await startTestApp();
+    const org = await createOrganization(t);
+    apiKey = (await t.ctx.apiKeys.create(org.id, { name: 'k', scopes: ['*'] })).secret;
+  });
+  after(() => t.close());
+
+  const contacts = async () =>
+    (await t.ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM contacts'))[0]!.n;
+
+  test('a JSON import refuses every row a PATCH would refuse, and stores none of them', async () => {
+    const manyFields = Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`field${i}`, 'x']));
+    const res = await t.request('POST', '/api/v2/contacts/import', {
+      apiKey,
+      body: {
+        contacts: [
+          { phone: '+12025550101', firstName: 'x'.repeat(100_000) },
+          { phone: '+12025550102', email: 'not an e-mail' },
+          { phone: '+12025550103', notes: 'y'.repeat(1_000_000) },
+          { phone: '+12025550104', ...manyFields },
+        ],
+      },
+    });
+    assert.equal(res.status, 400, res.text.slice(0, 300));
+    assert.equal(res.body.code, 'CONTACTS_IMPORT_NO_VALID_ROWS');
+    const reasons = res.body.data.errors.map((error: { reason: string }) => error.reason);
+    assert.equal(reasons.length, 4);
+    assert.match(reasons[0], /firstName/);
+    assert.match(reasons[1], /email/);
+    assert.match(reasons[2], /customFields/);
+    assert.match(reasons[3], /customFields/);
+    assert.equal(await contacts(), 0);
+  });
+
+  test('the same field rules hold for create and PATCH', async () => {
+    const created = await t.request('POST', '/api/v2/contacts', { apiKey, body: { phone: '+12025550105' } });
+    assert.equal(created.status, 201);
+    const patched = await t.request('PATCH', `/api/v2/contacts/${created.body.data.id}`, {
+      apiKey,
+      body: { customFields: { [`${'k'.repeat(101)}`]: 'v' } },
+    });
+    assert.equal(patched.status, 400, patched.text);
+  });
+
+  test('a CSV cell holding NUL rejects its row instead of failing the import', async () => {
+    const csv = 'phone,first_name\n+12025550106,Ann\n+12025550107,B\u0000b\n';
+    const boundary = 'hardening';
+    const body = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="c.csv"\r\nContent-Type: text/csv\r\n\r\n${csv}\r\n--${boundary}--\r\n`;
+    const res = await t.request('POST', '/api/v2/contacts/import', {
+      apiKey,
+      rawBody: body,
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+    });
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.body.data.imported, 1);
+    assert.equal(res.body.data.rejected, 1);
+    assert.match(res.body.data.errors[0].reason, /NUL/);
+  });
+
+  for (const [name, contentType, body] of [
+    ['without a boundary', 'multipart/form-data', 'garbage'],
+    ['with the wrong boundary', 'multipart/form-data; boundary=right', '--wrong\r\n\r\nx\r\n--wrong--'],
+    [
+      'cut short',
+      'multipart/form-data; boundary=x',
+      '--x\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\n\r\nphone\r\n+1202',
+    ],
+  ] as const) {
+    test(`a multipart body ${name} is a 400 in Shape B`, async () => {
+      const before = await contacts();
+      const res = await t.request('POST', '/api/v2/contacts/import', {
+        apiKey,
+        rawBody: body,
+        headers: { 'content-type': contentType },
+      });
+      assert.equal(res.status, 400, res.text);
+      assert.ok(isShapeB(res.body), res.text);
+      assert.equal(await contacts(), before);
+    });
+  }
+});

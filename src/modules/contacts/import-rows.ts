@@ -3,6 +3,7 @@
 // I/O: the importer feeds rows in and upserts what comes out.
 import type { Region } from '../../platform/http/caller.ts';
 import { normalisePhone } from '../../platform/phone.ts';
+import { contactProfileProblem } from './rules.ts';
 import { CONSENT_METHODS, type CustomFields } from './schemas.ts';
 import type { ImportedContact } from './store.ts';
 
@@ -181,18 +182,15 @@ export function validateRow(cells: string[], columns: ColumnMap, region: Region,
     const value = cell(index);
     if (value) customFields[name] = value;
   }
-  return {
-    ok: true,
-    row: {
-      phone,
-      firstName,
-      lastName,
-      email: cell(columns.fields.email) || null,
-      company: cell(columns.fields.company) || null,
-      customFields,
-      consentStatus,
-      consentDate,
-      consentMethod,
-    },
+  const profile = {
+    firstName,
+    lastName,
+    email: cell(columns.fields.email) || null,
+    company: cell(columns.fields.company) || null,
+    customFields,
   };
+  // The same rules as creating or changing a contact through the API.
+  const problem = contactProfileProblem(profile);
+  if (problem) return { ok: false, blankPhone: false, reason: problem };
+  return { ok: true, row: { phone, ...profile, consentStatus, consentDate, consentMethod } };
 }

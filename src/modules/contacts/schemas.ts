@@ -21,8 +21,9 @@ export type OptOutMethod = (typeof OPT_OUT_METHODS)[number];
 export const MAX_MEMBERS_PER_CALL = 1000;
 
 export const nullableString = (maxLength: number) => Type.Union([Type.String({ maxLength }), Type.Null()]);
+export const MAX_CUSTOM_FIELD_NAME = 100;
 export const CustomFields = Type.Record(
-  Type.String({ maxLength: 100 }),
+  Type.String({ maxLength: MAX_CUSTOM_FIELD_NAME }),
   Type.Union([Type.String({ maxLength: 2000 }), Type.Number(), Type.Boolean(), Type.Null()]),
   { maxProperties: 100 },
 );
@@ -44,6 +45,14 @@ export const ContactFields = {
   customFields: Type.Optional(CustomFields),
   consent: Type.Optional(ConsentInput),
 };
+/** The fields of a contact every source must respect: the API's create and PATCH, and imports. */
+export const ContactProfile = Type.Object({
+  firstName: ContactFields.firstName,
+  lastName: ContactFields.lastName,
+  email: ContactFields.email,
+  company: ContactFields.company,
+  customFields: ContactFields.customFields,
+});
 export const ContactCreate = Type.Object(ContactFields, { additionalProperties: false });
 export const ContactPatch = Type.Object(
   { ...ContactFields, phone: Type.Optional(ContactFields.phone) },

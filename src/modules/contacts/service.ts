@@ -11,6 +11,7 @@ import { newId } from '../../platform/ids.ts';
 import type { Page, PageQueryInput, Paginator } from '../../platform/pagination.ts';
 import { normalisePhone } from '../../platform/phone.ts';
 import { ContactOptedIn, ContactOptedOut } from './events.ts';
+import { contactProfileProblem } from './rules.ts';
 import type { ConsentEvent, Contact, ContactInput, OptOutMethod } from './schemas.ts';
 import {
   type ConsentAction,
@@ -45,6 +46,7 @@ export class ContactService {
   ) {
     const phone = normalisePhone(input.phone, region);
     if (!phone) throw ApiError.badRequest('phone must be a valid phone number');
+    checkProfile(input);
     const consent = checkConsent(input.consent, this.clock.now());
     const now = this.clock.now();
     const id = newId('ct', now.getTime());
@@ -120,6 +122,7 @@ export class ContactService {
   }
 
   async update(organizationId: string, region: Region, id: string, input: ContactInput, actor: Actor) {
+    checkProfile(input);
     const consent = checkConsent(input.consent, this.clock.now());
     const now = this.clock.now();
     const changes: ContactChanges = {
@@ -309,6 +312,12 @@ export class ContactService {
 }
 
 /** Validates a consent object: a known status and method, and a date that is a date and not in the future. */
+/** The shared contact rules (rules.ts), as a 400 for the API. */
+function checkProfile(input: ContactInput): void {
+  const problem = contactProfileProblem(input);
+  if (problem) throw ApiError.badRequest(problem);
+}
+
 function checkConsent(consent: ContactInput['consent'], now: Date) {
   if (!consent) return undefined;
   let date: Date | null = null;

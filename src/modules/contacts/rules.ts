@@ -1,0 +1,42 @@
+// The rules a contact's fields obey, wherever the contact comes from: created or changed through the API or
+// the portal, or imported from a CSV file or a JSON array. One set of rules, read from the same schema the API
+// validates with (ContactProfile), so an import can never store what a PATCH would refuse.
+import { Compile } from 'typebox/compile';
+import { isStorableText } from '../../platform/text.ts';
+import { ContactProfile, type CustomFields, MAX_CUSTOM_FIELD_NAME } from './schemas.ts';
+
+const profile = Compile(ContactProfile);
+
+export interface ContactProfileInput {
+  firstName?: string | null;
+  lastName?: string | null;
+  email?: string | null;
+  company?: string | null;
+  customFields?: CustomFields;
+}
+
+/** Why these fields cannot be stored (e.g. `firstName must not have more than 200 characters`), or undefined. */
+export function contactProfileProblem(fields: ContactProfileInput): string | undefined {
+  const defined = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
+  if (!profile.Check(defined)) {
+    const [first] = profile.Errors(defined);
+    const field = first?.instancePath.slice(1).replaceAll('/', '.') || 'contact';
+    return `${field} ${first?.message ?? 'is not valid'}`;
+  }
+  for (const name of Object.keys(fields.customFields ?? {})) {
+    if (name.length > MAX_CUSTOM_FIELD_NAME) {
+      return `customFields names must not have more than ${MAX_CUSTOM_FIELD_NAME} characters`;
+    }
+  }
+  const texts = [
+    fields.firstName,
+    fields.lastName,
+    fields.email,
+    fields.company,
+    ...Object.entries(fields.customFields ?? {}).flat(),
+  ];
+  if (texts.some((text) => typeof text === 'string' && !isStorableText(text))) {
+    return 'a field contains NUL characters or invalid Unicode';
+  }
+  return undefined;
+}
