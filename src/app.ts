@@ -92,6 +92,16 @@ export async function buildApp(runtime: Runtime): Promise<App> {
     reply.header('API-Version', version);
   });
 
+  // A streamed upload that says up front it is too large is refused before it is read (multipart bodies
+  // are not held to bodyLimit by Fastify: the handler reads them).
+  app.addHook('preParsing', async (request) => {
+    const limit = request.routeOptions.config.uploadLimit;
+    const declared = Number(request.headers['content-length']);
+    if (limit !== undefined && Number.isFinite(declared) && declared > limit) {
+      throw new ApiError(413, `The request body is larger than this route's limit of ${limit} bytes`);
+    }
+  });
+
   // Text the database cannot store (NUL) or that is not Unicode (a lone surrogate) is refused for every
   // string a client sends, before any handler or SQL sees it.
   app.addHook('preValidation', async (request) => {

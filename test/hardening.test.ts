@@ -278,3 +278,80 @@ describe('findings 4 and 5: imports obey the contact rules, and a broken upload 
     });
   }
 });
+
+describe('finding 2: one import does not stall every tenant', () => {
+  let t: TestApp;
+  let apiKey: string;
+  before(async () => {
+    t = await startTestApp();
+    const org = await createOrganization(t);
+    apiKey = (await t.ctx.apiKeys.create(org.id, { name: 'k', scopes: ['*'] })).secret;
+  });
+  after(() => t.close());
+
+  const multipart = (csv: string) => {
+    const boundary = 'bulk';
+    return {
+      rawBody: `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="c.csv"\r\nContent-Type: text/csv\r\n\r\n${csv}\r\n--${boundary}--\r\n`,
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+    };
+  };
+  const csvOf = (rows: number, from = 0) =>
+    `phone,first_name\n${Array.from({ length: rows }, (_, i) => `+1202${String(5_000_000 + from + i).slice(-7)},N${i}`).join('\n')}\n`;
+  const contacts = async () =>
+    (await t.ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM contacts'))[0]!.n;
+
+  test('an upload that declares more than the limit is refused with 413 before it is read', async () => {
+    const { port } = new URL(t.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    let received = '';
+    socket.on('data', (chunk) => {
+      received += chunk.toString();
+    });
+    const answered = new Promise<void>((resolve) => socket.on('data', () => resolve()));
+    socket.write(
+      `POST /api/v2/contacts/import HTTP/1.1\r\nHost: x\r\nx-api-key: ${apiKey}\r\n` +
+        'Content-Type: multipart/form-data; boundary=b\r\nContent-Length: 55574528\r\n\r\n--b\r\n',
+    );
+    await answered;
+    socket.destroy();
+    assert.match(received, /^HTTP\/1\.1 413/);
+    assert.match(received, /"success":false/);
+  });
+
+  test('other requests are served while a large import is in progress', async () => {
+    const importing = t.request('POST', '/api/v2/contacts/import', { apiKey, ...multipart(csvOf(30_000)) });
+    let settled = false;
+    void importing.then(() => {
+      settled = true;
+    });
+    // Wait until the import is under way (rows staged or applied), then ask for something else.
+    for (let i = 0; i < 2000 && !settled; i++) {
+      const [staged] = await t.ctx.db.query<{ n: number }>(
+        'SELECT (SELECT count(*) FROM contact_import_rows) + (SELECT count(*) FROM contacts) AS n',
+      );
+      if (staged!.n > 0) break;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const health = await t.request('GET', '/health');
+    assert.equal(health.status, 200);
+    assert.equal(settled, false, 'the health check had to wait for the whole import');
+    const res = await importing;
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.body.data.imported, 30_000);
+    assert.equal(await contacts(), 30_000);
+    const [left] = await t.ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM contact_import_rows');
+    assert.equal(left!.n, 0, 'nothing staged is left behind');
+  });
+
+  test('a file that turns out unreadable after thousands of good rows changes no contact', async () => {
+    const before = await contacts();
+    const csv = `${csvOf(3000, 100_000)}+12025550999,${'z'.repeat(1_100_000)}\n`;
+    const res = await t.request('POST', '/api/v2/contacts/import', { apiKey, ...multipart(csv) });
+    assert.equal(res.status, 400, res.text.slice(0, 200));
+    assert.ok(isShapeB(res.body));
+    assert.equal(await contacts(), before);
+    const [left] = await t.ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM contact_import_rows');
+    assert.equal(left!.n, 0);
+  });
+});

@@ -1,8 +1,16 @@
 // Contact import: a CSV file (streamed, never held whole as objects) or a JSON `contacts` array. Columns are
-// recognised by the names real exports use (import-rows.ts), each row is validated, valid rows are upserted in
-// batches inside one transaction (all valid rows or none), and rejected rows are reported, the first 20 with
-// their row number and reason. An import never clears an opt-out: opt-outs live in their own table, which an
-// import does not touch.
+// recognised by the names real exports use (import-rows.ts), each row is validated with the contact rules,
+// and rejected rows are reported, the first 20 with their row number and reason. An import never clears an
+// opt-out: opt-outs live in their own table, which an import does not touch.
+//
+// An import runs in two passes, each in short batches with a yield between them, so that a million-row file
+// never holds the database for long: on embedded PGlite, its one connection serves every tenant, and a single
+// transaction around the import stopped every other request (health checks included) for a minute.
+//   1. Stage: the whole file is read and validated into contact_import_rows. A file that cannot be read, is
+//      over the size limit, or has no valid row is refused here, and no contact has changed.
+//   2. Apply: staged rows are upserted into contacts a batch per transaction, in file order.
+// A failure of ours during the second pass leaves the batches applied so far (each upsert is idempotent, so
+// importing the file again completes it) and discards the rest of the staged rows.
 import type { Readable } from 'node:stream';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
@@ -13,6 +21,7 @@ import { newId } from '../../platform/ids.ts';
 import { csvRows } from './csv.ts';
 import { ContactsImported } from './events.ts';
 import { type ColumnMap, mapColumns, validateRow } from './import-rows.ts';
+import { ContactImportStore, type StagedRow } from './import-store.ts';
 import type { ImportResult } from './schemas.ts';
 import { ContactStore, type ImportedContact } from './store.ts';
 
@@ -24,6 +33,7 @@ export class ContactImporter {
   private readonly clock: Clock;
   private readonly events: EventOutbox;
   private readonly store = new ContactStore();
+  private readonly staging = new ContactImportStore();
 
   constructor(deps: { db: Database; clock: Clock; events: EventOutbox }) {
     this.db = deps.db;
@@ -31,9 +41,13 @@ export class ContactImporter {
     this.events = deps.events;
   }
 
-  /** Imports a CSV stream. */
+  /**
+   * Imports a CSV stream. A stream cut at the upload limit (a multipart file's `truncated`) is refused
+   * with 413 before any contact changes.
+   */
   importCsv(organizationId: string, region: Region, stream: Readable, actor: string): Promise<ImportResult> {
-    return this.run(organizationId, region, actor, csvRows(stream));
+    const truncated = () => (stream as Readable & { truncated?: boolean }).truncated === true;
+    return this.run(organizationId, region, actor, csvRows(stream), 2, truncated);
   }
 
   /** Imports a JSON array of objects; keys are recognised like CSV headers. */
@@ -58,67 +72,96 @@ export class ContactImporter {
     actor: string,
     source: AsyncIterable<string[]>,
     firstRowNumber = 2,
+    truncated: () => boolean = () => false,
   ): Promise<ImportResult> {
     const result: ImportResult = { imported: 0, updated: 0, rejected: 0, errors: [] };
-    let dataRows = 0;
-    let blankPhones = 0;
     const now = this.clock.now();
+    const importId = newId('imp', now.getTime());
+    try {
+      const validRows = await this.stage(importId, source, firstRowNumber, region, now, result);
+      if (truncated()) throw new ApiError(413, 'The CSV is larger than the 50 MB import limit');
+      if (validRows === 0) throw result.rejected === 0 ? emptyFile() : noValidRows(result);
+      await this.apply(importId, organizationId, result, now, actor);
+      await this.db.transaction((tx) =>
+        this.events.record(tx, ContactsImported, {
+          organizationId,
+          data: { imported: result.imported, updated: result.updated, rejected: result.rejected },
+        }),
+      );
+      return result;
+    } finally {
+      // Nothing staged outlives its import, whatever happened.
+      await this.staging.discard(this.db, importId);
+    }
+  }
 
-    await this.db.transaction(async (tx) => {
-      let columns: ColumnMap | undefined;
-      let batch = new Map<string, ImportedContact>();
-      let rowNumber = firstRowNumber - 1;
-      for await (const cells of source) {
-        if (!columns) {
-          columns = mapColumns(cells);
-          continue;
-        }
-        rowNumber++;
-        if (cells.every((cell) => cell.trim() === '')) continue;
-        dataRows++;
-        const outcome = validateRow(cells, columns, region, now);
-        if (outcome.ok) {
-          // A phone twice in one batch: the later row wins (an upsert cannot touch one row twice).
-          batch.delete(outcome.row.phone);
-          batch.set(outcome.row.phone, outcome.row);
-          if (batch.size >= BATCH_SIZE) {
-            await this.upsert(tx, organizationId, [...batch.values()], result, now, actor);
-            batch = new Map();
-          }
-        } else {
-          if (outcome.blankPhone) blankPhones++;
-          result.rejected++;
-          if (result.errors.length < MAX_REPORTED_ERRORS)
-            result.errors.push({ row: rowNumber, reason: outcome.reason });
-        }
+  /** Pass 1: validates every row and stages the valid ones. Returns how many rows were valid. */
+  private async stage(
+    importId: string,
+    source: AsyncIterable<string[]>,
+    firstRowNumber: number,
+    region: Region,
+    now: Date,
+    result: ImportResult,
+  ): Promise<number> {
+    let columns: ColumnMap | undefined;
+    let batch = new Map<string, StagedRow>();
+    let rowNumber = firstRowNumber - 1;
+    let validRows = 0;
+    let blankPhones = 0;
+    const flush = async () => {
+      if (batch.size === 0) return;
+      await this.staging.stage(this.db, importId, [...batch.values()], now);
+      batch = new Map();
+      await yieldToOtherWork();
+    };
+    for await (const cells of source) {
+      if (!columns) {
+        columns = mapColumns(cells);
+        continue;
       }
-      if (batch.size > 0) await this.upsert(tx, organizationId, [...batch.values()], result, now, actor);
+      rowNumber++;
+      if (cells.every((cell) => cell.trim() === '')) continue;
+      const outcome = validateRow(cells, columns, region, now);
+      if (outcome.ok) {
+        validRows++;
+        // A phone twice in one batch: the later row wins (one statement cannot touch one row twice).
+        batch.delete(outcome.row.phone);
+        batch.set(outcome.row.phone, { position: rowNumber, row: outcome.row });
+        if (batch.size >= BATCH_SIZE) await flush();
+      } else if (outcome.blankPhone) {
+        blankPhones++;
+        recordRejection(result, rowNumber, outcome.reason);
+      } else {
+        recordRejection(result, rowNumber, outcome.reason);
+      }
+    }
+    await flush();
+    // Only blank phones (or no rows at all) is an empty file, not a file of invalid rows.
+    if (validRows === 0 && blankPhones === result.rejected) {
+      result.rejected = 0;
+      result.errors = [];
+    }
+    return validRows;
+  }
 
-      if (dataRows === 0 || blankPhones === dataRows) {
-        throw new ApiError(
-          400,
-          'The file has no contacts: it is empty, has only a header, or every phone is blank',
-          {
-            code: 'CONTACTS_IMPORT_EMPTY_FILE',
-          },
-        );
-      }
-      if (result.imported + result.updated === 0) {
-        throw new ApiError(
-          400,
-          `No valid rows: all ${result.rejected} rows were rejected; nothing was imported`,
-          {
-            code: 'CONTACTS_IMPORT_NO_VALID_ROWS',
-            data: { errors: result.errors },
-          },
-        );
-      }
-      await this.events.record(tx, ContactsImported, {
-        organizationId,
-        data: { imported: result.imported, updated: result.updated, rejected: result.rejected },
+  /** Pass 2: applies the staged rows in file order, a batch per transaction. */
+  private async apply(
+    importId: string,
+    organizationId: string,
+    result: ImportResult,
+    now: Date,
+    actor: string,
+  ) {
+    for (;;) {
+      const applied = await this.db.transaction(async (tx) => {
+        const rows = await this.staging.take(tx, importId, BATCH_SIZE);
+        if (rows.length > 0) await this.upsert(tx, organizationId, rows, result, now, actor);
+        return rows.length;
       });
-    });
-    return result;
+      if (applied === 0) return;
+      await yieldToOtherWork();
+    }
   }
 
   /** Inserts new phones and updates existing ones; empty cells never blank out what a contact already has. */
@@ -155,4 +198,31 @@ export class ContactImporter {
       );
     }
   }
+}
+
+function recordRejection(result: ImportResult, row: number, reason: string): void {
+  result.rejected++;
+  if (result.errors.length < MAX_REPORTED_ERRORS) result.errors.push({ row, reason });
+}
+
+function emptyFile(): ApiError {
+  return new ApiError(
+    400,
+    'The file has no contacts: it is empty, has only a header, or every phone is blank',
+    {
+      code: 'CONTACTS_IMPORT_EMPTY_FILE',
+    },
+  );
+}
+
+function noValidRows(result: ImportResult): ApiError {
+  return new ApiError(400, `No valid rows: all ${result.rejected} rows were rejected; nothing was imported`, {
+    code: 'CONTACTS_IMPORT_NO_VALID_ROWS',
+    data: { errors: result.errors },
+  });
+}
+
+/** Lets requests that arrived during a batch run before the next one (and, on PGlite, take the connection). */
+function yieldToOtherWork(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }

@@ -24,6 +24,11 @@ declare module 'fastify' {
     allowExpired?: boolean;
     /** Session interfaces: allowed while the user must still change their password. */
     allowPendingPasswordChange?: boolean;
+    /**
+     * Largest request body this route takes when it is streamed rather than parsed (multipart uploads):
+     * a declared Content-Length above it is refused with 413 before a byte is read.
+     */
+    uploadLimit?: number;
     /** Error statuses this route answers beyond the interface's usual ones (for the OpenAPI document). */
     errorStatuses?: readonly number[];
     /** Set when the route is mounted: the interface serving it. */
