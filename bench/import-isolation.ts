@@ -49,7 +49,7 @@ out.write('phone,first_name,last_name,email,company\n');
 for (let i = 0; i < ROWS; i++) {
   const area = 201 + Math.floor(i / 10_000);
   const line = `+1${area}555${String(i % 10_000).padStart(4, '0')},First${i},Last${i},u${i}@example.com,Co ${i % 100}\n`;
-  if (!out.write(line)) await new Promise((resolve) => out.once('drain', resolve));
+  if (!out.write(line)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
 }
 out.end();
 await finished(out);
