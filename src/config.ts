@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TRUST_TIERS, type TrustTier } from './carriers/carrier.ts';
+import { type EncryptionKey, encryptionKeyId } from './platform/crypto.ts';
 
 export type AppEnv = 'production' | 'development' | 'test';
 export type Role = 'api' | 'worker';
@@ -24,8 +25,14 @@ export interface Config {
   adminToken?: string;
   redisUrl?: string;
   smtpUrl?: string;
-  /** Signs session tokens; also the root from which the at-rest encryption key is derived. */
+  /** Signs session tokens (and cursors). Before ENCRYPTION_KEY, it was also the root of stored secrets. */
   jwtSecret: string;
+  /**
+   * ENCRYPTION_KEY: the keys that seal stored secrets (TOTP, webhook signing secrets), newest first. New data
+   * is sealed with the first; each listed key still opens what it sealed. Empty: secrets are sealed with a
+   * key derived from JWT_SECRET, as before the key ring existed.
+   */
+  encryptionKeys: EncryptionKey[];
   roles: Role[];
   logLevel: string;
   /** Public base URL used in links we mail out (password reset). */
@@ -84,6 +91,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push('REQUEST_TIMEOUT_SECONDS must be a whole number of seconds from 1 to 3600');
   }
 
+  const encryptionKeys = (env.ENCRYPTION_KEY ?? '')
+    .split(',')
+    .map((secret) => secret.trim())
+    .filter((secret) => secret !== '')
+    .map((secret) => ({ id: encryptionKeyId(secret), secret }));
+  if (encryptionKeys.some((key) => key.secret.length < 32)) {
+    problems.push('ENCRYPTION_KEY must be one or more comma-separated keys of at least 32 characters each');
+  }
+  if (new Set(encryptionKeys.map((key) => key.id)).size !== encryptionKeys.length) {
+    problems.push('ENCRYPTION_KEY lists the same key twice');
+  }
+
   let jwtSecret = env.JWT_SECRET || '';
   if (appEnv === 'production') {
     if (!jwtSecret) problems.push('JWT_SECRET is required in production');
@@ -105,6 +124,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl,
     smtpUrl,
     jwtSecret,
+    encryptionKeys,
     roles,
     logLevel: env.LOG_LEVEL || (appEnv === 'test' ? 'silent' : 'info'),
     publicUrl: env.PUBLIC_URL || `http://localhost:${port}`,

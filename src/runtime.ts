@@ -65,7 +65,8 @@ export function createPlatform(
     idempotency: new Idempotency(db, theClock),
     mailer: createMailer(config.smtpUrl, log, config.appEnv === 'production'),
     log,
-    secretBox: (purpose) => createSecretBox(config.jwtSecret, purpose),
+    secretBox: (purpose) =>
+      createSecretBox({ keys: config.encryptionKeys, legacy: config.jwtSecret }, purpose),
   };
 }
 

@@ -1,10 +1,13 @@
 // Password reset by e-mail (CONTRACT section 4), over a real SMTP server (smtp-server on loopback): the
 // request always answers 200, the mail carries a one-time token good for one hour, confirming it sets the
-// password and revokes every session, and requests are limited to 3 per hour per e-mail.
+// password and revokes every session, and requests are limited to 3 per hour per e-mail. The mail goes
+// through the job queue: a mail server that refuses at first gets it on a retry, the jobs table never holds
+// the token or the link, and a known and an unknown e-mail cost the same queries.
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { SMTPServer } from 'smtp-server';
+import type { Queryable } from '../src/platform/db/index.ts';
 import { isShapeA, type Response, startTestApp, type TestApp } from './helpers/app.ts';
 import { advance, alignClock, createUser, login, PASSWORD, signIn, uniqueEmail } from './helpers/portal.ts';
 
@@ -21,15 +24,27 @@ function assertRefused(res: Response, status: number, code: string | undefined) 
   assert.equal(res.body.code, code, res.text);
 }
 
-/** A real SMTP server on 127.0.0.1 that keeps what it receives; waitFor resolves on a mail to an address. */
+/**
+ * A real SMTP server on 127.0.0.1 that keeps what it receives; waitFor resolves on a mail to an address.
+ * `refuseFirst` answers the first that many deliveries to each recipient with a temporary failure (451).
+ */
 class MailCatcher {
   readonly mails: ReceivedMail[] = [];
+  readonly refused = new Map<string, number>();
   private waiters: { to: string; resolve: (mail: ReceivedMail) => void }[] = [];
+  constructor(private readonly refuseFirst = 0) {}
   readonly server = new SMTPServer({
     authOptional: true,
     // Plain SMTP on loopback: no STARTTLS offered, so the client does not try to upgrade.
     disabledCommands: ['STARTTLS', 'AUTH'],
     logger: false,
+    onRcptTo: (address, _session, callback) => {
+      const to = address.address.toLowerCase();
+      const refused = this.refused.get(to) ?? 0;
+      if (refused >= this.refuseFirst) return callback();
+      this.refused.set(to, refused + 1);
+      callback(Object.assign(new Error('Mailbox busy, try again later'), { responseCode: 451 }));
+    },
     onData: (stream, session, callback) => {
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -93,6 +108,8 @@ describe('password reset over SMTP', () => {
         publicUrl: 'https://portal.example.com',
       },
     });
+    // The mail is a job: a worker sends it, as in a deployment.
+    t.ctx.jobs.start();
   });
   after(async () => {
     await t.close();
@@ -204,5 +221,174 @@ describe('password reset without SMTP', () => {
     assert.equal(res.status, 200, res.text);
     const rows = await t.ctx.db.query('SELECT 1 FROM password_reset_tokens WHERE user_id = $1', [user.id]);
     assert.equal(rows.length, 1);
+  });
+});
+
+/** Every SQL statement the app's database runs (in or out of a transaction) while `work` runs. */
+async function statementsOf(t: TestApp, work: () => Promise<unknown>): Promise<string[]> {
+  const db = t.ctx.db;
+  const { query, transaction } = db;
+  const statements: string[] = [];
+  const note = (sql: string) => statements.push(sql.replace(/\s+/g, ' ').trim());
+  const watched = (tx: Queryable): Queryable => ({
+    query: <Row>(sql: string, params?: unknown[]) => {
+      note(sql);
+      return tx.query<Row>(sql, params);
+    },
+    exec: (sql) => tx.exec(sql),
+  });
+  db.query = <Row>(sql: string, params?: unknown[]) => {
+    note(sql);
+    return query.call(db, sql, params) as Promise<Row[]>;
+  };
+  db.transaction = <T>(fn: (tx: Queryable) => Promise<T>) => {
+    note('BEGIN');
+    return transaction.call(db, (tx) => fn(watched(tx))) as Promise<T>;
+  };
+  try {
+    await work();
+  } finally {
+    db.query = query;
+    db.transaction = transaction;
+  }
+  return statements;
+}
+
+describe('password reset mail through the job queue', () => {
+  let t: TestApp;
+  // Refuses each recipient's first two deliveries, as a mail server that is briefly down would.
+  const catcher = new MailCatcher(2);
+  before(async () => {
+    const port = await catcher.listen();
+    t = await startTestApp({
+      config: {
+        trustProxy: true,
+        smtpUrl: `smtp://127.0.0.1:${port}`,
+        publicUrl: 'https://portal.example.com',
+      },
+    });
+  });
+  after(async () => {
+    await t.close();
+    t.ctx.mailer.close();
+    await catcher.close();
+  });
+
+  const request = (email: string) => t.request('POST', `${AUTH}/password-reset/request`, { body: { email } });
+  /** The mail job's rows, as an operator reading the table sees them. */
+  const jobRows = () =>
+    t.ctx.db.query<{ payload: string; status: string; attempts: number; last_error: string | null }>(
+      `SELECT payload::text AS payload, status, attempts, last_error FROM jobs
+        WHERE queue = 'identity.password-reset-mail' ORDER BY created_at`,
+    );
+  /** Runs the due jobs (the worker's part), one round. */
+  const work = () => t.ctx.jobs.drain();
+
+  test('a mail the server refuses at first is retried and arrives; the jobs table never holds token or link', async () => {
+    const user = await createUser(t);
+    assert.equal((await request(user.email)).status, 200);
+    const seen: string[] = [];
+    const look = async () => {
+      for (const row of await jobRows()) seen.push(`${row.payload} ${row.last_error ?? ''}`);
+    };
+    await look();
+    await work();
+    assert.equal(catcher.refused.get(user.email.toLowerCase()), 1, 'the first attempt was refused');
+    assert.equal(catcher.mailsTo(user.email).length, 0);
+    const [failed] = await jobRows();
+    assert.equal(failed!.status, 'pending', 'kept for a retry');
+    assert.equal(failed!.attempts, 1);
+    assert.match(failed!.last_error ?? '', /451|busy/i);
+    await look();
+    // The retries follow the queue's backoff (5 s, then 15 s, ±20%), on the app clock.
+    await advance(t, 7);
+    await work();
+    assert.equal(catcher.refused.get(user.email.toLowerCase()), 2);
+    await look();
+    await advance(t, 20);
+    await work();
+    const [mail, ...more] = catcher.mailsTo(user.email);
+    assert.ok(mail, 'the mail arrived on the third attempt');
+    assert.equal(more.length, 0, 'and only once');
+    const [done] = await jobRows();
+    assert.equal(done!.status, 'completed');
+    await look();
+
+    const token = tokenIn(mail);
+    const link = `reset-password?token=${token}`;
+    for (const text of seen) {
+      assert.ok(!text.includes(token), `token in the jobs table: ${text}`);
+      assert.ok(!text.includes('prt_'), `a reset token in the jobs table: ${text}`);
+      assert.ok(!text.includes(link), `link in the jobs table: ${text}`);
+      assert.ok(!text.toLowerCase().includes(user.email.toLowerCase()), `address in the jobs table: ${text}`);
+    }
+    // The token that arrived is the one that works.
+    const confirmed = await t.request('POST', `${AUTH}/password-reset/confirm`, {
+      body: { token, newPassword: 'the password after reset' },
+    });
+    assert.equal(confirmed.status, 200, confirmed.text);
+    assert.equal((await login(t, { email: user.email, password: 'the password after reset' })).status, 200);
+  });
+
+  test('a known and an unknown e-mail run the same statements and answer alike; only the known gets mail', async () => {
+    const known = await createUser(t);
+    const unknown = uniqueEmail('ghost');
+    let knownAnswer: Response | undefined;
+    let unknownAnswer: Response | undefined;
+    const forKnown = await statementsOf(t, async () => {
+      knownAnswer = await request(known.email);
+    });
+    const forUnknown = await statementsOf(t, async () => {
+      unknownAnswer = await request(unknown);
+    });
+    assert.deepEqual(unknownAnswer!.body, knownAnswer!.body);
+    assert.ok(
+      forKnown.some((sql) => sql.startsWith('INSERT INTO jobs')),
+      forKnown.join('\n'),
+    );
+    assert.ok(
+      forKnown.some((sql) => sql.startsWith('INSERT INTO password_reset_tokens')),
+      forKnown.join('\n'),
+    );
+    assert.deepEqual(forUnknown, forKnown);
+    // Let the mail server take the known one (it refuses twice), then check nothing went to the unknown one.
+    for (let i = 0; i < 3; i++) {
+      await work();
+      await advance(t, 20);
+    }
+    await work();
+    assert.equal(catcher.mailsTo(known.email).length, 1);
+    assert.equal(catcher.mailsTo(unknown).length, 0);
+    assert.equal(catcher.refused.get(unknown.toLowerCase()), undefined, 'not even tried');
+  });
+
+  test('a request still queued when the password changes sends nothing', async () => {
+    const user = await createUser(t);
+    const token = await signIn(t, user);
+    assert.equal((await request(user.email)).status, 200);
+    const changed = await t.request('POST', `${AUTH}/password`, {
+      token,
+      body: { currentPassword: PASSWORD, newPassword: 'a brand new password' },
+    });
+    assert.equal(changed.status, 200, changed.text);
+    await work();
+    assert.equal(catcher.refused.get(user.email.toLowerCase()), undefined, 'no mail was attempted');
+    const rows = await t.ctx.db.query<{ token_hash: string | null }>(
+      'SELECT token_hash FROM password_reset_tokens WHERE user_id = $1',
+      [user.id],
+    );
+    assert.deepEqual(rows, [{ token_hash: null }], 'never given a token');
+  });
+
+  test('a request whose hour passed while the mail server was down is dropped, not mailed late', async () => {
+    const user = await createUser(t);
+    assert.equal((await request(user.email)).status, 200);
+    await work(); // refused
+    await advance(t, 3601);
+    await work(); // the request has expired: nothing to send, and the job ends
+    assert.equal(catcher.refused.get(user.email.toLowerCase()), 1);
+    assert.equal(catcher.mailsTo(user.email).length, 0);
+    const statuses = (await jobRows()).map((row) => row.status);
+    assert.ok(!statuses.includes('pending'), statuses.join(','));
   });
 });

@@ -88,14 +88,17 @@ describe('two-factor set-up and login challenge', () => {
     assert.ok(row!.secret_sealed.startsWith('v1.'));
     assert.ok(!row!.secret_sealed.includes(secret), 'secret not stored in the clear');
 
-    const wrong = await t.request('POST', `${AUTH}/2fa/enable`, { token, body: { code: '000000' } });
+    const wrong = await t.request('POST', `${AUTH}/2fa/enable`, {
+      token,
+      body: { code: '000000', password: PASSWORD },
+    });
     assertRefused(wrong, 400, undefined);
     // Not enabled: login still gives a session directly.
     assert.ok((await login(t, { email: user.email, password: PASSWORD })).body.data.token);
 
     const enabled = await t.request('POST', `${AUTH}/2fa/enable`, {
       token,
-      body: { code: totpCode(t, secret) },
+      body: { code: totpCode(t, secret), password: PASSWORD },
     });
     assert.equal(enabled.status, 200, enabled.text);
     const codes = enabled.body.data.recoveryCodes;
@@ -357,8 +360,9 @@ describe('two-factor verification limit', () => {
 
   test('10 verifications per 15 minutes per user; the 11th is refused without looking at the code', async () => {
     const { user, token, secret } = await userWithTwoFactor(t);
-    // Let the verification from enabling go stale, then start at the beginning of a window.
-    await advance(t, 10 * 60);
+    // Let the verification from enabling go stale and its attempt leave the (sliding) 15-minute window, then
+    // start at the beginning of a window.
+    await advance(t, 15 * 60);
     await alignClock(t, 15 * 60);
     for (let i = 0; i < 10; i++) {
       const res = await t.request('POST', `${AUTH}/2fa/verify`, { token, body: { code: '000000' } });

@@ -2,6 +2,9 @@
 // of worker processes on one database each due job is handed to exactly one of them. A claim is a lease:
 // a worker that dies mid-job stops renewing nothing, its lease runs out, and another worker takes the job
 // again. Delivery is therefore at-least-once; handlers are written to be idempotent.
+// A job that fails its last attempt is marked dead and never runs again; its queue may register `onDead`,
+// called in the transaction that marks it, so the work the job stood for (a delivery, a message) is marked
+// failed where its users see it instead of waiting forever on a job that will not run.
 // Every time here is the app clock's, so tests move schedules with the test clock instead of sleeping.
 import { hostname } from 'node:os';
 import type { Clock } from './clock.ts';
@@ -30,14 +33,23 @@ export class RetryAt extends Error {
   }
 }
 
-export interface QueueOptions {
+export interface QueueOptions<Payload = never> {
   /** Attempts before the job is marked dead. */
   maxAttempts?: number;
   /** Seconds to wait after the n-th failed attempt (index n-1); the last entry repeats. */
   retryDelaysSeconds?: number[];
   /** How long a claim lasts before another worker may take the job. */
   leaseSeconds?: number;
+  /**
+   * Called once when a job of the queue gives up (its last attempt failed; a RetryAt never gives up), with
+   * the error of that attempt, in the transaction that marks the job dead, so the job's death and its
+   * consequence commit together. Only the worker still holding the job calls it. If it throws, the job is
+   * marked dead all the same and the hook's error goes to `onError`.
+   */
+  onDead?: (tx: Queryable, job: Job<Payload>, error: unknown) => Promise<void>;
 }
+
+type QueueTiming = Required<Omit<QueueOptions, 'onDead'>>;
 
 export interface EnqueueOptions {
   runAt?: Date;
@@ -58,11 +70,12 @@ interface JobRow {
 
 interface RegisteredQueue {
   handler: JobHandler<never>;
-  options: Required<QueueOptions>;
+  onDead?: QueueOptions['onDead'];
+  options: QueueTiming;
 }
 
 const DEFAULT_RETRY_DELAYS = [5, 30, 120, 600, 1800, 3600];
-const DEFAULT_OPTIONS: Required<QueueOptions> = {
+const DEFAULT_OPTIONS: QueueTiming = {
   maxAttempts: 10,
   retryDelaysSeconds: DEFAULT_RETRY_DELAYS,
   leaseSeconds: 60,
@@ -96,12 +109,27 @@ export class JobQueue {
     this.onError = options.onError ?? (() => {});
   }
 
-  register<Payload>(queue: string, handler: JobHandler<Payload>, options: QueueOptions = {}): void {
+  register<Payload>(queue: string, handler: JobHandler<Payload>, options: QueueOptions<Payload> = {}): void {
     if (this.queues.has(queue)) throw new Error(`Queue ${queue} already has a handler`);
+    const { onDead, ...timing } = options;
     this.queues.set(queue, {
       handler: handler as JobHandler<never>,
-      options: { ...DEFAULT_OPTIONS, ...options },
+      onDead: onDead as QueueOptions['onDead'],
+      options: { ...DEFAULT_OPTIONS, ...timing },
     });
+  }
+
+  /**
+   * Whether a job of `queue` whose payload contains `payload` (JSON containment) is waiting or running: a
+   * caller about to enqueue work again can tell a job still under way from one that finished, died or never
+   * was.
+   */
+  async hasOpenJob(q: Queryable, queue: string, payload: Record<string, unknown>): Promise<boolean> {
+    const rows = await q.query(
+      `SELECT 1 FROM jobs WHERE queue = $1 AND status IN ('pending', 'running') AND payload @> $2::jsonb LIMIT 1`,
+      [queue, JSON.stringify(payload)],
+    );
+    return rows.length > 0;
   }
 
   /** Adds a job, in the caller's transaction when `q` is one, so the job exists only if the change commits. */
@@ -243,13 +271,32 @@ export class JobQueue {
           [job.id, runAt, message.slice(0, 2000), this.workerId],
         );
       } else {
-        await this.db.query(
-          `UPDATE jobs SET status = 'dead', finished_at = $2, locked_by = NULL, locked_until = NULL, last_error = $3
-            WHERE id = $1 AND locked_by = $4`,
-          [job.id, new Date(now), message.slice(0, 2000), this.workerId],
-        );
+        await this.bury(registered, job, error, new Date(now), message);
       }
     }
+  }
+
+  /** Marks the job dead and, in the same transaction, tells its queue's `onDead`. */
+  private async bury(registered: RegisteredQueue, job: Job, error: unknown, at: Date, message: string) {
+    const markDead = (q: Queryable) =>
+      q.query(
+        `UPDATE jobs SET status = 'dead', finished_at = $2, locked_by = NULL, locked_until = NULL, last_error = $3
+          WHERE id = $1 AND locked_by = $4 RETURNING id`,
+        [job.id, at, message.slice(0, 2000), this.workerId],
+      );
+    const { onDead } = registered;
+    if (onDead) {
+      try {
+        await this.db.transaction(async (tx) => {
+          // A worker whose lease ran out no longer holds the job: the one that does decides its fate.
+          if ((await markDead(tx)).length > 0) await onDead(tx, job as Job<never>, error);
+        });
+        return;
+      } catch (hookError) {
+        this.onError(hookError, job);
+      }
+    }
+    await markDead(this.db);
   }
 
   /** Delay after the n-th failure, with ±20% jitter so that retries of many jobs do not arrive together. */

@@ -7,6 +7,7 @@
 //   jobs       the durable queues it handles
 //   events     the events it emits (the webhook catalog and OpenAPI are built from these)
 //   consumers  what it does with every recorded event (webhooks fan them out)
+//   sealed     the columns where it keeps sealed secrets (re-sealed when ENCRYPTION_KEY rotates)
 // Modules never construct each other: use(other) returns the other module's services, built once. A cycle
 // between modules is refused at start with the path that forms it.
 import type { FastifyBaseLogger } from 'fastify';
@@ -56,6 +57,19 @@ export interface JobSpec<Payload = never> {
   options?: QueueOptions;
 }
 
+/**
+ * A column holding secrets sealed with `platform.secretBox(purpose)`, bound to its row by the value of
+ * `associatedData` (a column of the same row). The key-rotation command re-seals these with the newest key.
+ */
+export interface SealedColumns {
+  table: string;
+  /** The row's primary key column. */
+  key: string;
+  columns: string[];
+  purpose: string;
+  associatedData: string;
+}
+
 export interface ModuleDefinition<Name extends string = string, Services = unknown> {
   name: Name;
   create(context: ModuleContext): Services;
@@ -64,6 +78,8 @@ export interface ModuleDefinition<Name extends string = string, Services = unkno
   jobs?(services: Services): Record<string, JobSpec<never>>;
   events?: readonly EventDefinition[];
   consumers?(services: Services): EventConsumer[];
+  /** Where it keeps sealed secrets, so that rotating ENCRYPTION_KEY can re-seal them. */
+  sealed?: readonly SealedColumns[];
 }
 
 export function defineModule<const Name extends string, Services>(

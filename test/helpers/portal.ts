@@ -123,14 +123,17 @@ export async function advance(t: TestApp, seconds: number): Promise<void> {
   if (res.status !== 200) throw new Error(`clock move failed: ${res.status} ${res.text}`);
 }
 
-/** Turns 2FA on for a signed-in user; returns the secret and recovery codes. */
-export async function enableTwoFactor(t: TestApp, token: string) {
+/**
+ * Turns 2FA on for a signed-in user (enabling asks for the password too: `password`, the one every test user
+ * is created with unless given); returns the secret and recovery codes.
+ */
+export async function enableTwoFactor(t: TestApp, token: string, password: string = PASSWORD) {
   const setup = await t.request('POST', '/v2/portal/auth/2fa/setup', { token });
   if (setup.status !== 200) throw new Error(`2fa setup failed: ${setup.status} ${setup.text}`);
   const secret = setup.body.data.secret as string;
   const enable = await t.request('POST', '/v2/portal/auth/2fa/enable', {
     token,
-    body: { code: totpCode(t, secret) },
+    body: { code: totpCode(t, secret), password },
   });
   if (enable.status !== 200) throw new Error(`2fa enable failed: ${enable.status} ${enable.text}`);
   // The step just used cannot be used again; later codes come from the next step.
@@ -139,12 +142,31 @@ export async function enableTwoFactor(t: TestApp, token: string) {
 }
 
 /**
- * Moves the server clock to just after the start of a rate-limit window of `windowSeconds` (windows are
- * aligned to the clock), so a test's attempts cannot straddle two windows.
+ * Moves the server clock to just after the start of a rate-limit window of `windowSeconds` (fixed windows are
+ * aligned to the clock), so a test's attempts cannot straddle two windows. Sliding windows (sign-in and
+ * two-factor) have no boundary to straddle; there it only starts the test on a whole window.
  */
 export async function alignClock(t: TestApp, windowSeconds: number): Promise<void> {
   const windowMs = windowSeconds * 1000;
   const next = Math.ceil(t.ctx.clock.nowMs() / windowMs) * windowMs + 1000;
   const res = await t.admin('POST', '/test/clock', { now: new Date(next).toISOString() });
   if (res.status !== 200) throw new Error(`clock move failed: ${res.status} ${res.text}`);
+}
+
+/**
+ * Moves the server clock forward to `secondsBefore` seconds before the next start of a clock-aligned window
+ * of `windowSeconds` (at least a minute ahead): where a fixed window would end and give a new budget.
+ */
+export async function justBeforeBoundary(
+  t: TestApp,
+  windowSeconds: number,
+  secondsBefore: number,
+): Promise<number> {
+  const windowMs = windowSeconds * 1000;
+  const boundary = Math.ceil((t.ctx.clock.nowMs() + secondsBefore * 1000 + 60_000) / windowMs) * windowMs;
+  const res = await t.admin('POST', '/test/clock', {
+    now: new Date(boundary - secondsBefore * 1000).toISOString(),
+  });
+  if (res.status !== 200) throw new Error(`clock move failed: ${res.status} ${res.text}`);
+  return boundary;
 }

@@ -6,6 +6,7 @@ import { organizationsModule } from '../organizations/index.ts';
 import { SessionGuard } from './guard.ts';
 import { userOperatorRoutes } from './operator-routes.ts';
 import { PasswordResetService } from './password-reset.ts';
+import { PASSWORD_RESET_MAIL_QUEUE, PasswordResetMail } from './password-reset-mail.ts';
 import { type IdentityServices, portalAuthRoutes } from './routes.ts';
 import { PortalAuthService } from './service.ts';
 import { SessionService } from './sessions.ts';
@@ -19,10 +20,18 @@ export { publicUser, ROLES, UserService } from './users.ts';
 export const identityModule = defineModule({
   name: 'identity',
   create: ({ platform, use }): IdentityServices => {
-    const { db, clock, config, rateLimiter, mailer, log } = platform;
+    const { db, clock, config, rateLimiter, mailer, jobs } = platform;
     const users = new UserService({ db, clock });
     const sessions = new SessionService({ db, clock, codec: new SessionTokenCodec(config.jwtSecret) });
     const twoFactor = new TwoFactorService({ db, clock, box: platform.secretBox('totp-secret') });
+    const passwordResetMail = new PasswordResetMail({
+      db,
+      clock,
+      users,
+      jobs,
+      mailer,
+      publicUrl: config.publicUrl,
+    });
     const portalAuth = new PortalAuthService({
       db,
       clock,
@@ -31,10 +40,8 @@ export const identityModule = defineModule({
       sessions,
       twoFactor,
       passwordResets: new PasswordResetService({ db, clock, users, sessions }),
+      passwordResetMail,
       rateLimiter,
-      mailer,
-      publicUrl: config.publicUrl,
-      onMailError: (error) => log.error({ err: error }, 'password reset e-mail could not be sent'),
     });
     const sessionGuard = new SessionGuard({
       sessions,
@@ -42,7 +49,19 @@ export const identityModule = defineModule({
       rateLimiter,
       production: config.appEnv === 'production',
     });
-    return { users, sessions, twoFactor, portalAuth, sessionGuard };
+    return { users, sessions, twoFactor, portalAuth, sessionGuard, passwordResetMail };
   },
   routes: { portal: [portalAuthRoutes], operator: [userOperatorRoutes] },
+  // Password-reset mail is retried from the queue when the mail server fails (password-reset-mail.ts).
+  jobs: ({ passwordResetMail }) => ({ [PASSWORD_RESET_MAIL_QUEUE]: passwordResetMail.queue }),
+  // TOTP secrets, bound to their user's id.
+  sealed: [
+    {
+      table: 'user_two_factor',
+      key: 'user_id',
+      columns: ['secret_sealed'],
+      purpose: 'totp-secret',
+      associatedData: 'user_id',
+    },
+  ],
 });

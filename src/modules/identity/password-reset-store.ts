@@ -1,5 +1,7 @@
-// The SQL of password reset tokens, kept only as their SHA-256. Every method takes the Queryable to run on, so
-// spending a token and changing the password share one transaction; the rules stay with PasswordResetService.
+// The SQL of password reset requests and their tokens, kept only as SHA-256. A request is recorded without a
+// token (and for an unknown e-mail without a user) and armed with one by the mail job just before sending
+// (password-reset-mail.ts). Every method takes the Queryable to run on, so spending a token and changing the
+// password share one transaction; the rules stay with PasswordResetService and PasswordResetMail.
 import type { Queryable } from '../../platform/db/index.ts';
 
 export class PasswordResetStore {
@@ -12,6 +14,38 @@ export class PasswordResetStore {
        VALUES ($1, $2, $3, $4, $5)`,
       [token.id, token.tokenHash, token.userId, token.now, token.expiresAt],
     );
+  }
+
+  /** A request not yet mailed: no token yet, and no user when the e-mail has no account. */
+  async insertRequest(
+    db: Queryable,
+    request: { id: string; userId: string | null; now: Date; expiresAt: Date },
+  ): Promise<void> {
+    await db.query(
+      `INSERT INTO password_reset_tokens (id, token_hash, user_id, created_at, expires_at)
+       VALUES ($1, NULL, $2, $3, $4)`,
+      [request.id, request.userId, request.now, request.expiresAt],
+    );
+  }
+
+  /**
+   * Gives a live request of a user the token with this hash (replacing one an earlier attempt gave it);
+   * returns the user and expiry, or undefined when there is nothing to mail: no account, used, voided or
+   * expired.
+   */
+  async arm(
+    db: Queryable,
+    id: string,
+    tokenHash: string,
+    now: Date,
+  ): Promise<{ userId: string; expiresAt: Date } | undefined> {
+    const [row] = await db.query<{ user_id: string; expires_at: Date }>(
+      `UPDATE password_reset_tokens SET token_hash = $2
+        WHERE id = $1 AND user_id IS NOT NULL AND used_at IS NULL AND expires_at > $3
+        RETURNING user_id, expires_at`,
+      [id, tokenHash, now],
+    );
+    return row && { userId: row.user_id, expiresAt: row.expires_at };
   }
 
   /** Whether an unused token with this hash is still good at `now`. */
@@ -33,7 +67,7 @@ export class PasswordResetStore {
     return row?.user_id;
   }
 
-  /** Spends every unused token of the user. */
+  /** Spends every unused token of the user, and voids their requests not yet mailed. */
   async spendAll(db: Queryable, userId: string, now: Date): Promise<void> {
     await db.query('UPDATE password_reset_tokens SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL', [
       userId,

@@ -1,6 +1,7 @@
 // Password reset by e-mail: a one-time token, random and stored only as its SHA-256, good for one hour.
 // Using it sets the new password, spends every outstanding reset token of the user, clears a pending
 // "require password change" and revokes every session (a reset is what one does after losing control).
+// Requests and their mail are password-reset-mail.ts: the token is made when the mail is sent.
 import { hashPassword } from '../../platform/auth/passwords.ts';
 import { sha256Hex } from '../../platform/auth/secrets.ts';
 import type { Clock } from '../../platform/clock.ts';
@@ -27,7 +28,10 @@ export class PasswordResetService {
     this.sessions = deps.sessions;
   }
 
-  /** A reset token for the e-mail's user, or undefined when no user has that e-mail. */
+  /**
+   * A reset token for the e-mail's user, issued at once and not mailed (tests and tools), or undefined when no
+   * user has that e-mail. Requests from the portal go through PasswordResetMail instead.
+   */
   async issue(email: string): Promise<{ token: string; userEmail: string; expiresAt: Date } | undefined> {
     const user = await this.users.findByEmail(email);
     if (!user) return undefined;

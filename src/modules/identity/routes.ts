@@ -7,9 +7,11 @@ import { envelope } from '../../platform/http/schemas.ts';
 import type { ModuleRoutes } from '../../platform/module.ts';
 import { rateLimitHeaders } from '../../platform/rate-limit.ts';
 import { currentSession, type SessionGuard, STEP_UP_WINDOW_SECONDS } from './guard.ts';
+import type { PasswordResetMail } from './password-reset-mail.ts';
 import {
   ChangePasswordBody,
   CodeBody,
+  EnableTwoFactorBody,
   LoginBody,
   LoginResponse,
   LoginVerifyBody,
@@ -67,6 +69,7 @@ export interface IdentityServices {
   twoFactor: TwoFactorService;
   portalAuth: PortalAuthService;
   sessionGuard: SessionGuard;
+  passwordResetMail: PasswordResetMail;
 }
 
 export const portalAuthRoutes: ModuleRoutes<IdentityServices> =
@@ -335,16 +338,15 @@ export const portalAuthRoutes: ModuleRoutes<IdentityServices> =
         schema: {
           operationId: 'auth.twoFactor.enable',
           tags,
-          summary: 'Turn two-factor on with a code from the new secret; returns recovery codes, shown once',
-          body: CodeBody,
+          summary:
+            'Turn two-factor on with the password and a code from the new secret; returns recovery codes, shown once',
+          body: EnableTwoFactorBody,
           response: { 200: RecoveryCodesResponse },
         },
       },
       async (request) => ({
         success: true as const,
-        data: {
-          recoveryCodes: await portalAuth.enableTwoFactor(currentSession(request), request.body.code),
-        },
+        data: { recoveryCodes: await portalAuth.enableTwoFactor(currentSession(request), request.body) },
       }),
     );
 

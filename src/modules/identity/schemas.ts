@@ -46,6 +46,19 @@ export const ResetConfirmBody = Type.Object(
   { additionalProperties: false },
 );
 export const CodeBody = Type.Object({ code: Code }, { additionalProperties: false });
+// Turning 2FA on also asks for the password (docs/auth.md, "Decisions"): a stolen session alone must not be
+// able to lock the owner out with a second factor only the thief holds.
+export const EnableTwoFactorBody = Type.Object(
+  {
+    code: Code,
+    password: Type.String({
+      minLength: 1,
+      maxLength: PASSWORD_MAX_LENGTH,
+      description: 'The account password, checked like a sign-in',
+    }),
+  },
+  { additionalProperties: false },
+);
 
 /** A user as the operator API shows it: never the password hash. */
 export const PublicUserSchema = Type.Object({

@@ -9,10 +9,10 @@ import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { newId, randomSecret } from '../../platform/ids.ts';
-import type { Mailer } from '../../platform/mail.ts';
 import { type RateLimiter, type RateLimitState, rateLimitHeaders } from '../../platform/rate-limit.ts';
 import type { Organization, OrganizationService } from '../organizations/index.ts';
 import type { PasswordResetService } from './password-reset.ts';
+import type { PasswordResetMail } from './password-reset-mail.ts';
 import { SessionStore } from './session-store.ts';
 import type { AuthenticatedSession, IssuedToken, SessionService } from './sessions.ts';
 import { SignInLimits } from './sign-in-limits.ts';
@@ -46,10 +46,8 @@ export interface PortalAuthDeps {
   sessions: SessionService;
   twoFactor: TwoFactorService;
   passwordResets: PasswordResetService;
+  passwordResetMail: PasswordResetMail;
   rateLimiter: RateLimiter;
-  mailer: Mailer;
-  publicUrl: string;
-  onMailError: (error: unknown) => void;
 }
 
 export class PortalAuthService {
@@ -186,14 +184,7 @@ export class PortalAuthService {
   ): Promise<SessionResult> {
     const { db, users, sessions } = this.deps;
     const user = await users.get(session.userId);
-    // Wrong current passwords count like failed logins: a stolen session cannot guess its way further.
-    const emailKey = user.email.toLowerCase();
-    const ok = await this.limits.checkPassword(
-      emailKey,
-      async () => ((await verifyPassword(user.passwordHash, input.currentPassword)) ? user : undefined),
-      'Too many failed password attempts; try again later',
-    );
-    if (!ok) throw ApiError.badRequest('Current password is incorrect');
+    await this.confirmPassword(user, input.currentPassword);
     const current = await sessions.get(session.sessionId);
     const newHash = await hashPassword(input.newPassword);
     const issued = await db.transaction(async (tx) => {
@@ -227,30 +218,13 @@ export class PortalAuthService {
 
   /**
    * Always the same answer whether or not the e-mail has an account; only the per-e-mail limit (3 per hour)
-   * answers 429, so that the limit is visible to a real user who keeps asking.
+   * answers 429, so that the limit is visible to a real user who keeps asking. The mail goes out through the
+   * job queue (password-reset-mail.ts), which also keeps a known e-mail's answer as fast as an unknown one's.
    */
   async requestPasswordReset(email: string): Promise<void> {
-    const { passwordResets, mailer, publicUrl, onMailError } = this.deps;
     const emailKey = email.trim().toLowerCase();
     await this.limits.countResetRequest(emailKey);
-    const issued = await passwordResets.issue(emailKey);
-    if (!issued) return;
-    const link = `${publicUrl.replace(/\/$/, '')}/reset-password?token=${encodeURIComponent(issued.token)}`;
-    // Not awaited: waiting for the SMTP server would make known e-mails measurably slower than unknown ones.
-    void mailer
-      .send({
-        to: issued.userEmail,
-        subject: 'Reset your password',
-        text: [
-          'Someone asked to reset the password of your account.',
-          '',
-          `Reset it here within one hour: ${link}`,
-          `Or send this token to POST /v2/portal/auth/password-reset/confirm: ${issued.token}`,
-          '',
-          'If it was not you, ignore this message; your password stays as it is.',
-        ].join('\n'),
-      })
-      .catch(onMailError);
+    await this.deps.passwordResetMail.request(emailKey);
   }
 
   confirmPasswordReset(token: string, newPassword: string): Promise<void> {
@@ -268,9 +242,18 @@ export class PortalAuthService {
     return now;
   }
 
-  async enableTwoFactor(session: AuthenticatedSession, code: string): Promise<string[]> {
+  /**
+   * Turns 2FA on. The password is asked too (docs/auth.md, "Decisions"): otherwise a stolen session of a user
+   * without 2FA could turn it on with the thief's authenticator and lock the owner out. It is checked first,
+   * under the per-e-mail failure limit, so this route is no way round that limit to guess passwords.
+   */
+  async enableTwoFactor(
+    session: AuthenticatedSession,
+    input: { code: string; password: string },
+  ): Promise<string[]> {
+    await this.confirmPassword(await this.deps.users.get(session.userId), input.password);
     await this.limits.countTwoFactorAttempt(session.userId);
-    const codes = await this.deps.twoFactor.enable(session.userId, code);
+    const codes = await this.deps.twoFactor.enable(session.userId, input.code);
     await this.deps.sessions.markMfaVerified(session.sessionId);
     return codes;
   }
@@ -289,6 +272,19 @@ export class PortalAuthService {
     const user = await this.deps.users.get(session.userId);
     const organization = await this.deps.organizations.get(session.organizationId);
     return { user, organization, role: session.role! };
+  }
+
+  /**
+   * Checks the signed-in user's own password; a wrong one is a 400 (the session itself is fine) and counts
+   * like a failed login for the e-mail, so a stolen session cannot guess its way further.
+   */
+  private async confirmPassword(user: User, password: string): Promise<void> {
+    const ok = await this.limits.checkPassword(
+      user.email.toLowerCase(),
+      async () => ((await verifyPassword(user.passwordHash, password)) ? user : undefined),
+      'Too many failed password attempts; try again later',
+    );
+    if (!ok) throw ApiError.badRequest('Current password is incorrect');
   }
 
   private async createChallenge(

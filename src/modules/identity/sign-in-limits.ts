@@ -10,14 +10,27 @@ import {
 } from '../../platform/rate-limit.ts';
 
 // Spec "Limits": login 20 per 15 minutes per IP plus 3 failed attempts per 30 minutes per e-mail; password
-// reset requests 3 per hour; two-factor verification 10 per 15 minutes.
-export const LOGIN_IP_RULE: RateLimitRule = { name: 'login-ip', limit: 20, windowSeconds: 15 * 60 };
+// reset requests 3 per hour; two-factor verification 10 per 15 minutes. The guessing limits slide
+// (platform/rate-limit.ts): in clock-aligned windows an attacker could spend a limit just before a boundary
+// and again just after it, 6 password guesses or 20 codes within minutes.
+export const LOGIN_IP_RULE: RateLimitRule = {
+  name: 'login-ip',
+  limit: 20,
+  windowSeconds: 15 * 60,
+  sliding: true,
+};
 export const LOGIN_EMAIL_FAILURE_RULE: RateLimitRule = {
   name: 'login-email-failures',
   limit: 3,
   windowSeconds: 30 * 60,
+  sliding: true,
 };
-export const TWO_FACTOR_RULE: RateLimitRule = { name: 'two-factor', limit: 10, windowSeconds: 15 * 60 };
+export const TWO_FACTOR_RULE: RateLimitRule = {
+  name: 'two-factor',
+  limit: 10,
+  windowSeconds: 15 * 60,
+  sliding: true,
+};
 export const PASSWORD_RESET_RULE: RateLimitRule = {
   name: 'password-reset',
   limit: 3,
@@ -59,33 +72,34 @@ export class SignInLimits {
   }
 
   /**
-   * Runs a password check under the per-e-mail failure limit (3 per 30 minutes). The attempt is counted
-   * *before* the check and refunded when it succeeds, rather than peeked at and counted after a failure:
+   * Runs a password check under the per-e-mail failure limit (3 per 30 minutes). The attempt is reserved
+   * *before* the check and given back when it succeeds, rather than peeked at and counted after a failure:
    * with peek-then-count, many attempts sent in parallel would all pass the peek and be checked. A blocked
-   * attempt never reaches the check and is refunded too, so only real failures use up the budget.
+   * attempt never reaches the check and is not counted either, so only real failures use up the budget.
+   * The reservation is given back to the sub-window it was taken in, even if the check took long.
    */
   async checkPassword<T>(
     emailKey: string,
     check: () => Promise<T | undefined>,
     blockedMessage: string,
   ): Promise<T | undefined> {
-    const state = await this.rateLimiter.consume(LOGIN_EMAIL_FAILURE_RULE, emailKey);
-    if (!state.allowed) {
-      await this.rateLimiter.consume(LOGIN_EMAIL_FAILURE_RULE, emailKey, -1);
-      throw tooManyAttempts(state, blockedMessage);
-    }
+    const reservation = await this.rateLimiter.reserve(LOGIN_EMAIL_FAILURE_RULE, emailKey);
+    if (!reservation.state.allowed) throw tooManyAttempts(reservation.state, blockedMessage);
     let result: T | undefined;
     try {
       result = await check();
     } catch (error) {
-      await this.rateLimiter.consume(LOGIN_EMAIL_FAILURE_RULE, emailKey, -1);
+      await reservation.release();
       throw error;
     }
-    if (result !== undefined) await this.rateLimiter.consume(LOGIN_EMAIL_FAILURE_RULE, emailKey, -1);
+    if (result !== undefined) await reservation.release();
     return result;
   }
 
-  /** Every two-factor check counts, right or wrong, and a blocked one never looks at the code. */
+  /**
+   * Every two-factor check counts, right or wrong. A blocked one never looks at the code and, the window
+   * being a sliding one, is not counted (so RateLimit-Reset tells the truth to a client that keeps trying).
+   */
   async countTwoFactorAttempt(userId: string): Promise<void> {
     const state = await this.rateLimiter.consume(TWO_FACTOR_RULE, userId);
     if (!state.allowed) throw tooManyAttempts(state, 'Too many two-factor attempts; try again later');

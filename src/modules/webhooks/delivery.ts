@@ -10,6 +10,12 @@
 //             longer (capped at 24 h). After the eighth failure the delivery is failed.
 //   disabling a 410 disables the endpoint at once; so does a failure when the endpoint has failed without a
 //             single success for 5 days. Either records a `webhook.endpoint_disabled` event.
+//   deadline  an attempt (DNS, connect, TLS, send, read, the one resend) has 15 s in all (transport.ts), well
+//             inside the job's 60 s lease, so no second worker takes the job and POSTs while it is under way.
+//   giving up a job that keeps failing without making an attempt (its secret cannot be opened, the database
+//             is gone) is marked dead by the queue after its last try; the queue's onDead then fails the
+//             delivery, in the same transaction, with the reason as its last error, so it is never left
+//             pending with nothing to run it, and it can be redelivered.
 // The schedule lives in the job row (RetryAt), so a delivery mid-retry survives a restart, and any instance
 // may make the next attempt.
 import { Webhook } from 'standardwebhooks';
@@ -17,7 +23,7 @@ import type { Clock } from '../../platform/clock.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
 import type { DomainEvent, EventOutbox } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
-import { type JobQueue, RetryAt } from '../../platform/jobs.ts';
+import { type Job, type JobQueue, RetryAt } from '../../platform/jobs.ts';
 import type { JobSpec } from '../../platform/module.ts';
 import { EndpointDisabled } from './events.ts';
 import type { DeliveryStatus } from './schemas.ts';
@@ -31,6 +37,14 @@ export const MAX_ATTEMPTS = RETRY_SCHEDULE_SECONDS.length + 1;
 export const JITTER = 0.1;
 export const MAX_RETRY_AFTER_SECONDS = 24 * 3600;
 export const FAILING_DISABLE_AFTER_MS = 5 * 24 * 3600 * 1000;
+/** How long a worker's claim of a delivery job lasts before another worker may take it. */
+export const LEASE_SECONDS = 60;
+
+/**
+ * Why a delivery cannot be attempted, in words for the delivery log (the owner of the endpoint reads them).
+ * Any other error a job gives up on is an internal one, and its text stays in the server's log.
+ */
+export class UndeliverableError extends Error {}
 
 export interface DeliveryJob {
   deliveryId: string;
@@ -61,21 +75,47 @@ export class WebhookDelivery {
     this.events = deps.events;
     this.service = deps.service;
     this.transport = deps.transport;
+    // An attempt that could outlive the lease could be taken up and POSTed again by another worker; half the
+    // lease leaves ample room to read the delivery before and record its outcome after.
+    if (this.transport.timeoutMs > (LEASE_SECONDS * 1000) / 2) {
+      throw new Error(`A delivery attempt's deadline must be under half the job lease (${LEASE_SECONDS} s)`);
+    }
   }
 
   /** The delivery queue, registered by the module (index.ts). */
   get queue(): JobSpec<DeliveryJob> {
     return {
       handler: (payload) => this.attempt(payload),
-      // The lease outlasts the 15 s timeout with room to record the outcome; retries are ours (RetryAt), the
-      // queue's own backoff only covers a crash of the handler itself (a lost database).
-      options: { maxAttempts: 50, retryDelaysSeconds: [5, 30, 120, 600], leaseSeconds: 60 },
+      // The lease outlasts the attempt's deadline with room to record the outcome; retries are ours
+      // (RetryAt), the queue's own backoff only covers the handler failing before it could attempt (a
+      // secret that cannot be opened, a lost database). When those tries run out, the delivery fails.
+      options: {
+        maxAttempts: 50,
+        retryDelaysSeconds: [5, 30, 120, 600],
+        leaseSeconds: LEASE_SECONDS,
+        onDead: (tx, job, error) => this.gaveUp(tx, job, error),
+      },
     };
   }
 
   enqueue = async (tx: Queryable, deliveryId: string, manual: boolean): Promise<void> => {
     await this.jobs.enqueue(tx, DELIVER_QUEUE, manual ? { deliveryId, manual } : { deliveryId });
   };
+
+  /** Whether a job of the delivery is waiting or running: false once it finished, died or never existed. */
+  isQueued = (tx: Queryable, deliveryId: string): Promise<boolean> =>
+    this.jobs.hasOpenJob(tx, DELIVER_QUEUE, { deliveryId });
+
+  /** The queue gave up on the delivery's job: the delivery fails, saying why, and may be redelivered. */
+  private async gaveUp(tx: Queryable, job: Job<DeliveryJob>, error: unknown): Promise<void> {
+    const reason =
+      error instanceof UndeliverableError ? error.message : 'an internal error kept it from being attempted';
+    await this.store.failPending(
+      tx,
+      job.payload.deliveryId,
+      `Gave up after ${job.attempts} tries: ${reason}`,
+    );
+  }
 
   /** One delivery per enabled endpoint of the organization subscribed to the event's type. */
   async fanOut(event: DomainEvent): Promise<void> {
@@ -111,20 +151,12 @@ export class WebhookDelivery {
       throw new RetryAt(delivery.next_attempt_at);
     }
     if (!delivery.enabled) {
-      await this.store.failUnattempted(this.db, delivery.id, 'Not attempted: the endpoint is disabled');
+      await this.store.failPending(this.db, delivery.id, 'Not attempted: the endpoint is disabled');
       return;
     }
 
     const now = this.clock.now();
-    const service = this.service();
-    const secrets = [service.openSecret(delivery.endpoint_id, delivery.secret_sealed)];
-    if (
-      delivery.previous_secret_sealed &&
-      delivery.previous_secret_expires_at &&
-      delivery.previous_secret_expires_at > now
-    ) {
-      secrets.push(service.openSecret(delivery.endpoint_id, delivery.previous_secret_sealed));
-    }
+    const secrets = this.signingSecrets(delivery, now);
     const headers = {
       'webhook-id': delivery.event_id,
       'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
@@ -135,6 +167,32 @@ export class WebhookDelivery {
     const result = await this.transport.post(delivery.url, headers, delivery.body);
     const nextAt = await this.record(delivery, result, job.manual === true);
     if (nextAt) throw new RetryAt(nextAt, `webhook delivery failed: ${result.error ?? result.statusCode}`);
+  }
+
+  /**
+   * The secrets to sign with: the endpoint's, and the one it replaced while that still signs. The current one
+   * must open (a delivery signed with nothing the receiver holds is worthless); a previous one that does not
+   * (sealed with a key no longer configured) is left out, so rotating the secret is enough to deliver again.
+   */
+  private signingSecrets(delivery: DeliveryWithEndpoint, now: Date): string[] {
+    const service = this.service();
+    const secrets: string[] = [];
+    try {
+      secrets.push(service.openSecret(delivery.endpoint_id, delivery.secret_sealed));
+    } catch {
+      throw new UndeliverableError(
+        "the endpoint's signing secret cannot be opened (the key that sealed it is gone); rotate it, then redeliver",
+      );
+    }
+    const previous = delivery.previous_secret_sealed;
+    if (previous && delivery.previous_secret_expires_at && delivery.previous_secret_expires_at > now) {
+      try {
+        secrets.push(service.openSecret(delivery.endpoint_id, previous));
+      } catch {
+        // Left out: the receiver was handed the current secret when it replaced this one.
+      }
+    }
+    return secrets;
   }
 
   /** Records the attempt and its consequences; returns when to try again, if another attempt is due. */

@@ -29,7 +29,7 @@ export const webhooksModule = defineModule({
       secrets: platform.secretBox('webhook-secret'),
       pagination,
       events,
-      options: { production, enqueue: webhookDelivery.enqueue },
+      options: { production, enqueue: webhookDelivery.enqueue, isQueued: webhookDelivery.isQueued },
     });
     return { webhooks, webhookDelivery };
   },
@@ -37,4 +37,14 @@ export const webhooksModule = defineModule({
   jobs: ({ webhookDelivery }) => ({ [DELIVER_QUEUE]: webhookDelivery.queue }),
   consumers: ({ webhookDelivery }) => [(event) => webhookDelivery.fanOut(event)],
   events: [WebhookTest, EndpointDisabled],
+  // Signing secrets, bound to their endpoint's id.
+  sealed: [
+    {
+      table: 'webhook_endpoints',
+      key: 'id',
+      columns: ['secret_sealed', 'previous_secret_sealed'],
+      purpose: 'webhook-secret',
+      associatedData: 'id',
+    },
+  ],
 });

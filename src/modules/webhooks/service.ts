@@ -82,7 +82,7 @@ export class WebhookService {
   private readonly clock: Clock;
   private readonly secrets: SecretBox;
   private readonly pagination: Paginator;
-  private readonly options: { production: boolean; resolver?: Resolver; enqueue: Enqueue };
+  private readonly options: ServiceOptions;
   /** The declared events: an endpoint may subscribe to those only. */
   private readonly events: EventOutbox;
   private readonly store = new WebhookStore();
@@ -93,7 +93,7 @@ export class WebhookService {
     secrets: SecretBox;
     pagination: Paginator;
     events: EventOutbox;
-    options: { production: boolean; resolver?: Resolver; enqueue: Enqueue };
+    options: ServiceOptions;
   }) {
     this.events = deps.events;
     this.db = deps.db;
@@ -254,7 +254,11 @@ export class WebhookService {
     return { ...page, data: page.data.map((row) => publicDelivery(row, attempts.get(row.id))) };
   }
 
-  /** Sends one delivery again, once, now (no automatic retries for a manual redelivery). */
+  /**
+   * Sends one delivery again, once, now (no automatic retries for a manual redelivery). Refused only while a
+   * job of the delivery is waiting or running: a pending delivery whose job died or is missing would
+   * otherwise never move again.
+   */
   async redeliver(organizationId: string, endpointId: string, deliveryId: string) {
     const endpoint = await this.getRow(organizationId, endpointId);
     if (!endpoint.enabled) throw ApiError.conflict('This webhook is disabled; enable it before redelivering');
@@ -262,7 +266,7 @@ export class WebhookService {
     return this.db.transaction(async (tx) => {
       const existing = await this.store.lockDelivery(tx, organizationId, endpointId, deliveryId);
       if (!existing) throw ApiError.notFound('Delivery');
-      if (existing.status === 'pending') {
+      if (existing.status === 'pending' && (await this.options.isQueued(tx, deliveryId))) {
         throw ApiError.conflict('This delivery is still being attempted; wait for it to succeed or fail');
       }
       const row = await this.store.requeueDelivery(tx, deliveryId, now);
@@ -321,6 +325,15 @@ export class WebhookService {
 }
 
 export type Enqueue = (tx: Queryable, deliveryId: string, manual: boolean) => Promise<void>;
+
+interface ServiceOptions {
+  production: boolean;
+  resolver?: Resolver;
+  /** Queues an attempt of a delivery (delivery.ts). */
+  enqueue: Enqueue;
+  /** Whether a job of the delivery is waiting or running (delivery.ts). */
+  isQueued: (tx: Queryable, deliveryId: string) => Promise<boolean>;
+}
 
 function checkEvents(events: string[], declared: EventOutbox): string[] {
   const unique = [...new Set(events.map((type) => type.trim()))];

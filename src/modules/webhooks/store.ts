@@ -321,8 +321,8 @@ export class WebhookStore {
     return row;
   }
 
-  /** Fails a pending delivery without an attempt, saying why. */
-  async failUnattempted(db: Queryable, deliveryId: string, error: string): Promise<void> {
+  /** Fails a pending delivery without a further attempt, saying why; a finished one is left as it is. */
+  async failPending(db: Queryable, deliveryId: string, error: string): Promise<void> {
     await db.query(
       `UPDATE webhook_deliveries SET status = 'failed', last_error = $2, next_attempt_at = NULL
         WHERE id = $1 AND status = 'pending'`,
