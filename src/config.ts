@@ -41,6 +41,8 @@ export interface Config {
   carrierTrustTier: TrustTier;
   /** Seconds a client has to send a whole request, body included (REQUEST_TIMEOUT_SECONDS); then 408. */
   requestTimeoutSeconds: number;
+  /** Jobs a worker runs at once (WORKER_CONCURRENCY): its slots, shared by every queue. */
+  workerConcurrency: number;
 }
 
 export class ConfigError extends Error {}
@@ -91,6 +93,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push('REQUEST_TIMEOUT_SECONDS must be a whole number of seconds from 1 to 3600');
   }
 
+  const workerConcurrency = Number(env.WORKER_CONCURRENCY || 16);
+  if (!Number.isInteger(workerConcurrency) || workerConcurrency < 1 || workerConcurrency > 256) {
+    problems.push('WORKER_CONCURRENCY must be a whole number from 1 to 256');
+  }
+
   const encryptionKeys = (env.ENCRYPTION_KEY ?? '')
     .split(',')
     .map((secret) => secret.trim())
@@ -130,6 +137,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: env.PUBLIC_URL || `http://localhost:${port}`,
     carrierTrustTier,
     requestTimeoutSeconds,
+    workerConcurrency,
   };
 }
 

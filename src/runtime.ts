@@ -49,6 +49,7 @@ export function createPlatform(
 ): Platform {
   const theClock = clock ?? new Clock(config.appEnv === 'test');
   const jobs = new JobQueue(db, theClock, {
+    concurrency: config.workerConcurrency,
     onError: (error, job) => log.warn({ err: error, jobId: job.id, queue: job.queue }, 'job failed'),
   });
   const counters = createCounterStore(config.redisUrl, (error) =>

@@ -16,37 +16,13 @@ import {
   startTestApp,
   type TestApp,
 } from './helpers/app.ts';
+import { type Operation, operationsOf, type Schema } from './helpers/openapi.ts';
 import { createUser, PASSWORD } from './helpers/portal.ts';
 
 const SEED = 20261123;
 const RUNS_PER_OPERATION = 70;
 /** Marks every string the harness sends in a query or body, so its appearance in the log is caught. */
 const CANARY = 'ZQXCANARY';
-const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
-
-type Schema = {
-  type?: string | string[];
-  properties?: Record<string, Schema>;
-  required?: string[];
-  items?: Schema;
-  enum?: unknown[];
-  const?: unknown;
-  anyOf?: Schema[];
-  oneOf?: Schema[];
-  minimum?: number;
-  maximum?: number;
-  maxLength?: number;
-  format?: string;
-};
-
-interface Operation {
-  method: (typeof METHODS)[number];
-  path: string;
-  id: string;
-  parameters: { name: string; in: string; schema: Schema }[];
-  body?: Schema;
-}
-
 const nastyText = fc.oneof(
   fc.string(),
   fc.string({ unit: 'binary', maxLength: 40 }),
@@ -240,16 +216,7 @@ describe('fuzzing every operation of /openapi.json', () => {
     secrets.push(apiKey);
     await mintSession();
     const document = (await t.request('GET', '/openapi.json')).body;
-    operations = Object.entries(document.paths as Record<string, Record<string, any>>).flatMap(
-      ([path, item]) =>
-        METHODS.filter((method) => item[method]).map((method) => ({
-          method,
-          path,
-          id: item[method].operationId,
-          parameters: item[method].parameters ?? [],
-          body: item[method].requestBody?.content?.['application/json']?.schema,
-        })),
-    );
+    operations = operationsOf(document);
   });
   after(() => t.close());
 

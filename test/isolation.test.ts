@@ -6,24 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createOrganization, startTestApp, type TestApp } from './helpers/app.ts';
+import { operationsOf, type Schema } from './helpers/openapi.ts';
 import { createUser, signIn } from './helpers/portal.ts';
-
-const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
-
-type Schema = {
-  type?: string | string[];
-  properties?: Record<string, Schema>;
-  required?: string[];
-  items?: Schema;
-  enum?: unknown[];
-  const?: unknown;
-  anyOf?: Schema[];
-  minItems?: number;
-  minLength?: number;
-  minimum?: number;
-  minProperties?: number;
-  format?: string;
-};
 
 /** The smallest body that passes `schema`, so that a refusal can only be the organization's. */
 function validExample(schema: Schema | undefined): unknown {
@@ -135,11 +119,9 @@ describe('organization A can reach none of organization B’s resources', () => 
   }
 
   test('every id route of the developer API, the portal and management answers A with 404', async () => {
-    const routes = Object.entries(document.paths as Record<string, Record<string, any>>)
-      .filter(([path]) => path.includes('{') && !path.startsWith('/admin/'))
-      .flatMap(([path, item]) =>
-        METHODS.filter((method) => item[method]).map((method) => ({ path, method, operation: item[method] })),
-      );
+    const routes = operationsOf(document).filter(
+      ({ path }) => path.includes('{') && !path.startsWith('/admin/'),
+    );
     assert.ok(routes.length >= 30, `only ${routes.length} id routes`);
     const problems: string[] = [];
     for (const { path, method, operation } of routes) {

@@ -6,20 +6,16 @@
 // called in the transaction that marks it, so the work the job stood for (a delivery, a message) is marked
 // failed where its users see it instead of waiting forever on a job that will not run.
 // Every time here is the app clock's, so tests move schedules with the test clock instead of sleeping.
+// Speed (jobs/worker.ts, jobs/store.ts): an enqueue NOTIFYs the workers at commit, a worker claims a batch
+// the size of its free slots and refills a slot as soon as it frees, and successes are recorded in batches.
 import { hostname } from 'node:os';
 import type { Clock } from './clock.ts';
 import type { Database, Queryable } from './db/index.ts';
 import { newId } from './ids.ts';
+import { CompletionBatch, insertJob, type Job, JobStore } from './jobs/store.ts';
+import { JobWorker, type SlotQueue, Slots } from './jobs/worker.ts';
 
-export interface Job<Payload = unknown> {
-  id: string;
-  queue: string;
-  payload: Payload;
-  attempts: number;
-  maxAttempts: number;
-  runAt: Date;
-  createdAt: Date;
-}
+export type { Job } from './jobs/store.ts';
 
 export type JobHandler<Payload = unknown> = (payload: Payload, job: Job<Payload>) => Promise<void>;
 
@@ -41,6 +37,11 @@ export interface QueueOptions<Payload = never> {
   /** How long a claim lasts before another worker may take the job. */
   leaseSeconds?: number;
   /**
+   * At most this many jobs of the queue run at once in one worker (default: all its slots), so that a
+   * backlog of one queue (a campaign's sends) cannot take every slot from the others.
+   */
+  concurrency?: number;
+  /**
    * Called once when a job of the queue gives up (its last attempt failed; a RetryAt never gives up), with
    * the error of that attempt, in the transaction that marks the job dead, so the job's death and its
    * consequence commit together. Only the worker still holding the job calls it. If it throws, the job is
@@ -49,8 +50,6 @@ export interface QueueOptions<Payload = never> {
   onDead?: (tx: Queryable, job: Job<Payload>, error: unknown) => Promise<void>;
 }
 
-type QueueTiming = Required<Omit<QueueOptions, 'onDead'>>;
-
 export interface EnqueueOptions {
   runAt?: Date;
   maxAttempts?: number;
@@ -58,32 +57,28 @@ export interface EnqueueOptions {
   dedupeKey?: string;
 }
 
-interface JobRow {
-  id: string;
-  queue: string;
-  payload: unknown;
-  attempts: number;
-  max_attempts: number;
-  run_at: Date;
-  created_at: Date;
-}
-
 interface RegisteredQueue {
   handler: JobHandler<never>;
   onDead?: QueueOptions['onDead'];
-  options: QueueTiming;
+  maxAttempts: number;
+  retryDelaysSeconds: number[];
+  leaseSeconds: number;
+  concurrency: number;
 }
 
 const DEFAULT_RETRY_DELAYS = [5, 30, 120, 600, 1800, 3600];
-const DEFAULT_OPTIONS: QueueTiming = {
-  maxAttempts: 10,
-  retryDelaysSeconds: DEFAULT_RETRY_DELAYS,
-  leaseSeconds: 60,
-};
+const DEFAULT_MAX_ATTEMPTS = 10;
+const DEFAULT_LEASE_SECONDS = 60;
+/** Jobs one worker runs at once unless told otherwise (WORKER_CONCURRENCY). */
+export const DEFAULT_CONCURRENCY = 16;
+/** The fallback poll: wake-ups come from NOTIFY and timers, this only covers what they cannot. */
+const DEFAULT_POLL_INTERVAL_MS = 1000;
 
 export interface JobQueueOptions {
   workerId?: string;
+  /** How often an idle worker looks for due jobs when nothing woke it (a lost notification, a dead lease). */
   pollIntervalMs?: number;
+  /** Jobs this worker runs at once (its slots), in `start()` and `drain()`. */
   concurrency?: number;
   onError?: (error: unknown, job: Job) => void;
 }
@@ -91,12 +86,11 @@ export interface JobQueueOptions {
 export class JobQueue {
   readonly workerId: string;
   private readonly queues = new Map<string, RegisteredQueue>();
-  private readonly pollIntervalMs: number;
   private readonly concurrency: number;
   private readonly onError: (error: unknown, job: Job) => void;
-  private timer?: NodeJS.Timeout;
-  private running = false;
-  private inFlight = new Set<Promise<unknown>>();
+  private readonly store: JobStore;
+  private readonly completions: CompletionBatch;
+  private readonly worker: JobWorker;
 
   constructor(
     private readonly db: Database,
@@ -104,18 +98,39 @@ export class JobQueue {
     options: JobQueueOptions = {},
   ) {
     this.workerId = options.workerId ?? `${hostname()}:${process.pid}:${newId('wrk').slice(-6)}`;
-    this.pollIntervalMs = options.pollIntervalMs ?? 250;
-    this.concurrency = options.concurrency ?? 4;
+    this.concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
+    if (!Number.isInteger(this.concurrency) || this.concurrency < 1) {
+      throw new Error('A job queue needs a concurrency of at least 1');
+    }
     this.onError = options.onError ?? (() => {});
+    this.store = new JobStore({ db, workerId: this.workerId });
+    this.completions = new CompletionBatch({ write: (ids) => this.store.complete(ids, this.clock.now()) });
+    this.worker = new JobWorker({
+      db,
+      clock,
+      concurrency: this.concurrency,
+      pollIntervalMs: options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS,
+      queues: () => this.slotQueues(),
+      claim: (quotas, total) => this.store.claim(quotas, total, this.clock.now()),
+      nextRunAt: (queues) => this.store.nextRunAt(queues),
+      run: (job) => this.execute(job),
+      onError: (error, job) => this.onError(error, job ?? ({ id: '-', queue: '-' } as Job)),
+    });
   }
 
   register<Payload>(queue: string, handler: JobHandler<Payload>, options: QueueOptions<Payload> = {}): void {
     if (this.queues.has(queue)) throw new Error(`Queue ${queue} already has a handler`);
-    const { onDead, ...timing } = options;
+    const concurrency = options.concurrency ?? this.concurrency;
+    if (!Number.isInteger(concurrency) || concurrency < 1) {
+      throw new Error(`Queue ${queue} needs a concurrency of at least 1`);
+    }
     this.queues.set(queue, {
       handler: handler as JobHandler<never>,
-      onDead: onDead as QueueOptions['onDead'],
-      options: { ...DEFAULT_OPTIONS, ...timing },
+      onDead: options.onDead as QueueOptions['onDead'],
+      maxAttempts: options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+      retryDelaysSeconds: options.retryDelaysSeconds ?? DEFAULT_RETRY_DELAYS,
+      leaseSeconds: options.leaseSeconds ?? DEFAULT_LEASE_SECONDS,
+      concurrency,
     });
   }
 
@@ -132,7 +147,10 @@ export class JobQueue {
     return rows.length > 0;
   }
 
-  /** Adds a job, in the caller's transaction when `q` is one, so the job exists only if the change commits. */
+  /**
+   * Adds a job, in the caller's transaction when `q` is one, so the job exists only if the change commits;
+   * the workers are notified when it does.
+   */
   async enqueue(
     q: Queryable,
     queue: string,
@@ -141,122 +159,98 @@ export class JobQueue {
   ): Promise<string> {
     const now = this.clock.now();
     const id = newId('job', now.getTime());
-    const maxAttempts = options.maxAttempts ?? this.queues.get(queue)?.options.maxAttempts ?? 10;
-    const rows = await q.query<{ id: string }>(
-      `INSERT INTO jobs (id, queue, payload, run_at, max_attempts, dedupe_key, created_at)
-       VALUES ($1, $2, $3::jsonb, $4, $5, $6, $7)
-       ON CONFLICT (dedupe_key) DO NOTHING
-       RETURNING id`,
-      [
-        id,
-        queue,
-        JSON.stringify(payload ?? null),
-        options.runAt ?? now,
-        maxAttempts,
-        options.dedupeKey ?? null,
-        now,
-      ],
-    );
-    return rows[0]?.id ?? id;
+    const inserted = await insertJob(q, {
+      id,
+      queue,
+      payload,
+      runAt: options.runAt ?? now,
+      maxAttempts: options.maxAttempts ?? this.queues.get(queue)?.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+      dedupeKey: options.dedupeKey ?? null,
+      createdAt: now,
+    });
+    return inserted ?? id;
   }
 
   /**
-   * Claims up to `limit` due jobs of the registered queues and runs them. Returns how many ran.
-   * Safe to call from any number of processes at once.
+   * Claims up to `limit` due jobs of the registered queues in one statement and runs them. Returns how many
+   * ran. Safe to call from any number of processes at once.
    */
   async runDue(limit = this.concurrency): Promise<number> {
-    const jobs = await this.claim(limit);
+    const slots = new Slots(limit);
+    const jobs = await this.store.claim(slots.quotas(this.slotQueues()), limit, this.clock.now());
     await Promise.all(jobs.map((job) => this.execute(job)));
     return jobs.length;
   }
 
-  /** Runs due jobs until none is left (tests, and a worker catching up). */
+  /**
+   * Runs due jobs until none is left (tests, and a worker catching up), keeping every slot busy: a slot that
+   * frees is filled by the next claim, and jobs the finished ones enqueued are claimed too. `maxRounds`
+   * bounds the claims that found work (a job that keeps rescheduling itself to now ends there).
+   */
   async drain(maxRounds = 1000): Promise<number> {
+    const slots = new Slots(this.concurrency);
+    const runs = new Set<Promise<void>>();
+    let failure: { error: unknown } | undefined;
     let total = 0;
-    for (let round = 0; round < maxRounds; round++) {
-      const ran = await this.runDue();
-      if (ran === 0) return total;
-      total += ran;
+    let rounds = 0;
+    while (rounds < maxRounds) {
+      const queues = this.slotQueues();
+      const quotas = slots.quotas(queues);
+      const wanted = Math.min(
+        slots.free,
+        quotas.reduce((sum, quota) => sum + quota.limit, 0),
+      );
+      let claimed = 0;
+      if (wanted > 0) {
+        const jobs = await this.store.claim(quotas, wanted, this.clock.now());
+        claimed = jobs.length;
+        if (claimed > 0) rounds++;
+        total += claimed;
+        for (const job of jobs) {
+          slots.take(job.queue);
+          const run: Promise<void> = this.execute(job)
+            .catch((error) => {
+              failure ??= { error };
+            })
+            .finally(() => {
+              runs.delete(run);
+              slots.release(job.queue, this.queues.get(job.queue)!.concurrency);
+            });
+          runs.add(run);
+        }
+      }
+      if (runs.size === 0) break;
+      // A full claim leaves nothing free; a short one means nothing more is due until a running job ends.
+      if (claimed < wanted || slots.free === 0 || wanted <= 0) await Promise.race(runs);
     }
+    await Promise.all(runs);
+    if (failure) throw failure.error;
     return total;
   }
 
-  /** Starts polling in the background. */
+  /** Starts working in the background: woken by enqueues, by the next due job, and by a slow poll. */
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    const tick = async () => {
-      if (!this.running) return;
-      try {
-        const free = this.concurrency - this.inFlight.size;
-        if (free > 0) {
-          const jobs = await this.claim(free);
-          for (const job of jobs) {
-            const run = this.execute(job).finally(() => this.inFlight.delete(run));
-            this.inFlight.add(run);
-          }
-        }
-      } catch (error) {
-        this.onError(error, { id: '-', queue: '-' } as Job);
-      }
-      if (this.running) this.timer = setTimeout(tick, this.pollIntervalMs);
-    };
-    this.timer = setTimeout(tick, 0);
+    this.worker.start();
   }
 
-  /** Stops polling and waits for the jobs in hand to finish. */
+  /** Stops claiming and waits for the jobs in hand to finish and be recorded. */
   async stop(): Promise<void> {
-    this.running = false;
-    if (this.timer) clearTimeout(this.timer);
-    await Promise.allSettled([...this.inFlight]);
+    await this.worker.stop();
   }
 
-  private async claim(limit: number): Promise<Job[]> {
-    const queues = [...this.queues.keys()];
-    if (queues.length === 0 || limit <= 0) return [];
-    const now = this.clock.now();
-    // One claim covers several queues, so it takes the longest lease among them: a lease only needs to
-    // outlast the slowest handler.
-    const rows = await this.db.query<JobRow>(
-      `WITH due AS (
-         SELECT id FROM jobs
-          WHERE queue = ANY($1::text[])
-            AND ((status = 'pending' AND run_at <= $2) OR (status = 'running' AND locked_until <= $2))
-          ORDER BY run_at, id
-          LIMIT $3
-          FOR UPDATE SKIP LOCKED)
-       UPDATE jobs SET status = 'running', attempts = jobs.attempts + 1, locked_by = $4,
-              locked_until = $2::timestamptz + make_interval(secs => $5)
-         FROM due WHERE jobs.id = due.id
-       RETURNING jobs.id, jobs.queue, jobs.payload, jobs.attempts, jobs.max_attempts, jobs.run_at, jobs.created_at`,
-      [queues, now, limit, this.workerId, this.maxLeaseSeconds()],
-    );
-    return rows.map((row) => ({
-      id: row.id,
-      queue: row.queue,
-      payload: row.payload,
-      attempts: row.attempts,
-      maxAttempts: row.max_attempts,
-      runAt: row.run_at,
-      createdAt: row.created_at,
+  private slotQueues(): SlotQueue[] {
+    return [...this.queues].map(([name, queue]) => ({
+      name,
+      concurrency: queue.concurrency,
+      leaseSeconds: queue.leaseSeconds,
     }));
-  }
-
-  private maxLeaseSeconds(): number {
-    let lease = DEFAULT_OPTIONS.leaseSeconds;
-    for (const { options } of this.queues.values()) lease = Math.max(lease, options.leaseSeconds);
-    return lease;
   }
 
   private async execute(job: Job): Promise<void> {
     const registered = this.queues.get(job.queue)!;
     try {
       await registered.handler(job.payload as never, job as Job<never>);
-      await this.db.query(
-        `UPDATE jobs SET status = 'completed', finished_at = $2, locked_by = NULL, locked_until = NULL, last_error = NULL
-          WHERE id = $1 AND locked_by = $3`,
-        [job.id, this.clock.now(), this.workerId],
-      );
+      await this.completions.complete(job.id);
     } catch (error) {
       // A RetryAt is the handler's plan (a receiver's Retry-After, a retry schedule), not a failure to report.
       if (!(error instanceof RetryAt)) this.onError(error, job);
@@ -265,11 +259,7 @@ export class JobQueue {
       if (error instanceof RetryAt || job.attempts < job.maxAttempts) {
         const runAt =
           error instanceof RetryAt ? error.at : new Date(now + this.backoffMs(registered, job.attempts));
-        await this.db.query(
-          `UPDATE jobs SET status = 'pending', run_at = $2, locked_by = NULL, locked_until = NULL, last_error = $3
-            WHERE id = $1 AND locked_by = $4`,
-          [job.id, runAt, message.slice(0, 2000), this.workerId],
-        );
+        await this.store.reschedule(job.id, runAt, message);
       } else {
         await this.bury(registered, job, error, new Date(now), message);
       }
@@ -278,30 +268,24 @@ export class JobQueue {
 
   /** Marks the job dead and, in the same transaction, tells its queue's `onDead`. */
   private async bury(registered: RegisteredQueue, job: Job, error: unknown, at: Date, message: string) {
-    const markDead = (q: Queryable) =>
-      q.query(
-        `UPDATE jobs SET status = 'dead', finished_at = $2, locked_by = NULL, locked_until = NULL, last_error = $3
-          WHERE id = $1 AND locked_by = $4 RETURNING id`,
-        [job.id, at, message.slice(0, 2000), this.workerId],
-      );
     const { onDead } = registered;
     if (onDead) {
       try {
         await this.db.transaction(async (tx) => {
           // A worker whose lease ran out no longer holds the job: the one that does decides its fate.
-          if ((await markDead(tx)).length > 0) await onDead(tx, job as Job<never>, error);
+          if (await this.store.markDead(tx, job.id, at, message)) await onDead(tx, job as Job<never>, error);
         });
         return;
       } catch (hookError) {
         this.onError(hookError, job);
       }
     }
-    await markDead(this.db);
+    await this.store.markDead(this.db, job.id, at, message);
   }
 
   /** Delay after the n-th failure, with ±20% jitter so that retries of many jobs do not arrive together. */
   private backoffMs(registered: RegisteredQueue, attempt: number): number {
-    const delays = registered.options.retryDelaysSeconds;
+    const delays = registered.retryDelaysSeconds;
     const base = delays[Math.min(attempt - 1, delays.length - 1)]! * 1000;
     return Math.round(base * (0.8 + Math.random() * 0.4));
   }

@@ -11,6 +11,8 @@ export interface Received {
   body: string;
   /** App clock (ms) when it arrived. */
   at: number;
+  /** Real time (performance.now(), ms) when it arrived: the app clock is real time plus the test's moves. */
+  realAt: number;
 }
 
 export interface Answer {
@@ -45,6 +47,7 @@ export async function startReceiver(now: () => number): Promise<Receiver> {
         headers,
         body: Buffer.concat(chunks).toString('utf8'),
         at: now(),
+        realAt: performance.now(),
       };
       receiver.received.push(entry);
       const answer = receiver.respond(receiver.received.length, entry);

@@ -31,22 +31,22 @@ export interface LoginChallengeRow {
   consumed_at: Date | null;
 }
 
+/** A session as stored (sessions.ts hands these out). */
+export interface SessionRecord {
+  id: string;
+  userId: string;
+  organizationId: string;
+  remember: boolean;
+  createdAt: Date;
+  expiresAt: Date;
+  mfaVerifiedAt: Date | null;
+}
+
 export class SessionStore {
   // -------------------------------------------------------------------------------------------------------
   // Sessions
 
-  async insert(
-    db: Queryable,
-    session: {
-      id: string;
-      userId: string;
-      organizationId: string;
-      remember: boolean;
-      createdAt: Date;
-      expiresAt: Date;
-      mfaVerifiedAt: Date | null;
-    },
-  ): Promise<SessionRow> {
+  async insert(db: Queryable, session: SessionRecord): Promise<SessionRow> {
     const [row] = await db.query<SessionRow>(
       `INSERT INTO sessions (id, user_id, organization_id, remember, created_at, expires_at, mfa_verified_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,

@@ -14,7 +14,7 @@ import type { Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { Region } from '../../platform/http/caller.ts';
 import { newId } from '../../platform/ids.ts';
-import { type SessionRow, SessionStore } from './session-store.ts';
+import { type SessionRecord, type SessionRow, SessionStore } from './session-store.ts';
 import type { Role } from './users.ts';
 
 const HOUR = 3600;
@@ -24,17 +24,9 @@ export const REMEMBER_TOKEN_LIFETIME_SECONDS = 7 * DAY;
 export const SESSION_LIFETIME_SECONDS = 7 * DAY;
 export const REMEMBER_SESSION_LIFETIME_SECONDS = 30 * DAY;
 
-export type RevokeReason = 'sign_out_everywhere' | 'password_change' | 'password_reset';
+export type { SessionRecord };
 
-export interface SessionRecord {
-  id: string;
-  userId: string;
-  organizationId: string;
-  remember: boolean;
-  createdAt: Date;
-  expiresAt: Date;
-  mfaVerifiedAt: Date | null;
-}
+export type RevokeReason = 'sign_out_everywhere' | 'password_change' | 'password_reset';
 
 /** What a request authenticated by a session token knows about its caller. */
 export interface AuthenticatedSession {

@@ -15,7 +15,23 @@ export interface Database extends Queryable {
   readonly engine: 'pglite' | 'postgres';
   /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Receives `NOTIFY`s on a channel (`pg_notify(channel, payload)`, delivered when the notifying transaction
+   * commits) until the returned function is called. Optional: a database without it is polled.
+   */
+  listen?(subscription: Subscription): Promise<() => Promise<void>>;
   close(): Promise<void>;
+}
+
+export interface Subscription {
+  channel: string;
+  /**
+   * Called with each notification's payload, and without one after the listening connection was lost and
+   * made again: notifications sent in between are gone, so the listener should look for itself.
+   */
+  onNotify: (payload?: string) => void;
+  /** A listening connection that failed; it is made again in the background. */
+  onError?: (error: unknown) => void;
 }
 
 // int8 (count(*), bigserial) arrives as a number on both engines; our counts stay far below 2^53.
@@ -53,6 +69,14 @@ export class PgliteDatabase implements Database {
         },
       }),
     );
+  }
+
+  async listen({ channel, onNotify }: Subscription): Promise<() => Promise<void>> {
+    // PGlite is one in-process connection: its own NOTIFYs reach its listeners when their transaction commits.
+    const stop = await this.client.listen(channel, (payload) => onNotify(payload));
+    return async () => {
+      if (!this.client.closed) await stop();
+    };
   }
 
   /** A copy of the whole database; tests use it to start from an already-migrated template. */
@@ -106,6 +130,60 @@ export class PostgresDatabase implements Database {
     } finally {
       client.release();
     }
+  }
+
+  /**
+   * LISTENs on a connection of its own, outside the pool (a pooled connection would be handed to queries and
+   * lose its LISTEN), made again after a loss with a growing pause (1 s to 30 s).
+   */
+  async listen({ channel, onNotify, onError = () => {} }: Subscription): Promise<() => Promise<void>> {
+    let current: pg.Client | undefined;
+    let stopped = false;
+    let retry: NodeJS.Timeout | undefined;
+    const connect = async (): Promise<void> => {
+      const client = new pg.Client(this.pool.options);
+      client.on('notification', (message) => {
+        if (message.channel === channel) onNotify(message.payload);
+      });
+      client.on('error', onError);
+      client.on('end', () => {
+        if (current !== client || stopped) return;
+        current = undefined;
+        reconnect(1000);
+      });
+      try {
+        await client.connect();
+        await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
+      } catch (error) {
+        await client.end().catch(() => {});
+        throw error;
+      }
+      if (stopped) await client.end().catch(() => {});
+      else current = client;
+    };
+    const reconnect = (pauseMs: number) => {
+      retry = setTimeout(() => {
+        connect().then(
+          () => onNotify(),
+          (error) => {
+            onError(error);
+            if (!stopped) reconnect(Math.min(pauseMs * 2, 30_000));
+          },
+        );
+      }, pauseMs);
+    };
+    try {
+      await connect();
+    } catch (error) {
+      onError(error);
+      reconnect(1000);
+    }
+    return async () => {
+      stopped = true;
+      clearTimeout(retry);
+      await current?.end().catch(() => {});
+      current = undefined;
+    };
   }
 
   async close(): Promise<void> {

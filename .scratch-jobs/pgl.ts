@@ -1,0 +1,27 @@
+import { PGlite } from '@electric-sql/pglite';
+const db = await PGlite.create('memory://');
+const got: string[] = [];
+const u1 = await db.listen('jobs', (p) => got.push(`a:${p}`));
+const u2 = await db.listen('jobs', (p) => got.push(`b:${p}`));
+await db.query("SELECT pg_notify('jobs', 'x')");
+console.log('autocommit', got.splice(0));
+await db.transaction(async (tx) => {
+  await tx.query("SELECT pg_notify('jobs', 'y')");
+  await tx.query("SELECT pg_notify('jobs', 'y')");
+  console.log('inside tx', got.splice(0));
+});
+console.log('after commit', got.splice(0));
+await db.transaction(async (tx) => { await tx.query("SELECT pg_notify('jobs', 'z')"); throw new Error('x'); }).catch(() => {});
+console.log('after rollback', got.splice(0));
+await u1();
+await db.query("SELECT pg_notify('jobs', 'w')");
+console.log('after unlisten a', got.splice(0));
+await db.query("CREATE TABLE t (id int)");
+const r = await db.query("WITH i AS (INSERT INTO t VALUES (1) RETURNING id) SELECT id, pg_notify('jobs', 'v') AS n FROM i");
+console.log(r.rows, got.splice(0));
+const c = await db.clone();
+const u3 = await c.listen('jobs', (p) => got.push(`c:${p}`));
+await c.query("SELECT pg_notify('jobs', 'clone')");
+console.log('clone', got.splice(0));
+await u2(); await u3();
+await db.close(); await c.close();

@@ -1,0 +1,222 @@
+// The background worker of a JobQueue: keeps its slots busy and sleeps only while nothing is due. It claims
+// as many jobs as it has free slots in one statement, claims again the moment a slot frees, and when a
+// claim comes back short (nothing more is due) sleeps until the first of: a NOTIFY from an enqueue (the
+// `jobs` channel; PGlite and PostgreSQL alike), the next pending job's `run_at`, a move of the test clock,
+// or the fallback poll (a lost notification, a dead worker's lease running out, another process's clock).
+import type { Clock } from '../clock.ts';
+import type { Database } from '../db/index.ts';
+import { JOBS_CHANNEL, type Job, type Quota } from './store.ts';
+
+/** What the worker needs to know of a registered queue. */
+export interface SlotQueue {
+  name: string;
+  /** At most this many of its jobs at once in one worker. */
+  concurrency: number;
+  leaseSeconds: number;
+}
+
+// When the next job is already due yet could not be claimed (another worker's claim had it locked at that
+// instant), look again this soon rather than at once, so two workers never spin on each other.
+const RECHECK_MS = 25;
+
+/** A worker's slots: how many jobs run, in all and per queue, and what a claim may take now. */
+export class Slots {
+  private readonly perQueue = new Map<string, number>();
+  private running = 0;
+
+  constructor(readonly total: number) {}
+
+  get free(): number {
+    return this.total - this.running;
+  }
+
+  /** What a claim may take now: each queue's room, within the free slots. */
+  quotas(queues: SlotQueue[]): Quota[] {
+    const free = this.free;
+    if (free <= 0) return [];
+    return queues
+      .map((queue) => ({
+        queue: queue.name,
+        limit: Math.min(free, queue.concurrency - (this.perQueue.get(queue.name) ?? 0)),
+        leaseSeconds: queue.leaseSeconds,
+      }))
+      .filter((quota) => quota.limit > 0);
+  }
+
+  take(queue: string): void {
+    this.running++;
+    this.perQueue.set(queue, (this.perQueue.get(queue) ?? 0) + 1);
+  }
+
+  /** Gives a slot back; true when the queue was at its `limit` (so the last claim may have left it out). */
+  release(queue: string, limit: number): boolean {
+    const count = this.perQueue.get(queue) ?? 0;
+    this.running--;
+    if (count <= 1) this.perQueue.delete(queue);
+    else this.perQueue.set(queue, count - 1);
+    return count >= limit;
+  }
+}
+
+export interface JobWorkerOptions {
+  db: Database;
+  clock: Clock;
+  concurrency: number;
+  pollIntervalMs: number;
+  /** The registered queues, read at each claim (a queue may be registered after start). */
+  queues: () => SlotQueue[];
+  claim: (quotas: Quota[], total: number) => Promise<Job[]>;
+  nextRunAt: (queues: string[]) => Promise<Date | undefined>;
+  /** Runs one job to its recorded outcome. */
+  run: (job: Job) => Promise<void>;
+  onError: (error: unknown, job?: Job) => void;
+}
+
+export class JobWorker {
+  private readonly options: JobWorkerOptions;
+  private readonly slots: Slots;
+  private readonly runs = new Set<Promise<void>>();
+  private running = false;
+  /** A wake-up asked for a claim that has not been made yet. */
+  private wanted = false;
+  private pumping = false;
+  private pump?: Promise<void>;
+  /** The last claim came back short: until a wake-up says otherwise, nothing more is due. */
+  private idle = false;
+  private timer?: NodeJS.Timeout;
+  private timerAt = Number.POSITIVE_INFINITY;
+  private listening?: Promise<(() => Promise<void>) | undefined>;
+  private stopWatchingClock?: () => void;
+
+  constructor(options: JobWorkerOptions) {
+    this.options = options;
+    this.slots = new Slots(options.concurrency);
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.idle = false;
+    this.listening = this.listen();
+    this.stopWatchingClock = this.options.clock.onMove(() => this.wake());
+    this.wake();
+  }
+
+  /** Stops claiming, then waits for the jobs in hand to be finished and recorded. */
+  async stop(): Promise<void> {
+    this.running = false;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
+    this.stopWatchingClock?.();
+    const unlisten = await this.listening;
+    await unlisten?.().catch((error) => this.options.onError(error));
+    await this.pump;
+    await Promise.allSettled([...this.runs]);
+  }
+
+  /** Asks for a claim as soon as the one under way (if any) is done. */
+  private wake(): void {
+    if (!this.running) return;
+    this.wanted = true;
+    this.idle = false;
+    if (this.pumping) return;
+    this.pumping = true;
+    this.pump = this.claimWhileWanted();
+  }
+
+  private async claimWhileWanted(): Promise<void> {
+    try {
+      while (this.running && this.wanted) {
+        this.wanted = false;
+        await this.fill();
+      }
+    } finally {
+      // Set with no await after the last look at `wanted`, so a wake-up can never fall between the two.
+      this.pumping = false;
+    }
+  }
+
+  /** Claims until the slots are full or nothing more is due, then sets the alarm for the next look. */
+  private async fill(): Promise<void> {
+    const { clock, pollIntervalMs } = this.options;
+    let nextLook = Date.now() + pollIntervalMs;
+    try {
+      while (this.running) {
+        const queues = this.options.queues();
+        const quotas = this.slots.quotas(queues);
+        const wanted = Math.min(
+          this.slots.free,
+          quotas.reduce((sum, quota) => sum + quota.limit, 0),
+        );
+        // Every slot (or every queue's share) is taken: a finishing job calls again.
+        if (wanted <= 0) break;
+        const jobs = await this.options.claim(quotas, wanted);
+        for (const job of jobs) this.launch(job, queues);
+        if (jobs.length === wanted) continue;
+        // Short: nothing more is due in the queues that had room. Sleep until the next of them falls due.
+        this.idle = true;
+        const open = this.slots.quotas(queues).map((quota) => quota.queue);
+        const next = await this.options.nextRunAt(open);
+        if (next) {
+          const inMs = next.getTime() - clock.nowMs();
+          nextLook = Math.min(nextLook, Date.now() + (inMs > 0 ? inMs + 1 : RECHECK_MS));
+        }
+        break;
+      }
+    } catch (error) {
+      this.options.onError(error);
+    }
+    this.alarm(nextLook);
+  }
+
+  private launch(job: Job, queues: SlotQueue[]): void {
+    this.slots.take(job.queue);
+    const run: Promise<void> = this.options
+      .run(job)
+      .catch((error) => this.options.onError(error, job))
+      .finally(() => {
+        this.runs.delete(run);
+        const limit = queues.find((queue) => queue.name === job.queue)?.concurrency ?? this.slots.total;
+        const wasAtLimit = this.slots.release(job.queue, limit);
+        // The freed slot is filled at once, unless the last claim found nothing more due; a queue that was
+        // at its own limit may have due jobs that claim left out.
+        if (!this.idle || wasAtLimit) this.wake();
+      });
+    this.runs.add(run);
+  }
+
+  /** Wakes the worker at `at` (a Date.now() time), unless an earlier wake-up is already set. */
+  private alarm(at: number): void {
+    if (!this.running || (this.timer && this.timerAt <= at)) return;
+    clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.timerAt = Number.POSITIVE_INFINITY;
+        this.wake();
+      },
+      Math.max(0, at - Date.now()),
+    );
+  }
+
+  private async listen(): Promise<(() => Promise<void>) | undefined> {
+    const { db, onError } = this.options;
+    if (!db.listen) return undefined;
+    try {
+      return await db.listen({
+        channel: JOBS_CHANNEL,
+        // Without a payload: the connection was made again and notifications may have been lost.
+        onNotify: (queue) => {
+          if (queue === undefined || this.options.queues().some((known) => known.name === queue)) this.wake();
+        },
+        onError: (error) => onError(error),
+      });
+    } catch (error) {
+      // The fallback poll still finds every job, only later.
+      onError(error);
+      return undefined;
+    }
+  }
+}
