@@ -268,6 +268,7 @@ describe('a delivery whose attempt runs out of time', () => {
         headers: received[0] as Record<string, string>,
         body: bodies[0]!,
         at: t.ctx.clock.nowMs(),
+        realAt: performance.now(),
       });
       const done = await onlyDelivery(hook.id);
       assert.equal(done.status, 'succeeded');
