@@ -18,7 +18,8 @@ import { migrate } from '../src/platform/db/migrate.ts';
 import { createRuntime } from '../src/runtime.ts';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 2000);
-const CONCURRENCY = 4; // the job queue's default concurrency per worker
+const config = loadConfig({ APP_ENV: 'test', DATA_DIR: 'memory://', ...process.env, LOG_LEVEL: 'silent' });
+const CONCURRENCY = config.workerConcurrency; // the worker's slots (WORKER_CONCURRENCY), which drain() uses
 
 let received = 0;
 const receiver = http.createServer((request, response) => {
@@ -61,7 +62,6 @@ await Promise.all(
 const baselineRate = EVENTS / ((performance.now() - baselineStart) / 1000);
 
 // The product: outbox → fan-out → delivery jobs → receiver.
-const config = loadConfig({ APP_ENV: 'test', DATA_DIR: 'memory://', ...process.env, LOG_LEVEL: 'silent' });
 // On a PostgreSQL server the bench works in a database of its own, dropped at the end, never in the one named.
 const server = config.databaseUrl;
 const scratch = `bench_webhooks_${randomBytes(4).toString('hex')}`;

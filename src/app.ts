@@ -37,10 +37,12 @@ export async function buildApp(runtime: Runtime): Promise<App> {
           )(runtime.config.trustProxy)
         : runtime.config.trustProxy,
     bodyLimit: 8 * 1024 * 1024,
-    // A client must send its whole request within requestTimeout (a trickled body is cut off), may idle at most
-    // connectionTimeout, and must finish its headers within HEADERS_TIMEOUT_MS (set on the server below).
+    // A client must finish its headers within HEADERS_TIMEOUT_MS and its whole request within requestTimeout
+    // (a trickled body is cut off), and a kept-alive connection may wait KEEP_ALIVE_TIMEOUT_MS for its next
+    // request. There is no socket idle timeout: it would also cut a response still being worked on (a large
+    // import takes minutes after its upload has arrived).
     requestTimeout: runtime.config.requestTimeoutSeconds * 1000,
-    connectionTimeout: IDLE_TIMEOUT_MS,
+    connectionTimeout: 0,
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     // Node checks those timeouts on an interval (30 s by default); check often enough to honour short ones.
     http: {
@@ -172,7 +174,6 @@ export async function buildApp(runtime: Runtime): Promise<App> {
   return app as unknown as App;
 }
 
-const IDLE_TIMEOUT_MS = 30_000;
 const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 const HEADERS_TIMEOUT_MS = 10_000;
 const INT32 = { minimum: -2_147_483_648, maximum: 2_147_483_647 };

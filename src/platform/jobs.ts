@@ -176,7 +176,7 @@ export class JobQueue {
    * ran. Safe to call from any number of processes at once.
    */
   async runDue(limit = this.concurrency): Promise<number> {
-    const slots = new Slots(limit);
+    const slots = new Slots({ total: limit });
     const jobs = await this.store.claim(slots.quotas(this.slotQueues()), limit, this.clock.now());
     await Promise.all(jobs.map((job) => this.execute(job)));
     return jobs.length;
@@ -188,7 +188,7 @@ export class JobQueue {
    * bounds the claims that found work (a job that keeps rescheduling itself to now ends there).
    */
   async drain(maxRounds = 1000): Promise<number> {
-    const slots = new Slots(this.concurrency);
+    const slots = new Slots({ total: this.concurrency });
     const runs = new Set<Promise<void>>();
     let failure: { error: unknown } | undefined;
     let total = 0;
@@ -209,6 +209,7 @@ export class JobQueue {
         for (const job of jobs) {
           slots.take(job.queue);
           const run: Promise<void> = this.execute(job)
+            .then(() => {})
             .catch((error) => {
               failure ??= { error };
             })
@@ -246,7 +247,8 @@ export class JobQueue {
     }));
   }
 
-  private async execute(job: Job): Promise<void> {
+  /** Runs one job to its recorded outcome; returns when it is to run again, if it was rescheduled. */
+  private async execute(job: Job): Promise<Date | undefined> {
     const registered = this.queues.get(job.queue)!;
     try {
       await registered.handler(job.payload as never, job as Job<never>);
@@ -260,10 +262,11 @@ export class JobQueue {
         const runAt =
           error instanceof RetryAt ? error.at : new Date(now + this.backoffMs(registered, job.attempts));
         await this.store.reschedule(job.id, runAt, message);
-      } else {
-        await this.bury(registered, job, error, new Date(now), message);
+        return runAt;
       }
+      await this.bury(registered, job, error, new Date(now), message);
     }
+    return undefined;
   }
 
   /** Marks the job dead and, in the same transaction, tells its queue's `onDead`. */

@@ -42,11 +42,17 @@ export class ContactImporter {
   }
 
   /**
-   * Imports a CSV stream. A stream cut at the upload limit (a multipart file's `truncated`) is refused
-   * with 413 before any contact changes.
+   * Imports a CSV stream. A file that was cut at the upload limit (`truncated`) is refused with 413 before
+   * any contact changes.
    */
-  importCsv(organizationId: string, region: Region, stream: Readable, actor: string): Promise<ImportResult> {
-    const truncated = () => (stream as Readable & { truncated?: boolean }).truncated === true;
+  importCsv(
+    organizationId: string,
+    region: Region,
+    stream: Readable,
+    actor: string,
+    options: { truncated?: boolean } = {},
+  ): Promise<ImportResult> {
+    const truncated = () => options.truncated === true;
     return this.run(organizationId, region, actor, csvRows(stream), 2, truncated);
   }
 
@@ -78,8 +84,8 @@ export class ContactImporter {
     const now = this.clock.now();
     const importId = newId('imp', now.getTime());
     try {
-      const validRows = await this.stage(importId, source, firstRowNumber, region, now, result);
       if (truncated()) throw new ApiError(413, 'The CSV is larger than the 50 MB import limit');
+      const validRows = await this.stage(importId, source, firstRowNumber, region, now, result);
       if (validRows === 0) throw result.rejected === 0 ? emptyFile() : noValidRows(result);
       await this.apply(importId, organizationId, result, now, actor);
       await this.db.transaction((tx) =>

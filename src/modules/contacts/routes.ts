@@ -8,6 +8,7 @@ import { type Caller, callerOf, cursorScope } from '../../platform/http/caller.t
 import { envelope, IdParams } from '../../platform/http/schemas.ts';
 import type { ModuleRoutes } from '../../platform/module.ts';
 import { OffsetPageQuery, PageEnvelope, PageQuery, pageResponse } from '../../platform/pagination.ts';
+import { spoolUpload } from '../../platform/uploads.ts';
 import type { ContactImporter } from './import.ts';
 import type { ContactListService } from './lists.ts';
 import {
@@ -184,13 +185,20 @@ export const contactRoutes: ModuleRoutes<ContactsServices> =
           try {
             for await (const part of request.parts()) {
               if (part.type === 'file' && part.fieldname === 'file') {
-                const result = await contactImporter.importCsv(
-                  caller.organizationId,
-                  caller.region,
-                  part.file,
-                  caller.actor,
-                );
-                return { success: true as const, data: result };
+                // Received whole first, then imported: see platform/uploads.ts.
+                const upload = await spoolUpload(part.file);
+                try {
+                  const result = await contactImporter.importCsv(
+                    caller.organizationId,
+                    caller.region,
+                    upload.open(),
+                    caller.actor,
+                    { truncated: upload.truncated },
+                  );
+                  return { success: true as const, data: result };
+                } finally {
+                  await upload.discard();
+                }
               }
               if (part.type === 'file') part.file.resume();
             }

@@ -21,10 +21,13 @@ const RECHECK_MS = 25;
 
 /** A worker's slots: how many jobs run, in all and per queue, and what a claim may take now. */
 export class Slots {
+  readonly total: number;
   private readonly perQueue = new Map<string, number>();
   private running = 0;
 
-  constructor(readonly total: number) {}
+  constructor(options: { total: number }) {
+    this.total = options.total;
+  }
 
   get free(): number {
     return this.total - this.running;
@@ -67,8 +70,8 @@ export interface JobWorkerOptions {
   queues: () => SlotQueue[];
   claim: (quotas: Quota[], total: number) => Promise<Job[]>;
   nextRunAt: (queues: string[]) => Promise<Date | undefined>;
-  /** Runs one job to its recorded outcome. */
-  run: (job: Job) => Promise<void>;
+  /** Runs one job to its recorded outcome; returns when it is to run again, if it was rescheduled. */
+  run: (job: Job) => Promise<Date | undefined>;
   onError: (error: unknown, job?: Job) => void;
 }
 
@@ -90,7 +93,7 @@ export class JobWorker {
 
   constructor(options: JobWorkerOptions) {
     this.options = options;
-    this.slots = new Slots(options.concurrency);
+    this.slots = new Slots({ total: options.concurrency });
   }
 
   start(): void {
@@ -109,7 +112,10 @@ export class JobWorker {
     this.timer = undefined;
     this.timerAt = Number.POSITIVE_INFINITY;
     this.stopWatchingClock?.();
-    const unlisten = await this.listening;
+    this.stopWatchingClock = undefined;
+    const listening = this.listening;
+    this.listening = undefined;
+    const unlisten = await listening;
     await unlisten?.().catch((error) => this.options.onError(error));
     await this.pump;
     await Promise.allSettled([...this.runs]);
@@ -174,7 +180,13 @@ export class JobWorker {
     this.slots.take(job.queue);
     const run: Promise<void> = this.options
       .run(job)
-      .catch((error) => this.options.onError(error, job))
+      .then(
+        // A retry (RetryAt, backoff) is due at a time no other wake-up announces: set the alarm for it.
+        (again) => {
+          if (again) this.alarm(Date.now() + Math.max(0, again.getTime() - this.options.clock.nowMs()) + 1);
+        },
+        (error) => this.options.onError(error, job),
+      )
       .finally(() => {
         this.runs.delete(run);
         const limit = queues.find((queue) => queue.name === job.queue)?.concurrency ?? this.slots.total;
