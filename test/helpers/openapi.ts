@@ -27,7 +27,6 @@ export interface Operation {
   method: Method;
   path: string;
   id: string;
-  // biome-ignore lint/suspicious/noExplicitAny: an OpenAPI operation object as the document has it
   operation: any;
   parameters: { name: string; in: string; schema: Schema }[];
   body?: Schema;
