@@ -41,7 +41,11 @@ async function main() {
   const demo = await seedDemoIfEmpty(ctx);
 
   if (app) await app.listen({ port: config.port, host: config.host });
-  if (config.roles.includes('worker')) ctx.jobs.start();
+  if (config.roles.includes('worker')) {
+    // The clean-up of this hour, unless another instance already booked it; each run books the next hour.
+    await ctx.retention.start();
+    ctx.jobs.start();
+  }
   if (demo) {
     const address = app?.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;

@@ -22,6 +22,7 @@ import {
 } from './platform/module.ts';
 import { Paginator } from './platform/pagination.ts';
 import { createCounterStore, RateLimiter } from './platform/rate-limit.ts';
+import { platformRetentionRules, Retention } from './platform/retention.ts';
 
 type ServicesOf<Module> = Module extends ModuleDefinition<string, infer Services> ? Services : never;
 type UnionToIntersection<Union> = (Union extends unknown ? (value: Union) => void : never) extends (
@@ -39,6 +40,8 @@ export type Runtime = Platform &
     /** Any module's services by its definition (what route plugins receive). */
     use: Use;
     interfaces: AppInterfaces;
+    /** The hourly clean-up of the platform's and every module's rules; a worker calls `start()`. */
+    retention: Retention;
   };
 
 export function createPlatform(
@@ -86,7 +89,17 @@ export function createRuntime(config: Config, db: Database, log: FastifyBaseLogg
       services[name] = service;
     }
   }
-  const runtime = { ...platform, ...services, modules, use } as unknown as Runtime;
+  const retention = new Retention({
+    db,
+    clock: platform.clock,
+    jobs: platform.jobs,
+    log,
+    rules: [
+      ...platformRetentionRules(platform),
+      ...modules.flatMap(({ definition, services: own }) => definition.retention?.(own) ?? []),
+    ],
+  });
+  const runtime = { ...platform, ...services, modules, use, retention } as unknown as Runtime;
   runtime.interfaces = createInterfaces(runtime);
   return runtime;
 }

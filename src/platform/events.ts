@@ -7,6 +7,7 @@
 // idempotent: dispatch is at-least-once.
 import type { Static, TObject } from 'typebox';
 import type { Clock } from './clock.ts';
+import { deleteInBatches } from './db/batches.ts';
 import type { Queryable } from './db/index.ts';
 import { newId } from './ids.ts';
 import type { JobQueue } from './jobs.ts';
@@ -151,6 +152,18 @@ export class EventOutbox {
   async get(id: string): Promise<DomainEvent | undefined> {
     const [row] = await this.db.query<EventRow>('SELECT * FROM events WHERE id = $1', [id]);
     return row && toEvent(row);
+  }
+
+  /**
+   * Removes events dispatched before `before` (retention), a batch at a time; returns how many. Nothing reads
+   * an event after its dispatch: webhook deliveries keep their own body. Undispatched events always stay.
+   */
+  async removeDispatched(before: Date): Promise<number> {
+    return deleteInBatches(
+      this.db,
+      `DELETE FROM events WHERE id IN (SELECT id FROM events WHERE dispatched_at < $1 LIMIT $2) RETURNING 1`,
+      [before],
+    );
   }
 
   private async dispatch(eventId: string): Promise<void> {

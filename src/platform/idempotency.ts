@@ -5,6 +5,7 @@
 // key cannot both write: the second's insert of the key fails on the primary key and it answers as the first.
 import { createHash } from 'node:crypto';
 import type { Clock } from './clock.ts';
+import { deleteInBatches } from './db/batches.ts';
 import { type Database, isUniqueViolation, type Queryable } from './db/index.ts';
 import { ApiError } from './errors.ts';
 
@@ -60,6 +61,17 @@ export class Idempotency {
       }
       throw error;
     }
+  }
+
+  /** Removes keys past their 24-hour window (retention), a batch at a time; returns how many. */
+  async removeExpired(now: Date): Promise<number> {
+    return deleteInBatches(
+      this.db,
+      `DELETE FROM idempotency_keys WHERE ctid IN (
+         SELECT ctid FROM idempotency_keys WHERE created_at <= $1 LIMIT $2)
+       RETURNING 1`,
+      [new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS)],
+    );
   }
 
   private async find(write: IdempotentWrite, requestHash: string): Promise<unknown> {

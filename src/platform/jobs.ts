@@ -229,6 +229,11 @@ export class JobQueue {
     return total;
   }
 
+  /** Removes jobs that finished (completed or dead) before `before` (retention); returns how many. */
+  removeFinished(before: Date): Promise<number> {
+    return this.store.removeFinished(before);
+  }
+
   /** Starts working in the background: woken by enqueues, by the next due job, and by a slow poll. */
   start(): void {
     this.worker.start();

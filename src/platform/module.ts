@@ -8,6 +8,7 @@
 //   events     the events it emits (the webhook catalog and OpenAPI are built from these)
 //   consumers  what it does with every recorded event (webhooks fan them out)
 //   sealed     the columns where it keeps sealed secrets (re-sealed when ENCRYPTION_KEY rotates)
+//   retention  the rows it removes once they are past what the API shows (platform/retention.ts)
 // Modules never construct each other: use(other) returns the other module's services, built once. A cycle
 // between modules is refused at start with the path that forms it.
 import type { FastifyBaseLogger } from 'fastify';
@@ -23,6 +24,7 @@ import type { JobHandler, JobQueue, QueueOptions } from './jobs.ts';
 import type { Mailer } from './mail.ts';
 import type { Paginator } from './pagination.ts';
 import type { RateLimiter } from './rate-limit.ts';
+import type { RetentionRule } from './retention.ts';
 
 /** The mechanisms every module shares, built once per process by the composition root. */
 export interface Platform {
@@ -80,6 +82,8 @@ export interface ModuleDefinition<Name extends string = string, Services = unkno
   consumers?(services: Services): EventConsumer[];
   /** Where it keeps sealed secrets, so that rotating ENCRYPTION_KEY can re-seal them. */
   sealed?: readonly SealedColumns[];
+  /** Its clean-up rules, run hourly by the `platform.retention` queue; each deletes in bounded batches. */
+  retention?(services: Services): RetentionRule[];
 }
 
 export function defineModule<const Name extends string, Services>(

@@ -1,5 +1,6 @@
 // The SQL of staged contact imports (contact_import_rows): rows are staged while the file is read, then taken
 // off in order, a batch at a time, to be applied. See import.ts for why imports are staged.
+import { deleteInBatches } from '../../platform/db/batches.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import type { ImportedContact } from './store.ts';
 
@@ -42,5 +43,16 @@ export class ContactImportStore {
 
   async discard(db: Queryable, importId: string): Promise<void> {
     await db.query('DELETE FROM contact_import_rows WHERE import_id = $1', [importId]);
+  }
+
+  /** Retention: rows staged before `before`, left behind by an import that crashed midway. */
+  async deleteStale(db: Queryable, before: Date): Promise<number> {
+    return deleteInBatches(
+      db,
+      `DELETE FROM contact_import_rows WHERE ctid IN (
+         SELECT ctid FROM contact_import_rows WHERE created_at < $1 LIMIT $2)
+       RETURNING 1`,
+      [before],
+    );
   }
 }

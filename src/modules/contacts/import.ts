@@ -41,6 +41,11 @@ export class ContactImporter {
     this.events = deps.events;
   }
 
+  /** Retention: removes rows staged before `before` by an import that never finished; returns how many. */
+  removeStaleStaging(before: Date): Promise<number> {
+    return this.staging.deleteStale(this.db, before);
+  }
+
   /**
    * Imports a CSV stream. A file that was cut at the upload limit (`truncated`) is refused with 413 before
    * any contact changes.

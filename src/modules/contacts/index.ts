@@ -7,6 +7,9 @@ import { ContactListService } from './lists.ts';
 import { type ContactsServices, contactRoutes } from './routes.ts';
 import { ContactService } from './service.ts';
 
+/** An import runs within one request: rows staged a day ago belong to one that crashed. */
+export const STALE_IMPORT_RETENTION_MS = 24 * 60 * 60 * 1000;
+
 export type { Contact } from './schemas.ts';
 export { ContactService } from './service.ts';
 
@@ -25,4 +28,10 @@ export const contactsModule = defineModule({
     portal: [contactRoutes, contactListRoutes],
   },
   events: [ContactOptedOut, ContactOptedIn, ContactsImported],
+  retention: ({ contactImporter }) => [
+    {
+      name: 'contacts.import-staging',
+      run: (now) => contactImporter.removeStaleStaging(new Date(now.getTime() - STALE_IMPORT_RETENTION_MS)),
+    },
+  ],
 });

@@ -13,6 +13,9 @@ import { SessionService } from './sessions.ts';
 import { TwoFactorService } from './two-factor.ts';
 import { UserService } from './users.ts';
 
+/** Expired sessions, challenges and reset tokens are kept a day, so their errors still say "expired". */
+export const EXPIRED_IDENTITY_RETENTION_MS = 24 * 60 * 60 * 1000;
+
 export { currentSession, hasFreshVerification, type PortalSession, SessionGuard } from './guard.ts';
 export type { Membership, Role, User } from './users.ts';
 export { publicUser, ROLES, UserService } from './users.ts';
@@ -54,6 +57,19 @@ export const identityModule = defineModule({
   routes: { portal: [portalAuthRoutes], operator: [userOperatorRoutes] },
   // Password-reset mail is retried from the queue when the mail server fails (password-reset-mail.ts).
   jobs: ({ passwordResetMail }) => ({ [PASSWORD_RESET_MAIL_QUEUE]: passwordResetMail.queue }),
+  retention: ({ sessions, passwordResetMail }) => [
+    {
+      name: 'identity.sessions',
+      run: async (now) => {
+        const removed = await sessions.removeExpired(new Date(now.getTime() - EXPIRED_IDENTITY_RETENTION_MS));
+        return removed.sessions + removed.challenges;
+      },
+    },
+    {
+      name: 'identity.password-resets',
+      run: (now) => passwordResetMail.removeExpired(new Date(now.getTime() - EXPIRED_IDENTITY_RETENTION_MS)),
+    },
+  ],
   // TOTP secrets, bound to their user's id.
   sealed: [
     {

@@ -53,6 +53,11 @@ export class PasswordResetMail {
     this.publicUrl = deps.publicUrl;
   }
 
+  /** Retention: removes reset requests and tokens that expired before `before`; returns how many. */
+  removeExpired(before: Date): Promise<number> {
+    return this.store.deleteExpired(this.db, before);
+  }
+
   /** The mail queue, registered by the module (index.ts). */
   get queue(): JobSpec<PasswordResetMailJob> {
     return {

@@ -2,6 +2,7 @@
 // token (and for an unknown e-mail without a user) and armed with one by the mail job just before sending
 // (password-reset-mail.ts). Every method takes the Queryable to run on, so spending a token and changing the
 // password share one transaction; the rules stay with PasswordResetService and PasswordResetMail.
+import { deleteInBatches } from '../../platform/db/batches.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 
 export class PasswordResetStore {
@@ -73,5 +74,16 @@ export class PasswordResetStore {
       userId,
       now,
     ]);
+  }
+
+  /** Retention: requests and tokens (used, voided or never armed) that expired before `before`. */
+  async deleteExpired(db: Queryable, before: Date): Promise<number> {
+    return deleteInBatches(
+      db,
+      `DELETE FROM password_reset_tokens WHERE id IN (
+         SELECT id FROM password_reset_tokens WHERE expires_at < $1 LIMIT $2)
+       RETURNING 1`,
+      [before],
+    );
   }
 }

@@ -1,6 +1,7 @@
 // The SQL of portal sessions and of the two-factor login challenges that precede them. Every method takes the
 // Queryable to run on, so a sign-in, a switch or a password change can end and start sessions in one
 // transaction; the rules stay with SessionService and PortalAuthService.
+import { deleteInBatches } from '../../platform/db/batches.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import type { Region, Role } from '../../platform/http/caller.ts';
 
@@ -185,5 +186,28 @@ export class SessionStore {
 
   async deleteChallenges(db: Queryable, userId: string): Promise<void> {
     await db.query('DELETE FROM login_challenges WHERE user_id = $1', [userId]);
+  }
+
+  // -------------------------------------------------------------------------------------------------------
+  // Retention: rows past their lifetime, a batch at a time
+
+  /** Sessions (revoked or not) whose absolute lifetime ended before `before`. */
+  async deleteExpiredSessions(db: Queryable, before: Date): Promise<number> {
+    return deleteInBatches(
+      db,
+      `DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE expires_at < $1 LIMIT $2) RETURNING 1`,
+      [before],
+    );
+  }
+
+  /** Two-factor login challenges (spent or not) that expired before `before`. */
+  async deleteExpiredChallenges(db: Queryable, before: Date): Promise<number> {
+    return deleteInBatches(
+      db,
+      `DELETE FROM login_challenges WHERE id IN (
+         SELECT id FROM login_challenges WHERE expires_at < $1 LIMIT $2)
+       RETURNING 1`,
+      [before],
+    );
   }
 }

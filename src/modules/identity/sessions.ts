@@ -196,6 +196,17 @@ export class SessionService {
     return revoked;
   }
 
+  /**
+   * Retention: removes sessions whose lifetime ended before `before` (a revoked one too: until then its
+   * token keeps answering TOKEN_REVOKED) and login challenges that expired before it; returns how many.
+   */
+  async removeExpired(before: Date): Promise<{ sessions: number; challenges: number }> {
+    return {
+      sessions: await this.store.deleteExpiredSessions(this.db, before),
+      challenges: await this.store.deleteExpiredChallenges(this.db, before),
+    };
+  }
+
   async markMfaVerified(sessionId: string, tx: Queryable = this.db): Promise<void> {
     await this.store.markMfaVerified(tx, sessionId, this.clock.now());
   }

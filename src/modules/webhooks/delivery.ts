@@ -82,6 +82,11 @@ export class WebhookDelivery {
     }
   }
 
+  /** Retention: removes deliveries (and their attempts) finished before `before`; returns how many. */
+  removeFinished(before: Date): Promise<number> {
+    return this.store.deleteFinishedDeliveries(this.db, before);
+  }
+
   /** The delivery queue, registered by the module (index.ts). */
   get queue(): JobSpec<DeliveryJob> {
     return {

@@ -7,6 +7,9 @@ import { type WebhooksServices, webhookListRoute, webhookRoutes } from './routes
 import { DELIVER_QUEUE, WebhookService } from './service.ts';
 import { WebhookTransport } from './transport.ts';
 
+/** The delivery log keeps a finished delivery this long after its last attempt (docs/webhooks.md). */
+export const DELIVERY_LOG_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+
 export const webhooksModule = defineModule({
   name: 'webhooks',
   create: ({ platform }): WebhooksServices => {
@@ -36,6 +39,12 @@ export const webhooksModule = defineModule({
   routes: { developer: [webhookListRoute], management: [webhookRoutes, webhookListRoute] },
   jobs: ({ webhookDelivery }) => ({ [DELIVER_QUEUE]: webhookDelivery.queue }),
   consumers: ({ webhookDelivery }) => [(event) => webhookDelivery.fanOut(event)],
+  retention: ({ webhookDelivery }) => [
+    {
+      name: 'webhooks.deliveries',
+      run: (now) => webhookDelivery.removeFinished(new Date(now.getTime() - DELIVERY_LOG_RETENTION_MS)),
+    },
+  ],
   events: [WebhookTest, EndpointDisabled],
   // Signing secrets, bound to their endpoint's id.
   sealed: [

@@ -1,6 +1,7 @@
 // The webhooks module's SQL: endpoints, their deliveries and every attempt of each. Every method takes the
 // Queryable to run on, so management (service.ts) and delivery (delivery.ts) decide what shares a
 // transaction and what is locked; the rules stay with them.
+import { deleteInBatches } from '../../platform/db/batches.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import type { ListQuery } from '../../platform/pagination.ts';
 import type { DeliveryStatus, DisabledReason } from './schemas.ts';
@@ -374,6 +375,22 @@ export class WebhookStore {
     return db.query<AttemptRow>(
       'SELECT * FROM webhook_attempts WHERE delivery_id = ANY($1::text[]) ORDER BY delivery_id, attempt',
       [deliveryIds],
+    );
+  }
+
+  /**
+   * Retention: deliveries that finished (succeeded or failed) with their last attempt before `before`, and
+   * their attempts (by cascade). A pending one is never taken; one being redelivered is skipped, not waited on.
+   */
+  async deleteFinishedDeliveries(db: Queryable, before: Date): Promise<number> {
+    return deleteInBatches(
+      db,
+      `DELETE FROM webhook_deliveries WHERE id IN (
+         SELECT id FROM webhook_deliveries
+          WHERE status IN ('succeeded', 'failed') AND COALESCE(last_attempt_at, created_at) < $1
+          LIMIT $2 FOR UPDATE SKIP LOCKED)
+       RETURNING 1`,
+      [before],
     );
   }
 }

@@ -2,6 +2,7 @@
 // quota per queue, finding when the next job falls due, and recording each outcome. Every write of a held job
 // names its worker (`locked_by`), so a worker whose lease ran out and was taken over cannot overwrite the
 // outcome of the worker that holds the job now. Successes are recorded in batches (CompletionBatch).
+import { deleteInBatches } from '../db/batches.ts';
 import type { Database, Queryable } from '../db/index.ts';
 
 /** The channel on which enqueues notify workers; the payload is the queue's name. */
@@ -75,6 +76,17 @@ export class JobStore {
   constructor(options: { db: Database; workerId: string }) {
     this.db = options.db;
     this.workerId = options.workerId;
+  }
+
+  /** Removes jobs that finished (completed or dead) before `before`, a batch at a time; returns how many. */
+  async removeFinished(before: Date): Promise<number> {
+    return deleteInBatches(
+      this.db,
+      `DELETE FROM jobs WHERE id IN (
+         SELECT id FROM jobs WHERE status IN ('completed', 'dead') AND finished_at < $1 LIMIT $2)
+       RETURNING 1`,
+      [before],
+    );
   }
 
   /**
