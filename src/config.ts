@@ -56,6 +56,17 @@ function parseTrustProxy(value: string | undefined): number | false {
 
 const appEnvs: AppEnv[] = ['production', 'development', 'test'];
 
+/** For a command's start: the configuration, or every problem on stderr and exit code 1. */
+export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    process.exit(1);
+  }
+}
+
 /** Reads and validates the environment. Throws ConfigError with every problem at once. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const problems: string[] = [];

@@ -1,7 +1,7 @@
 // Starts the product: reads the configuration, opens and migrates the database, then starts the roles
 // asked for (ROLES=api,worker by default: the HTTP API and the background worker in one process).
 import { buildApp } from './app.ts';
-import { type Config, ConfigError, loadConfig } from './config.ts';
+import { loadConfigOrExit } from './config.ts';
 import { printDemoCredentials, seedDemoIfEmpty } from './first-run.ts';
 import { openDatabase } from './platform/db/index.ts';
 import { migrate } from './platform/db/migrate.ts';
@@ -9,16 +9,7 @@ import { createLogger } from './platform/log.ts';
 import { createRuntime } from './runtime.ts';
 
 async function main() {
-  let config: Config;
-  try {
-    config = loadConfig();
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\n`);
-      process.exit(1);
-    }
-    throw error;
-  }
+  const config = loadConfigOrExit();
 
   const log = createLogger(config.logLevel);
   const db = await openDatabase(config);

@@ -1,6 +1,6 @@
 // `npm run reseal-secrets`: re-seals every stored secret with the newest key of ENCRYPTION_KEY (see
 // src/platform/reseal.ts for the rotation steps). Reads the same configuration as the server.
-import { type Config, ConfigError, loadConfig } from './config.ts';
+import { loadConfigOrExit } from './config.ts';
 import { MODULES } from './modules.ts';
 import { createSecretBox } from './platform/crypto.ts';
 import { openDatabase } from './platform/db/index.ts';
@@ -9,16 +9,7 @@ import type { ModuleDefinition } from './platform/module.ts';
 import { resealSecrets } from './platform/reseal.ts';
 
 async function main() {
-  let config: Config;
-  try {
-    config = loadConfig();
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\n`);
-      process.exit(1);
-    }
-    throw error;
-  }
+  const config = loadConfigOrExit();
   if (config.encryptionKeys.length === 0) {
     process.stderr.write('ENCRYPTION_KEY is not set: there is no key to re-seal with.\n');
     process.exit(1);
