@@ -13,7 +13,7 @@ import type { App } from './platform/http/app-type.ts';
 import { INTERFACE_NAMES } from './platform/http/caller.ts';
 import { mountInterface, type RoutePlugin, SECURITY_SCHEMES } from './platform/http/interfaces.ts';
 import { webhooksDocument } from './platform/http/openapi.ts';
-import { isStorableText } from './platform/text.ts';
+import { findUnstorableText } from './platform/text.ts';
 import { CURRENT_VERSION, KNOWN_VERSIONS } from './platform/version.ts';
 import type { Runtime } from './runtime.ts';
 
@@ -193,20 +193,6 @@ export function withIntegerBounds(schema: unknown): object {
     copy.maximum ??= INT32.maximum;
   }
   return copy;
-}
-
-/** The path (e.g. `body.name`) of the first string in `value` holding NUL or a lone surrogate. */
-function findUnstorableText(value: unknown, path: string): string | undefined {
-  if (typeof value === 'string') {
-    return isStorableText(value) ? undefined : path;
-  }
-  if (!value || typeof value !== 'object') return undefined;
-  for (const [key, item] of Object.entries(value)) {
-    if (!isStorableText(key)) return path;
-    const found = findUnstorableText(item, `${path}.${key}`);
-    if (found) return found;
-  }
-  return undefined;
 }
 
 function validator(options: { coerceTypes: boolean | 'array' }): Ajv {

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { serializeError } from '../src/platform/log.ts';
-import { createOrganization, isShapeA, isShapeB, startTestApp, type TestApp } from './helpers/app.ts';
+import { isShapeA, isShapeB, startTestApp, type TestApp } from './helpers/app.ts';
+import { countRows, sender } from './helpers/messaging.ts';
 
 describe('finding 1: the log carries no secret, statement parameter or personal data', () => {
   let t: TestApp;
@@ -81,8 +82,7 @@ describe('findings 3 and 6: unstorable text and malformed paths are 400 in the r
   let apiKey: string;
   before(async () => {
     t = await startTestApp();
-    const org = await createOrganization(t);
-    apiKey = (await t.ctx.apiKeys.create(org.id, { name: 'k', scopes: ['*'] })).secret;
+    apiKey = (await sender(t, {}, { number: null })).key;
   });
   after(() => t.close());
 
@@ -107,8 +107,7 @@ describe('findings 3 and 6: unstorable text and malformed paths are 400 in the r
       assert.equal(res.status, 400, res.text);
       assert.ok(isShapeB(res.body), res.text);
       assert.match(res.body.error, /NUL characters or invalid Unicode/);
-      const count = await t.ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM contacts');
-      assert.equal(count[0]!.n, 0, 'nothing was written');
+      assert.equal(await countRows(t, 'SELECT 1 FROM contacts'), 0, 'nothing was written');
     });
   }
 
@@ -199,13 +198,11 @@ describe('findings 4 and 5: imports obey the contact rules, and a broken upload 
   let apiKey: string;
   before(async () => {
     t = await startTestApp();
-    const org = await createOrganization(t);
-    apiKey = (await t.ctx.apiKeys.create(org.id, { name: 'k', scopes: ['*'] })).secret;
+    apiKey = (await sender(t, {}, { number: null })).key;
   });
   after(() => t.close());
 
-  const contacts = async () =>
-    (await t.ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM contacts'))[0]!.n;
+  const contacts = () => countRows(t, 'SELECT 1 FROM contacts');
 
   test('a JSON import refuses every row a PATCH would refuse, and stores none of them', async () => {
     const manyFields = Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`field${i}`, 'x']));
@@ -284,8 +281,7 @@ describe('finding 2: one import does not stall every tenant', () => {
   let apiKey: string;
   before(async () => {
     t = await startTestApp();
-    const org = await createOrganization(t);
-    apiKey = (await t.ctx.apiKeys.create(org.id, { name: 'k', scopes: ['*'] })).secret;
+    apiKey = (await sender(t, {}, { number: null })).key;
   });
   after(() => t.close());
 
@@ -298,8 +294,7 @@ describe('finding 2: one import does not stall every tenant', () => {
   };
   const csvOf = (rows: number, from = 0) =>
     `phone,first_name\n${Array.from({ length: rows }, (_, i) => `+1202${String(5_000_000 + from + i).slice(-7)},N${i}`).join('\n')}\n`;
-  const contacts = async () =>
-    (await t.ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM contacts'))[0]!.n;
+  const contacts = () => countRows(t, 'SELECT 1 FROM contacts');
 
   test('an upload that declares more than the limit is refused with 413 before it is read', async () => {
     const { port } = new URL(t.url);
@@ -340,8 +335,7 @@ describe('finding 2: one import does not stall every tenant', () => {
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.data.imported, 30_000);
     assert.equal(await contacts(), 30_000);
-    const [left] = await t.ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM contact_import_rows');
-    assert.equal(left!.n, 0, 'nothing staged is left behind');
+    assert.equal(await countRows(t, 'SELECT 1 FROM contact_import_rows'), 0, 'nothing staged is left behind');
   });
 
   test('a file that turns out unreadable after thousands of good rows changes no contact', async () => {
@@ -351,7 +345,6 @@ describe('finding 2: one import does not stall every tenant', () => {
     assert.equal(res.status, 400, res.text.slice(0, 200));
     assert.ok(isShapeB(res.body));
     assert.equal(await contacts(), before);
-    const [left] = await t.ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM contact_import_rows');
-    assert.equal(left!.n, 0);
+    assert.equal(await countRows(t, 'SELECT 1 FROM contact_import_rows'), 0);
   });
 });

@@ -5,6 +5,18 @@
 // biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is exactly what this looks for
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-export function isStorableText(text: string): boolean {
+function isStorableText(text: string): boolean {
   return !UNSTORABLE.test(text);
+}
+
+/** The path (e.g. `body.name`) of the first string in `value`, object keys included, that is not storable. */
+export function findUnstorableText(value: unknown, path: string): string | undefined {
+  if (typeof value === 'string') return isStorableText(value) ? undefined : path;
+  if (!value || typeof value !== 'object') return undefined;
+  for (const [key, item] of Object.entries(value)) {
+    if (!isStorableText(key)) return path;
+    const found = findUnstorableText(item, `${path}.${key}`);
+    if (found) return found;
+  }
+  return undefined;
 }

@@ -57,8 +57,7 @@ export class ContactImporter {
     actor: string,
     options: { truncated?: boolean } = {},
   ): Promise<ImportResult> {
-    const truncated = () => options.truncated === true;
-    return this.run(organizationId, region, actor, csvRows(stream), 2, truncated);
+    return this.run(organizationId, region, actor, csvRows(stream), 2, options.truncated === true);
   }
 
   /** Imports a JSON array of objects; keys are recognised like CSV headers. */
@@ -83,13 +82,13 @@ export class ContactImporter {
     actor: string,
     source: AsyncIterable<string[]>,
     firstRowNumber = 2,
-    truncated: () => boolean = () => false,
+    truncated = false,
   ): Promise<ImportResult> {
     const result: ImportResult = { imported: 0, updated: 0, rejected: 0, errors: [] };
     const now = this.clock.now();
     const importId = newId('imp', now.getTime());
     try {
-      if (truncated()) throw new ApiError(413, 'The CSV is larger than the 50 MB import limit');
+      if (truncated) throw new ApiError(413, 'The CSV is larger than the 50 MB import limit');
       const validRows = await this.stage(importId, source, firstRowNumber, region, now, result);
       if (validRows === 0) throw result.rejected === 0 ? emptyFile() : noValidRows(result);
       await this.apply(importId, organizationId, result, now, actor);

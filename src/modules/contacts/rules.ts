@@ -2,7 +2,7 @@
 // the portal, or imported from a CSV file or a JSON array. One set of rules, read from the same schema the API
 // validates with (ContactProfile), so an import can never store what a PATCH would refuse.
 import { Compile } from 'typebox/compile';
-import { isStorableText } from '../../platform/text.ts';
+import { findUnstorableText } from '../../platform/text.ts';
 import { ContactProfile, type CustomFields, MAX_CUSTOM_FIELD_NAME } from './schemas.ts';
 
 const profile = Compile(ContactProfile);
@@ -28,15 +28,6 @@ export function contactProfileProblem(fields: ContactProfileInput): string | und
       return `customFields names must not have more than ${MAX_CUSTOM_FIELD_NAME} characters`;
     }
   }
-  const texts = [
-    fields.firstName,
-    fields.lastName,
-    fields.email,
-    fields.company,
-    ...Object.entries(fields.customFields ?? {}).flat(),
-  ];
-  if (texts.some((text) => typeof text === 'string' && !isStorableText(text))) {
-    return 'a field contains NUL characters or invalid Unicode';
-  }
-  return undefined;
+  const where = findUnstorableText(defined, 'contact');
+  return where ? `${where} contains NUL characters or invalid Unicode` : undefined;
 }
