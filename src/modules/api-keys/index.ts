@@ -7,9 +7,7 @@ import { DeveloperGuard } from './guard.ts';
 import { apiKeyRoutes } from './routes.ts';
 import { ApiKeyService } from './service.ts';
 
-export { DeveloperGuard } from './guard.ts';
-export { SCOPE_CATALOG, SCOPES, type Scope } from './scopes.ts';
-export type { ApiKey } from './service.ts';
+export type { Scope } from './scopes.ts';
 
 export const apiKeysModule = defineModule({
   name: 'apiKeys',

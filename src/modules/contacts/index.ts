@@ -8,9 +8,8 @@ import { type ContactsServices, contactRoutes } from './routes.ts';
 import { ContactService } from './service.ts';
 
 /** An import runs within one request: rows staged a day ago belong to one that crashed. */
-export const STALE_IMPORT_RETENTION_MS = 24 * 60 * 60 * 1000;
+const STALE_IMPORT_RETENTION_MS = 24 * 60 * 60 * 1000;
 
-export type { Contact } from './schemas.ts';
 export { ContactService } from './service.ts';
 
 export const contactsModule = defineModule({

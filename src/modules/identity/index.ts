@@ -14,11 +14,9 @@ import { TwoFactorService } from './two-factor.ts';
 import { UserService } from './users.ts';
 
 /** Expired sessions, challenges and reset tokens are kept a day, so their errors still say "expired". */
-export const EXPIRED_IDENTITY_RETENTION_MS = 24 * 60 * 60 * 1000;
+const EXPIRED_IDENTITY_RETENTION_MS = 24 * 60 * 60 * 1000;
 
-export { currentSession, hasFreshVerification, type PortalSession, SessionGuard } from './guard.ts';
-export type { Membership, Role, User } from './users.ts';
-export { publicUser, ROLES, UserService } from './users.ts';
+export { currentSession } from './guard.ts';
 
 export const identityModule = defineModule({
   name: 'identity',

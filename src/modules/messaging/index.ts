@@ -9,9 +9,6 @@ import { MESSAGE_EVENTS } from './events.ts';
 import { carrierTestControls, messageRoutes } from './routes.ts';
 import { MessagingService, type MessagingServices } from './service.ts';
 
-export type { Message } from './schemas.ts';
-export { MessageSchema } from './schemas.ts';
-
 export const messagingModule = defineModule({
   name: 'messaging',
   create: ({ platform, use }): MessagingServices => {

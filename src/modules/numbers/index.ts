@@ -3,8 +3,8 @@ import { defineModule } from '../../platform/module.ts';
 import { numberOperatorRoutes } from './routes.ts';
 import { NumberService } from './service.ts';
 
-export type { NumberType, PhoneNumber } from './service.ts';
-export { NUMBER_TYPES, NumberService, publicPhoneNumber } from './service.ts';
+export type { PhoneNumber } from './service.ts';
+export { NumberService } from './service.ts';
 
 export const numbersModule = defineModule({
   name: 'numbers',

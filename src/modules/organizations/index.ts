@@ -3,9 +3,8 @@ import { defineModule } from '../../platform/module.ts';
 import { organizationOperatorRoutes } from './routes.ts';
 import { OrganizationService } from './service.ts';
 
-export { publicOrganization } from './routes.ts';
-export type { OrganizationInput, Plan, Region, SubscriptionState } from './schemas.ts';
-export { OrganizationFields, OrganizationSchema, PLANS, REGIONS, SUBSCRIPTION_STATES } from './schemas.ts';
+export type { Plan, Region } from './schemas.ts';
+export { PLANS, REGIONS, SUBSCRIPTION_STATES } from './schemas.ts';
 export type { Organization } from './service.ts';
 export { OrganizationService } from './service.ts';
 

@@ -8,7 +8,7 @@ import { DELIVER_QUEUE, WebhookService } from './service.ts';
 import { WebhookTransport } from './transport.ts';
 
 /** The delivery log keeps a finished delivery this long after its last attempt (docs/webhooks.md). */
-export const DELIVERY_LOG_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+const DELIVERY_LOG_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 
 export const webhooksModule = defineModule({
   name: 'webhooks',
