@@ -1,7 +1,8 @@
 // Messaging throughput and paging latency, each beside a bare-Fastify baseline in the same run, on loopback:
 //   1. sends per second through POST /api/v2/messages/send (validation, limits under the organization lock,
 //      message, pacing slot and dispatch job in one transaction) against a bare Fastify that parses the same
-//      JSON and answers a 202;
+//      JSON and answers a 202, and against the database's bare single-row INSERT transactions into a table
+//      shaped like messages (the same connection count): the send's cost in the database's own unit;
 //   2. history pages at 10,000 and 1,000,000 messages: offset (`page`) versus keyset (`cursor`) at the first
 //      page and at the deepest page, against a bare Fastify answering a prebuilt page of the same size.
 // Ratios to the baseline mean the same on any machine. Run: npm run bench:messages
@@ -20,7 +21,7 @@ import { createRuntime } from '../src/runtime.ts';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
-const SIZES = (process.env.BENCH_SIZES ?? '10000,1000000').split(',').map(Number);
+const SIZES = (process.env.BENCH_SIZES ?? '10000,1000000').split(',').filter(Boolean).map(Number);
 // Each organization may send 30 per minute (spec), so the send run spreads over many organizations.
 const SEND_ORGS = Number(process.env.BENCH_SEND_ORGS ?? 100);
 const PAGE = 100;
@@ -174,6 +175,46 @@ const sendRows: [string, Result][] = [
 ];
 print(`Sends (${CONNECTIONS} connections, ${SEND_ORGS} organizations x 30), database ${db.engine}`, sendRows);
 rows.push(...sendRows);
+const bare = await bareInserts();
+console.log(
+  `  bare INSERT   one-row transactions into a copy of messages   ${bare.toFixed(0).padStart(7)} tx/s   ` +
+    `sends vs bare INSERT: ${(sendRows[1]![1].rps / bare).toFixed(2)}x`,
+);
+
+/**
+ * The database's own baseline for a send: single-row INSERT transactions into a table of the same shape as
+ * messages (columns, defaults, checks and indexes), from as many concurrent clients as the HTTP run had
+ * connections, for the same duration, through the same driver and pool.
+ */
+async function bareInserts(): Promise<number> {
+  await db.exec('CREATE TABLE bare_messages (LIKE messages INCLUDING ALL)');
+  const [sender] = senders;
+  let done = 0;
+  const ends = Date.now() + DURATION * 1000;
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, async () => {
+      while (Date.now() < ends) {
+        const now = new Date();
+        await db.transaction((tx) =>
+          tx.query(
+            `INSERT INTO bare_messages (id, organization_id, direction, origin, from_number, to_number, body,
+                                        segments, encoding, status, status_updated_at, created_at)
+             VALUES ($1, $2, 'outbound', 'api', $3, '+12025550142', $4, 1, 'GSM-7', 'queued', $5, $5)`,
+            [
+              `msg_bare${done++}`,
+              sender!.id,
+              sender!.number,
+              'Your order has shipped. Track it online.',
+              now,
+            ],
+          ),
+        );
+      }
+    }),
+  );
+  await db.exec('DROP TABLE bare_messages');
+  return done / DURATION;
+}
 
 // 2. Pages.
 for (const size of SIZES) {
