@@ -63,7 +63,10 @@ export function createPlatform(
     db,
     clock: theClock,
     jobs,
-    events: new EventOutbox(db, jobs, theClock),
+    // Half the slots at most: the rest stay free for message dispatch and the other queues.
+    events: new EventOutbox(db, jobs, theClock, {
+      dispatchConcurrency: Math.max(1, Math.ceil(config.workerConcurrency / 2)),
+    }),
     rateLimiter: new RateLimiter(counters, theClock),
     pagination: new Paginator(config.jwtSecret, theClock),
     idempotency: new Idempotency(db, theClock),

@@ -265,6 +265,8 @@ describe('restart durability (embedded PGlite files)', () => {
       let jobs = new JobQueue(db, clock);
       let outbox = new EventOutbox(db, jobs, clock);
       outbox.declare(Happened);
+      // A consumer that wants every event, as the webhooks consumer of a running product would be.
+      outbox.subscribe(async () => {});
       const jobId = await jobs.enqueue(db, 'test.durable', { survive: true });
       const event = await db.transaction((tx) =>
         outbox.record(tx, Happened, { organizationId: 'org_x', data: { a: 1 } }),

@@ -20,7 +20,16 @@ export interface DomainEvent<Data = Record<string, unknown>> {
   createdAt: Date;
 }
 
-export type EventConsumer = (event: DomainEvent) => Promise<void>;
+/**
+ * Does something with each recorded event, once it committed. `wants`, if given, is asked in the recording
+ * transaction whether the consumer has anything to do with an event (webhooks: is any enabled endpoint of the
+ * organization subscribed to its type?). An event no consumer wants is recorded as already dispatched and
+ * costs no dispatch job: most events (every message sent) have no subscriber, and a job each doubled the
+ * work of the pipeline. A consumer without `wants` wants every event.
+ */
+export type EventConsumer = ((event: DomainEvent) => Promise<void>) & {
+  wants?: (q: Queryable, event: { organizationId: string; type: string }) => Promise<boolean>;
+};
 
 /** `available` events are emitted by a product that exists; `coming` ones may be subscribed to already. */
 export type EventStatus = 'available' | 'coming';
@@ -94,12 +103,19 @@ export class EventOutbox {
   private readonly consumers: EventConsumer[] = [];
   private readonly declared = new Map<string, EventDefinition>();
 
+  /**
+   * `dispatchConcurrency` bounds the worker slots event dispatch may hold at once, so that a backlog of events
+   * (a campaign's sends, each with its event) leaves slots to the work users wait on, like message dispatch.
+   */
   constructor(
     private readonly db: Queryable,
     private readonly jobs: JobQueue,
     private readonly clock: Clock,
+    options: { dispatchConcurrency?: number } = {},
   ) {
-    jobs.register<{ eventId: string }>(DISPATCH_QUEUE, (payload) => this.dispatch(payload.eventId));
+    jobs.register<{ eventId: string }>(DISPATCH_QUEUE, (payload) => this.dispatch(payload.eventId), {
+      concurrency: options.dispatchConcurrency,
+    });
   }
 
   subscribe(consumer: EventConsumer): void {
@@ -141,12 +157,28 @@ export class EventOutbox {
   ): Promise<DomainEvent> {
     const createdAt = this.clock.now();
     const id = newId('evt', createdAt.getTime());
+    const wanted = await this.wanted(tx, event);
     await tx.query(
-      'INSERT INTO events (id, organization_id, type, data, created_at) VALUES ($1, $2, $3, $4::jsonb, $5)',
-      [id, event.organizationId, event.type, JSON.stringify(event.data), createdAt],
+      `INSERT INTO events (id, organization_id, type, data, created_at, dispatched_at)
+       VALUES ($1, $2, $3, $4::jsonb, $5, $6)`,
+      [
+        id,
+        event.organizationId,
+        event.type,
+        JSON.stringify(event.data),
+        createdAt,
+        wanted ? null : createdAt,
+      ],
     );
-    await this.jobs.enqueue(tx, DISPATCH_QUEUE, { eventId: id });
+    if (wanted) await this.jobs.enqueue(tx, DISPATCH_QUEUE, { eventId: id });
     return { id, organizationId: event.organizationId, type: event.type, data: event.data, createdAt };
+  }
+
+  private async wanted(tx: Queryable, event: { organizationId: string; type: string }): Promise<boolean> {
+    for (const consumer of this.consumers) {
+      if (!consumer.wants || (await consumer.wants(tx, event))) return true;
+    }
+    return false;
   }
 
   async get(id: string): Promise<DomainEvent | undefined> {
