@@ -43,6 +43,8 @@ export interface Config {
   requestTimeoutSeconds: number;
   /** Jobs a worker runs at once (WORKER_CONCURRENCY): its slots, shared by every queue. */
   workerConcurrency: number;
+  /** Connections in the PostgreSQL pool (DATABASE_POOL_SIZE); PGlite has one connection. */
+  databasePoolSize: number;
 }
 
 export class ConfigError extends Error {}
@@ -109,6 +111,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push('WORKER_CONCURRENCY must be a whole number from 1 to 256');
   }
 
+  // Each worker slot may hold a connection while the API serves requests beside it, so by default the pool
+  // has room for both: 10 for the API (when it runs) plus one per slot (when the worker runs).
+  const defaultPoolSize =
+    (roles.includes('api') ? 10 : 0) + (roles.includes('worker') ? workerConcurrency : 0) || 10;
+  const databasePoolSize = Number(env.DATABASE_POOL_SIZE || defaultPoolSize);
+  if (!Number.isInteger(databasePoolSize) || databasePoolSize < 1 || databasePoolSize > 1000) {
+    problems.push('DATABASE_POOL_SIZE must be a whole number from 1 to 1000');
+  }
+
   const encryptionKeys = (env.ENCRYPTION_KEY ?? '')
     .split(',')
     .map((secret) => secret.trim())
@@ -149,6 +160,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     carrierTrustTier,
     requestTimeoutSeconds,
     workerConcurrency,
+    databasePoolSize,
   };
 }
 

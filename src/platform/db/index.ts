@@ -103,7 +103,7 @@ export class PostgresDatabase implements Database {
   }
 
   async query<Row>(sql: string, params: unknown[] = []): Promise<Row[]> {
-    const result = await this.pool.query(sql, params as unknown[]);
+    const result = await this.pool.query(this.statements.prepared(sql, params));
     return result.rows as Row[];
   }
 
@@ -111,13 +111,15 @@ export class PostgresDatabase implements Database {
     await this.pool.query(sql);
   }
 
+  private readonly statements = new PreparedStatements();
+
   async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
       const result = await work({
         query: async <Row>(sql: string, params: unknown[] = []) =>
-          (await client.query(sql, params as unknown[])).rows as Row[],
+          (await client.query(this.statements.prepared(sql, params))).rows as Row[],
         exec: async (sql: string) => {
           await client.query(sql);
         },
@@ -191,8 +193,34 @@ export class PostgresDatabase implements Database {
   }
 }
 
-export async function openDatabase(options: { databaseUrl?: string; dataDir: string }): Promise<Database> {
-  if (options.databaseUrl) return PostgresDatabase.open(options.databaseUrl);
+/**
+ * Names for the statements the product runs, so that each pooled connection parses and plans a statement
+ * once and then only binds and executes it (node-postgres keeps a connection's prepared statements by name).
+ * The texts are the product's own SQL, parameters always apart, so they are few; past MAX_NAMED a text
+ * runs unnamed (parsed each time), which keeps a connection's prepared statements bounded whatever happens.
+ */
+class PreparedStatements {
+  private static readonly MAX_NAMED = 2000;
+  private readonly names = new Map<string, string>();
+
+  prepared(text: string, values: unknown[]): pg.QueryConfig {
+    // Without parameters a text goes by the simple protocol, which also runs several statements in one.
+    if (values.length === 0) return { text, values };
+    let name = this.names.get(text);
+    if (name === undefined && this.names.size < PreparedStatements.MAX_NAMED) {
+      name = `s${this.names.size + 1}`;
+      this.names.set(text, name);
+    }
+    return { text, values, name };
+  }
+}
+
+export async function openDatabase(options: {
+  databaseUrl?: string;
+  dataDir: string;
+  databasePoolSize?: number;
+}): Promise<Database> {
+  if (options.databaseUrl) return PostgresDatabase.open(options.databaseUrl, options.databasePoolSize);
   return PgliteDatabase.open(options.dataDir);
 }
 
