@@ -4,7 +4,9 @@
 //
 // Both modes return the newest first, ordered by (created_at DESC, id DESC); the id breaks ties, so the order
 // is total even when many rows share a timestamp.
-//   offset  `page` and `limit`, with a count. Every list offers it. Not stable under writes.
+//   offset  `page` and `limit`, with a total. Every list offers it. Not stable under writes. The total is a
+//           count(*) of the list's rows unless the list says how to get it cheaper (`total`: the per-organization
+//           counter of an unfiltered list, docs/pagination.md "What `total` costs").
 //   keyset  `cursor`, on lists that declare it: the rows strictly after the last row of the previous page. New
 //           rows are newer, so they sort before the cursor: a walk returns every row that existed when it
 //           began exactly once, however much is inserted meanwhile. No count, so no cost growing with depth.
@@ -102,6 +104,30 @@ export interface ListQuery<Row, Item> extends ListIdentity {
    * (`m.created_at`) when `from` is a join.
    */
   orderBy?: { createdAt: string; id: string };
+  /**
+   * How to get offset mode's `total` without counting the rows: a query returning one row with a `total`
+   * column, equal to what `SELECT count(*) FROM from WHERE where` would answer (e.g. `listCounterTotal` for an
+   * unfiltered list). Absent: the rows are counted.
+   */
+  total?: TotalQuery;
+}
+
+/** A query answering one row `{ total }`; placeholders $1..$n match `params`. */
+export interface TotalQuery {
+  sql: string;
+  params: unknown[];
+}
+
+/**
+ * The total of an unfiltered list from its per-organization counter (migrations/012_list_counts.sql): every
+ * row of `list` (a table the migration keeps a counter for, by its name) that belongs to the organization,
+ * read from one index entry. An organization that never had a row has no counter yet: 0.
+ */
+export function listCounterTotal(list: string, organizationId: string): TotalQuery {
+  return {
+    sql: `SELECT COALESCE((SELECT count FROM list_counts WHERE organization_id = $1 AND list = $2), 0) AS total`,
+    params: [organizationId, list],
+  };
 }
 
 /** Where a keyset page starts: strictly after this row. `createdAt` is exact to the microsecond. */
@@ -305,10 +331,11 @@ export class Paginator {
 
     if (request.mode === 'offset') {
       const offset = (request.page - 1) * request.limit;
-      const [{ total }] = await db.query<{ total: number }>(
-        `SELECT count(*) AS total FROM ${list.from} WHERE (${list.where})`,
-        list.params,
-      );
+      const totalQuery = list.total ?? {
+        sql: `SELECT count(*) AS total FROM ${list.from} WHERE (${list.where})`,
+        params: list.params,
+      };
+      const [{ total }] = await db.query<{ total: number }>(totalQuery.sql, totalQuery.params);
       const rows =
         offset >= total
           ? []
