@@ -147,6 +147,26 @@ describe('contact import', () => {
     assert.equal((await contactByPhone(org.id, '+12025550171'))?.firstName, 'Second');
   });
 
+  test('a phone twice in one file, thousands of rows apart: the later row wins, counted once', async () => {
+    // Far enough apart to fall in different staging batches on either engine.
+    const org = await tenant();
+    const rows = ['phone,first_name,email,consent', '+12025550172,Early,early@example.com,yes'];
+    for (let i = 0; i < 6000; i++) rows.push(`+1203555${String(i).padStart(4, '0')},Row ${i},,`);
+    rows.push('+12025550172,Late,,yes');
+    const res = await uploadCsv(org.key, rows.join('\n'));
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body.data, { imported: 6001, updated: 0, rejected: 0, errors: [] });
+    const contact = await contactByPhone(org.id, '+12025550172');
+    assert.equal(contact?.firstName, 'Late');
+    assert.equal(contact?.email, null, 'the later row replaces the earlier one; it is not merged with it');
+    const [events] = await t.ctx.db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM consent_events WHERE organization_id = $1 AND phone = $2',
+      [org.id, '+12025550172'],
+    );
+    assert.equal(events!.n, 1);
+    assert.equal(await contactCount(org.id), 6001);
+  });
+
   test('rejected rows are reported with their row numbers and reasons, at most 20', async () => {
     const org = await tenant();
     const rows = ['phone,name,consent'];

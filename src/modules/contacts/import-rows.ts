@@ -121,10 +121,13 @@ export function validateRow(cells: string[], columns: ColumnMap, region: Region,
       reason: 'no recognised phone column (expected a header such as phone, phone_number, mobile or cell)',
     };
   }
-  // Google Contacts puts several numbers in one cell as "a ::: b"; the first is the primary one.
-  const rawPhone = columns.phones
-    .map((index) => cell(index).split(':::')[0]!.trim())
-    .find((value) => value !== '');
+  let rawPhone = '';
+  for (const index of columns.phones) {
+    // Google Contacts puts several numbers in one cell as "a ::: b"; the first is the primary one.
+    const value = cell(index);
+    rawPhone = value.includes(':::') ? value.split(':::')[0]!.trim() : value;
+    if (rawPhone) break;
+  }
   if (!rawPhone) return { ok: false, blankPhone: true, reason: 'phone is blank' };
   const phone = normalisePhone(rawPhone, region);
   if (!phone)

@@ -173,8 +173,8 @@ export const contactRoutes: ModuleRoutes<ContactsServices> =
           summary: 'Import contacts from a CSV file (multipart field `file`) or a JSON `contacts` array',
           description:
             'Send `multipart/form-data` with the CSV in field `file`, or JSON `{"contacts": [{"phone": …}, …]}` ' +
-            `(at most ${MAX_JSON_IMPORT_ROWS} rows). Valid rows are imported in one transaction; rejected rows ` +
-            'are reported (the first 20). Refusals: CONTACTS_IMPORT_NO_INPUT, CONTACTS_IMPORT_EMPTY_FILE, ' +
+            `(at most ${MAX_JSON_IMPORT_ROWS} rows). The whole file is validated first (a file with no valid row changes nothing), then valid rows ` +
+            'are applied in batches, in file order; rejected rows are reported (the first 20). Refusals: CONTACTS_IMPORT_NO_INPUT, CONTACTS_IMPORT_EMPTY_FILE, ' +
             'CONTACTS_IMPORT_NO_VALID_ROWS (with data.errors).',
           response: { 200: envelope(ImportResultSchema) },
         },

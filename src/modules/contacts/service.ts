@@ -263,6 +263,16 @@ export class ContactService {
     return this.store.ensure(tx, organizationId, phone, newId('ct', now.getTime()), now);
   }
 
+  /** Whether a send to `phone` is refused for an opt-out, and the contact its merge variables come from. */
+  async recipient(
+    organizationId: string,
+    phone: string,
+    tx: Queryable = this.db,
+  ): Promise<{ optedOut: boolean; contact: Contact | undefined }> {
+    const { optedOut, row } = await this.store.findRecipient(tx, organizationId, phone);
+    return { optedOut, contact: row && toContact(row) };
+  }
+
   async isOptedOut(organizationId: string, phone: string, tx: Queryable = this.db): Promise<boolean> {
     return this.store.isOptedOut(tx, organizationId, phone);
   }

@@ -1,8 +1,9 @@
-// The contacts module's SQL: contacts, the opt-outs kept apart from them per phone, the consent history and
-// the batched upserts of an import (contact lists are in list-store.ts). Every method takes the Queryable to
-// run on, so the services decide what shares a transaction; the rules stay with them.
+// The contacts module's SQL: contacts, the opt-outs kept apart from them per phone and the consent history
+// (contact lists are in list-store.ts; an import's staging and batched upserts in import-store.ts). Every
+// method takes the Queryable to run on, so the services decide what shares a transaction; the rules stay with
+// them.
 import type { Queryable } from '../../platform/db/index.ts';
-import type { ListQuery } from '../../platform/pagination.ts';
+import { type ListQuery, listCounterTotal } from '../../platform/pagination.ts';
 import type { ConsentStatus, CustomFields, OptOutMethod } from './schemas.ts';
 
 /** What the consent history records: a phone opting out or back in, or consent being given or changed. */
@@ -88,7 +89,10 @@ export interface ImportedContact {
   consentMethod: string | null;
 }
 
-export type ListSql<Row> = Pick<ListQuery<Row, unknown>, 'select' | 'from' | 'where' | 'params' | 'orderBy'>;
+export type ListSql<Row> = Pick<
+  ListQuery<Row, unknown>,
+  'select' | 'from' | 'where' | 'params' | 'orderBy' | 'total'
+>;
 
 /** Every read of a contact joins its opt-out: the one place "is this contact opted out" is answered. */
 export const CONTACT_SELECT = `c.id, c.organization_id, c.phone, c.first_name, c.last_name, c.email, c.company,
@@ -152,17 +156,29 @@ export class ContactStore {
     return row;
   }
 
-  /** The contacts of an organization, optionally only (un)opted-out ones or those matching `search`. */
+  /**
+   * The contacts of an organization, optionally only (un)opted-out ones or those matching `search`. Only the
+   * filters given become conditions. Unfiltered, the total is the organization's contact counter; opted-out
+   * counts join on the (organization_id, phone) keys of contacts and opt_outs; a search is a substring match
+   * no b-tree serves, so it reads the organization's contacts (docs/pagination.md, "What `total` costs").
+   */
   listQuery(organizationId: string, optedOut: boolean | null, search: string | null): ListSql<ContactRow> {
+    const params: unknown[] = [organizationId];
+    const conditions = ['c.organization_id = $1'];
+    const next = (value: unknown) => `$${params.push(value)}`;
+    if (optedOut !== null) conditions.push(optedOut ? 'o.phone IS NOT NULL' : 'o.phone IS NULL');
+    if (search !== null) {
+      const text = next(search);
+      conditions.push(`(c.phone LIKE '%' || ${text} || '%'
+        OR lower(concat_ws(' ', c.first_name, c.last_name, c.email, c.company)) LIKE '%' || lower(${text}) || '%')`);
+    }
     return {
       select: CONTACT_SELECT,
       from: CONTACT_FROM,
       orderBy: { createdAt: 'c.created_at', id: 'c.id' },
-      where: `c.organization_id = $1
-        AND ($2::boolean IS NULL OR (o.phone IS NOT NULL) = $2)
-        AND ($3::text IS NULL OR c.phone LIKE '%' || $3 || '%'
-             OR lower(concat_ws(' ', c.first_name, c.last_name, c.email, c.company)) LIKE '%' || lower($3) || '%')`,
-      params: [organizationId, optedOut, search],
+      where: conditions.join(' AND '),
+      params,
+      total: conditions.length === 1 ? listCounterTotal('contacts', organizationId) : undefined,
     };
   }
 
@@ -252,6 +268,24 @@ export class ContactStore {
     return removed.length > 0;
   }
 
+  /** Whether `phone` opted out, and its contact if there is one: what a send needs, in one read. */
+  async findRecipient(
+    db: Queryable,
+    organizationId: string,
+    phone: string,
+  ): Promise<{ optedOut: boolean; row: ContactRow | undefined }> {
+    const [found] = await db.query<ContactRow & { recipient_opted_out: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM opt_outs WHERE organization_id = $1 AND phone = $2) AS recipient_opted_out,
+              contact.*
+         FROM (SELECT 1) AS one
+         LEFT JOIN LATERAL (SELECT ${CONTACT_SELECT} FROM ${CONTACT_FROM}
+                             WHERE c.organization_id = $1 AND c.phone = $2) AS contact ON true`,
+      [organizationId, phone],
+    );
+    const { recipient_opted_out: optedOut, ...row } = found!;
+    return { optedOut, row: row.id === null ? undefined : row };
+  }
+
   async isOptedOut(db: Queryable, organizationId: string, phone: string): Promise<boolean> {
     const rows = await db.query('SELECT 1 FROM opt_outs WHERE organization_id = $1 AND phone = $2', [
       organizationId,
@@ -286,85 +320,5 @@ export class ContactStore {
       where: 'organization_id = $1 AND phone = $2',
       params: [organizationId, phone],
     };
-  }
-
-  // -------------------------------------------------------------------------------------------------------
-  // Import
-
-  /**
-   * Inserts new phones and updates existing ones, one statement per batch (`ids[i]` is the id a new row of
-   * `rows[i]` gets). Empty cells never blank out what a contact already has; consent given in the file
-   * replaces the stored consent.
-   */
-  async upsertImported(
-    db: Queryable,
-    organizationId: string,
-    rows: ImportedContact[],
-    ids: string[],
-    now: Date,
-  ): Promise<{ id: string; phone: string; inserted: boolean }[]> {
-    const column = <T>(pick: (row: ImportedContact) => T) => rows.map(pick);
-    return db.query<{ id: string; phone: string; inserted: boolean }>(
-      `INSERT INTO contacts (id, organization_id, phone, first_name, last_name, email, company, custom_fields,
-                             consent_status, consent_date, consent_method, created_at, updated_at)
-       SELECT id, $2, phone, first_name, last_name, email, company, custom_fields::jsonb,
-              COALESCE(consent_status, 'unknown'), consent_date, consent_method, $3, $3
-         FROM unnest($1::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-                     $10::text[], $11::timestamptz[], $12::text[])
-              AS t(id, phone, first_name, last_name, email, company, custom_fields, consent_status, consent_date,
-                   consent_method)
-       ON CONFLICT (organization_id, phone) DO UPDATE SET
-         first_name = COALESCE(EXCLUDED.first_name, contacts.first_name),
-         last_name = COALESCE(EXCLUDED.last_name, contacts.last_name),
-         email = COALESCE(EXCLUDED.email, contacts.email),
-         company = COALESCE(EXCLUDED.company, contacts.company),
-         custom_fields = contacts.custom_fields || EXCLUDED.custom_fields,
-         consent_status = CASE WHEN EXCLUDED.consent_date IS NOT NULL OR EXCLUDED.consent_status <> 'unknown'
-                               THEN EXCLUDED.consent_status ELSE contacts.consent_status END,
-         consent_date = COALESCE(EXCLUDED.consent_date, contacts.consent_date),
-         consent_method = COALESCE(EXCLUDED.consent_method, contacts.consent_method),
-         updated_at = EXCLUDED.updated_at
-       RETURNING id, phone, (xmax = 0) AS inserted`,
-      [
-        ids,
-        organizationId,
-        now,
-        column((r) => r.phone),
-        column((r) => r.firstName),
-        column((r) => r.lastName),
-        column((r) => r.email),
-        column((r) => r.company),
-        column((r) => JSON.stringify(r.customFields)),
-        column((r) => r.consentStatus),
-        column((r) => r.consentDate),
-        column((r) => r.consentMethod),
-      ],
-    );
-  }
-
-  /** The consent history of an import's rows that gave consent: one `consent_recorded` event each. */
-  async insertImportedConsent(
-    db: Queryable,
-    organizationId: string,
-    events: { id: string; phone: string; contactId: string | null; method: string }[],
-    reason: string,
-    actor: string,
-    now: Date,
-  ): Promise<void> {
-    await db.query(
-      `INSERT INTO consent_events (id, organization_id, phone, contact_id, action, method, reason, actor, created_at)
-       SELECT id, $2, phone, contact_id, 'consent_recorded', method, $3, $4, $5
-         FROM unnest($1::text[], $6::text[], $7::text[], $8::text[]) AS t(id, phone, contact_id, method)`,
-      [
-        events.map((event) => event.id),
-        organizationId,
-        reason,
-        actor,
-        now,
-        events.map((event) => event.phone),
-        events.map((event) => event.contactId),
-        events.map((event) => event.method),
-      ],
-    );
   }
 }

@@ -101,8 +101,7 @@ export class SendLimits {
       // hanging. Both settings end with the limit checks (and at the latest with the transaction), so the
       // writes that follow are not cut short by them.
       const lockMs = Math.max(1, Math.round(this.options.lockTimeoutMs));
-      await this.store.boundWaits(tx, lockMs);
-      await this.store.lockAccount(tx, organizationId, now);
+      await this.store.lockAccount(tx, organizationId, now, lockMs);
       // Read under the lock: a plan or state changed a moment ago applies to this send.
       const org = await this.organizations.get(organizationId, tx);
       trial ||= org.subscriptionState === 'trial';
@@ -155,9 +154,12 @@ export class SendLimits {
       }
     }
 
-    // 4. Daily: dailyLimitSegments per UTC day.
+    // 4 and 5. Daily (dailyLimitSegments per UTC day) and monthly absolute (three times the allowance per pool,
+    // the UTC calendar month), counted together in one statement and judged in that order.
     const day = utcDay(now);
-    if (!(await this.store.addUsage(tx, id, 'day', day.start, segments, org.dailyLimitSegments))) {
+    const month = utcMonth(now);
+    const used = await this.store.addUsage(tx, id, day.start, month.start, segments);
+    if (used.day > org.dailyLimitSegments) {
       throw paidLimit(
         'daily',
         `The daily limit of ${org.dailyLimitSegments} segments has been reached; it resets at 00:00 UTC`,
@@ -165,11 +167,9 @@ export class SendLimits {
       );
     }
 
-    // 5. Monthly absolute: three times the allowance per pool (UTC calendar month).
-    const month = utcMonth(now);
     const ceiling = MONTHLY_ABSOLUTE_MULTIPLE * org.monthlyAllowanceSegments;
-    const usedThisMonth = await this.store.addUsage(tx, id, 'month', month.start, segments, ceiling);
-    if (usedThisMonth === undefined) {
+    const usedThisMonth = used.month;
+    if (usedThisMonth > ceiling) {
       throw paidLimit(
         'monthly_absolute',
         `The monthly ceiling of ${ceiling} segments (3 times the allowance) has been reached`,

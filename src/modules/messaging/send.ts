@@ -86,7 +86,8 @@ export class MessageSender {
       request: input,
     };
     return this.idempotency.run(write, async (tx): Promise<SendResult> => {
-      if (await this.contacts.isOptedOut(organization.id, to, tx)) {
+      const recipient = await this.contacts.recipient(organization.id, to, tx);
+      if (recipient.optedOut) {
         throw new ApiError(
           403,
           `${to} has opted out of messages from this organization (texted STOP or was opted out); ` +
@@ -94,8 +95,7 @@ export class MessageSender {
           { code: 'RECIPIENT_OPTED_OUT' },
         );
       }
-      const contact = await this.contacts.findByPhone(organization.id, to, tx);
-      const body = render(text, contact);
+      const body = render(text, recipient.contact);
       const count = countSegments(body);
       const segments = chargeableSegments(count.segments, media.count);
 

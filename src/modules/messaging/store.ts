@@ -2,7 +2,7 @@
 // takes the Queryable to run on, so the services decide what shares a transaction; the rules stay with them.
 import type { ReceiptStatus } from '../../carriers/carrier.ts';
 import type { Queryable } from '../../platform/db/index.ts';
-import type { ListQuery } from '../../platform/pagination.ts';
+import { type ListQuery, listCounterTotal } from '../../platform/pagination.ts';
 import type { Direction, MessageStatus } from './schemas.ts';
 import type { SmsEncoding } from './segments.ts';
 
@@ -208,58 +208,58 @@ export class MessageStore {
     return row;
   }
 
-  /** The SQL of an organization's message history, for the paginator to fetch pages of. */
+  /**
+   * The SQL of an organization's message history, for the paginator to fetch pages of. Only the filters given
+   * become conditions, so each is planned onto its index (migrations/012_list_counts.sql): status, direction,
+   * from or to number, each led by organization_id; since/until on messages_org_created. Unfiltered, the
+   * total is the organization's message counter instead of a count.
+   */
   historyQuery(
     organizationId: string,
     filters: HistoryFilters,
-  ): Pick<ListQuery<MessageRow, unknown>, 'select' | 'from' | 'where' | 'params'> {
+  ): Pick<ListQuery<MessageRow, unknown>, 'select' | 'from' | 'where' | 'params' | 'total'> {
+    const params: unknown[] = [organizationId];
+    const conditions = ['organization_id = $1'];
+    const next = (value: unknown) => `$${params.push(value)}`;
+    if (filters.direction !== null) conditions.push(`direction = ${next(filters.direction)}`);
+    if (filters.status !== null) conditions.push(`status = ${next(filters.status)}`);
+    if (filters.number !== null) {
+      const number = next(filters.number);
+      conditions.push(`(from_number = ${number} OR to_number = ${number})`);
+    }
+    if (filters.since !== null) conditions.push(`created_at >= ${next(filters.since)}::timestamptz`);
+    if (filters.until !== null) conditions.push(`created_at < ${next(filters.until)}::timestamptz`);
     return {
       select: MESSAGE_COLUMNS,
       from: 'messages',
-      where: `organization_id = $1
-        AND ($2::text IS NULL OR direction = $2)
-        AND ($3::text IS NULL OR status = $3)
-        AND ($4::text IS NULL OR from_number = $4 OR to_number = $4)
-        AND ($5::timestamptz IS NULL OR created_at >= $5)
-        AND ($6::timestamptz IS NULL OR created_at < $6)`,
-      params: [
-        organizationId,
-        filters.direction,
-        filters.status,
-        filters.number,
-        filters.since,
-        filters.until,
-      ],
+      where: conditions.join(' AND '),
+      params,
+      total: conditions.length === 1 ? listCounterTotal('messages', organizationId) : undefined,
     };
   }
 
   // -------------------------------------------------------------------------------------------------------
   // Send limits (limits.ts)
 
-  /**
-   * Bounds how long the statements that follow in `tx` may wait for a lock or run. SET LOCAL takes no
-   * parameters, which is why the number is written into the text; it is a whole number of milliseconds.
-   */
-  async boundWaits(tx: Queryable, lockMs: number): Promise<void> {
-    await tx.exec(
-      `SET LOCAL lock_timeout = '${lockMs}ms'; SET LOCAL statement_timeout = '${lockMs + 2000}ms'`,
-    );
-  }
-
+  /** Lifts the bounds lockAccount set, so the writes after the limit checks are not cut short by them. */
   async unboundWaits(tx: Queryable): Promise<void> {
     await tx.exec('SET LOCAL lock_timeout = DEFAULT; SET LOCAL statement_timeout = DEFAULT');
   }
 
-  /** Takes the organization's account row for the rest of `tx`, creating it on its first send. */
-  async lockAccount(tx: Queryable, organizationId: string, now: Date): Promise<void> {
+  /**
+   * Takes the organization's account row for the rest of `tx`, creating it on its first send, waiting at most
+   * `lockMs` for another send of the organization to release it; the statements after it are bounded too,
+   * until unboundWaits. One statement: the bounds are set (local to `tx`) in its FROM, before the upsert
+   * waits for the row lock, which a no-op DO UPDATE takes.
+   */
+  async lockAccount(tx: Queryable, organizationId: string, now: Date, lockMs: number): Promise<void> {
     await tx.query(
-      `INSERT INTO send_limit_accounts (organization_id, updated_at) VALUES ($1, $2)
-       ON CONFLICT (organization_id) DO NOTHING`,
-      [organizationId, now],
+      `INSERT INTO send_limit_accounts (organization_id, updated_at)
+       SELECT $1, $2
+         FROM (SELECT set_config('lock_timeout', $3, true), set_config('statement_timeout', $4, true)) AS bounded
+       ON CONFLICT (organization_id) DO UPDATE SET updated_at = send_limit_accounts.updated_at`,
+      [organizationId, now, `${lockMs}ms`, `${lockMs + 2000}ms`],
     );
-    await tx.query('SELECT organization_id FROM send_limit_accounts WHERE organization_id = $1 FOR UPDATE', [
-      organizationId,
-    ]);
   }
 
   /** Counts one more trial message unless that passes `limit`; false when it would. */
@@ -298,27 +298,28 @@ export class MessageStore {
     return counted.length > 0;
   }
 
-  /** Adds one message of `segments` to a period's usage unless that passes `limit`; the new total or undefined. */
+  /**
+   * Counts one message of `segments` in the organization's usage of the day starting `day` and of the month
+   * starting `month`, in one statement; returns both totals with it. The caller refuses a send that passes a
+   * limit, and its transaction's rollback takes the count back.
+   */
   async addUsage(
     tx: Queryable,
     organizationId: string,
-    period: 'day' | 'month',
-    start: Date,
+    day: Date,
+    month: Date,
     segments: number,
-    limit: number,
-  ): Promise<number | undefined> {
-    await tx.query(
-      `INSERT INTO send_usage (organization_id, period, period_start) VALUES ($1, $2, $3)
-       ON CONFLICT DO NOTHING`,
-      [organizationId, period, start],
+  ): Promise<{ day: number; month: number }> {
+    const rows = await tx.query<{ period: 'day' | 'month'; segments: number }>(
+      `INSERT INTO send_usage (organization_id, period, period_start, messages, segments)
+       VALUES ($1, 'day', $2, 1, $4), ($1, 'month', $3, 1, $4)
+       ON CONFLICT (organization_id, period, period_start) DO UPDATE
+         SET segments = send_usage.segments + EXCLUDED.segments, messages = send_usage.messages + 1
+       RETURNING period, segments`,
+      [organizationId, day, month, segments],
     );
-    const [row] = await tx.query<{ segments: number }>(
-      `UPDATE send_usage SET segments = segments + $4, messages = messages + 1
-        WHERE organization_id = $1 AND period = $2 AND period_start = $3 AND segments + $4 <= $5
-        RETURNING segments`,
-      [organizationId, period, start, segments, limit],
-    );
-    return row?.segments;
+    const total = (period: 'day' | 'month') => rows.find((row) => row.period === period)!.segments;
+    return { day: total('day'), month: total('month') };
   }
 }
 
