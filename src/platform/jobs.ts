@@ -8,14 +8,23 @@
 // Every time here is the app clock's, so tests move schedules with the test clock instead of sleeping.
 // Speed (jobs/worker.ts, jobs/store.ts): an enqueue NOTIFYs the workers at commit, a worker claims a batch
 // the size of its free slots and refills a slot as soon as it frees, and successes are recorded in batches.
+// Fairness: a queue's `concurrency` bounds its slots in one worker; its `perKeyConcurrency` bounds the jobs of
+// one concurrency key (a webhook endpoint) running at once across every worker.
 import { hostname } from 'node:os';
 import type { Clock } from './clock.ts';
 import type { Database, Queryable } from './db/index.ts';
 import { newId } from './ids.ts';
-import { CompletionBatch, insertJob, type Job, JobStore } from './jobs/store.ts';
+import {
+  CompletionBatch,
+  insertJob,
+  insertSelectedJobs,
+  type Job,
+  JobStore,
+  type SelectedJobs,
+} from './jobs/store.ts';
 import { JobWorker, type SlotQueue, Slots } from './jobs/worker.ts';
 
-export type { Job } from './jobs/store.ts';
+export type { Job, SelectedJobs } from './jobs/store.ts';
 
 export type JobHandler<Payload = unknown> = (payload: Payload, job: Job<Payload>) => Promise<void>;
 
@@ -42,6 +51,12 @@ export interface QueueOptions<Payload = never> {
    */
   concurrency?: number;
   /**
+   * At most this many jobs of one concurrency key (EnqueueOptions.concurrencyKey) run at once, across every
+   * worker on the database, so that one slow key (a webhook endpoint that hangs) holds that many slots and the
+   * jobs of other keys keep flowing through the rest. A job without a key is not limited.
+   */
+  perKeyConcurrency?: number;
+  /**
    * Called once when a job of the queue gives up (its last attempt failed; a RetryAt never gives up), with
    * the error of that attempt, in the transaction that marks the job dead, so the job's death and its
    * consequence commit together. Only the worker still holding the job calls it. If it throws, the job is
@@ -55,6 +70,8 @@ export interface EnqueueOptions {
   maxAttempts?: number;
   /** A second enqueue with the same key is ignored while the first exists. */
   dedupeKey?: string;
+  /** The job's concurrency group, limited by its queue's `perKeyConcurrency`. */
+  concurrencyKey?: string;
 }
 
 interface RegisteredQueue {
@@ -64,6 +81,7 @@ interface RegisteredQueue {
   retryDelaysSeconds: number[];
   leaseSeconds: number;
   concurrency: number;
+  perKeyConcurrency?: number;
 }
 
 const DEFAULT_RETRY_DELAYS = [5, 30, 120, 600, 1800, 3600];
@@ -112,7 +130,7 @@ export class JobQueue {
       pollIntervalMs: options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS,
       queues: () => this.slotQueues(),
       claim: (quotas, total) => this.store.claim(quotas, total, this.clock.now()),
-      nextRunAt: (queues) => this.store.nextRunAt(queues),
+      nextRunAt: (quotas) => this.store.nextRunAt(quotas, this.clock.now()),
       run: (job) => this.execute(job),
       onError: (error, job) => this.onError(error, job ?? ({ id: '-', queue: '-' } as Job)),
     });
@@ -124,6 +142,10 @@ export class JobQueue {
     if (!Number.isInteger(concurrency) || concurrency < 1) {
       throw new Error(`Queue ${queue} needs a concurrency of at least 1`);
     }
+    const { perKeyConcurrency } = options;
+    if (perKeyConcurrency !== undefined && (!Number.isInteger(perKeyConcurrency) || perKeyConcurrency < 1)) {
+      throw new Error(`Queue ${queue} needs a perKeyConcurrency of at least 1`);
+    }
     this.queues.set(queue, {
       handler: handler as JobHandler<never>,
       onDead: options.onDead as QueueOptions['onDead'],
@@ -131,6 +153,7 @@ export class JobQueue {
       retryDelaysSeconds: options.retryDelaysSeconds ?? DEFAULT_RETRY_DELAYS,
       leaseSeconds: options.leaseSeconds ?? DEFAULT_LEASE_SECONDS,
       concurrency,
+      perKeyConcurrency,
     });
   }
 
@@ -166,14 +189,37 @@ export class JobQueue {
       runAt: options.runAt ?? now,
       maxAttempts: options.maxAttempts ?? this.queues.get(queue)?.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
       dedupeKey: options.dedupeKey ?? null,
+      concurrencyKey: concurrencyKey(options.concurrencyKey),
       createdAt: now,
     });
     return inserted ?? id;
   }
 
   /**
-   * Claims up to `limit` due jobs of the registered queues in one statement and runs them. Returns how many
-   * ran. Safe to call from any number of processes at once.
+   * Adds one job of `queue` per row the caller selects (`payload` and `concurrency_key` columns), in the same
+   * statement as the caller's own CTEs: a module can insert its rows and their jobs in one round trip (a
+   * webhook fan-out inserts an event's deliveries and their jobs at once). Returns how many jobs it added.
+   */
+  async enqueueSelected(
+    q: Queryable,
+    queue: string,
+    selected: SelectedJobs,
+    options: Pick<EnqueueOptions, 'runAt' | 'maxAttempts'> = {},
+  ): Promise<number> {
+    const now = this.clock.now();
+    return insertSelectedJobs(q, selected, {
+      queue,
+      idPrefix: newId('job', now.getTime()).slice(0, -16),
+      runAt: options.runAt ?? now,
+      maxAttempts: options.maxAttempts ?? this.queues.get(queue)?.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+      createdAt: now,
+    });
+  }
+
+  /**
+   * Claims up to `limit` due jobs of the registered queues in one statement (and, past a capped queue's
+   * blocked head, key by key) and runs them. Returns how many ran. Safe to call from any number of processes
+   * at once.
    */
   async runDue(limit = this.concurrency): Promise<number> {
     const slots = new Slots({ total: limit });
@@ -249,6 +295,7 @@ export class JobQueue {
       name,
       concurrency: queue.concurrency,
       leaseSeconds: queue.leaseSeconds,
+      perKeyConcurrency: queue.perKeyConcurrency,
     }));
   }
 
@@ -297,4 +344,11 @@ export class JobQueue {
     const base = delays[Math.min(attempt - 1, delays.length - 1)]! * 1000;
     return Math.round(base * (0.8 + Math.random() * 0.4));
   }
+}
+
+/** A key names a group; an empty one would be a group nobody meant. */
+function concurrencyKey(key: string | undefined): string | null {
+  if (key === undefined) return null;
+  if (key === '') throw new Error('A concurrency key must not be empty');
+  return key;
 }

@@ -1,7 +1,10 @@
 // Webhook delivery: from the event outbox to the receiver, through the durable job queue.
 //   fan-out   the outbox hands each event to `fanOut`, which inserts one delivery per enabled endpoint of the
-//             event's organization subscribed to its type, and enqueues its job, in one transaction. Dispatch
-//             is at-least-once; UNIQUE (event_id, endpoint_id) makes a second fan-out a no-op.
+//             event's organization subscribed to its type, and its job, in one statement. Dispatch is
+//             at-least-once; UNIQUE (event_id, endpoint_id) makes a second fan-out a no-op. An event no
+//             endpoint subscribes to is not dispatched at all (the consumer's `wants`).
+//   at once   a delivery's job has its endpoint as concurrency key: at most ENDPOINT_CONCURRENCY attempts of
+//             one endpoint are in flight across every worker, so a slow receiver cannot take every slot.
 //   attempt   each job run makes one POST, signed per Standard Webhooks (webhook-id is the event id, stable
 //             across retries; webhook-timestamp is the attempt time by the app clock; webhook-signature holds
 //             one `v1,` signature per valid secret). 2xx is success; anything else, a redirect included, fails.
@@ -21,13 +24,13 @@
 import { Webhook } from 'standardwebhooks';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
-import type { DomainEvent, EventOutbox } from '../../platform/events.ts';
+import type { DomainEvent, EventConsumer, EventOutbox } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
 import { type Job, type JobQueue, RetryAt } from '../../platform/jobs.ts';
 import type { JobSpec } from '../../platform/module.ts';
 import { EndpointDisabled } from './events.ts';
 import type { DeliveryStatus } from './schemas.ts';
-import { DELIVER_QUEUE, type WebhookService } from './service.ts';
+import { DELIVER_QUEUE, type Enqueue, type WebhookService } from './service.ts';
 import { type DeliveryWithEndpoint, type EndpointRow, WebhookStore } from './store.ts';
 import { type PostResult, retryAfterSeconds, type WebhookTransport } from './transport.ts';
 
@@ -39,6 +42,14 @@ export const MAX_RETRY_AFTER_SECONDS = 24 * 3600;
 export const FAILING_DISABLE_AFTER_MS = 5 * 24 * 3600 * 1000;
 /** How long a worker's claim of a delivery job lasts before another worker may take it. */
 export const LEASE_SECONDS = 60;
+/**
+ * Attempts of one endpoint in flight at once, across every worker (the delivery queue's perKeyConcurrency,
+ * keyed by endpoint id). A receiver that hangs holds this many slots for up to its 15 s deadline each and the
+ * other endpoints' deliveries flow through the rest (a worker has WORKER_CONCURRENCY, 16 by default); the
+ * price is that one endpoint receives at most this many at once, so its rate is bounded by its own answer time
+ * (4 in flight at 50 ms is 80 deliveries a second), which is the receiver's limit, not ours.
+ */
+export const ENDPOINT_CONCURRENCY = 4;
 
 /**
  * Why a delivery cannot be attempted, in words for the delivery log (the owner of the endpoint reads them).
@@ -60,6 +71,7 @@ export class WebhookDelivery {
   private readonly service: () => WebhookService;
   private readonly transport: WebhookTransport;
   private readonly store = new WebhookStore();
+  private readonly endpointConcurrency: number;
 
   constructor(deps: {
     db: Database;
@@ -68,6 +80,8 @@ export class WebhookDelivery {
     events: EventOutbox;
     service: () => WebhookService;
     transport: WebhookTransport;
+    /** Attempts of one endpoint in flight at once (default ENDPOINT_CONCURRENCY). */
+    endpointConcurrency?: number;
   }) {
     this.db = deps.db;
     this.clock = deps.clock;
@@ -75,6 +89,7 @@ export class WebhookDelivery {
     this.events = deps.events;
     this.service = deps.service;
     this.transport = deps.transport;
+    this.endpointConcurrency = deps.endpointConcurrency ?? ENDPOINT_CONCURRENCY;
     // An attempt that could outlive the lease could be taken up and POSTed again by another worker; half the
     // lease leaves ample room to read the delivery before and record its outcome after.
     if (this.transport.timeoutMs > (LEASE_SECONDS * 1000) / 2) {
@@ -98,14 +113,28 @@ export class WebhookDelivery {
         maxAttempts: 50,
         retryDelaysSeconds: [5, 30, 120, 600],
         leaseSeconds: LEASE_SECONDS,
+        perKeyConcurrency: this.endpointConcurrency,
         onDead: (tx, job, error) => this.gaveUp(tx, job, error),
       },
     };
   }
 
-  enqueue = async (tx: Queryable, deliveryId: string, manual: boolean): Promise<void> => {
-    await this.jobs.enqueue(tx, DELIVER_QUEUE, manual ? { deliveryId, manual } : { deliveryId });
+  /** Queues an attempt of the delivery; its endpoint is the job's concurrency key. */
+  enqueue: Enqueue = async (tx, delivery, manual) => {
+    const deliveryId = delivery.id;
+    await this.jobs.enqueue(tx, DELIVER_QUEUE, manual ? { deliveryId, manual } : { deliveryId }, {
+      concurrencyKey: delivery.endpointId,
+    });
   };
+
+  /**
+   * The outbox's consumer: fans each event out. It wants an event only when an enabled endpoint of the
+   * organization subscribes to its type, so an event nobody receives costs no dispatch job.
+   */
+  readonly consumer: EventConsumer = Object.assign((event: DomainEvent) => this.fanOut(event), {
+    wants: (q: Queryable, event: { organizationId: string; type: string }) =>
+      this.store.hasSubscribedEndpoint(q, event.organizationId, event.type),
+  });
 
   /** Whether a job of the delivery is waiting or running: false once it finished, died or never existed. */
   isQueued = (tx: Queryable, deliveryId: string): Promise<boolean> =>
@@ -122,29 +151,30 @@ export class WebhookDelivery {
     );
   }
 
-  /** One delivery per enabled endpoint of the organization subscribed to the event's type. */
+  /**
+   * One delivery per enabled endpoint of the organization subscribed to the event's type, and its job, in one
+   * statement (so they commit together, in one round trip however many endpoints there are).
+   */
   async fanOut(event: DomainEvent): Promise<void> {
     const body = JSON.stringify({
       type: event.type,
       timestamp: event.createdAt.toISOString(),
       data: event.data,
     });
-    await this.db.transaction(async (tx) => {
-      const endpointIds = await this.store.subscribedEndpointIds(tx, event.organizationId, event.type);
-      const now = this.clock.now();
-      for (const endpointId of endpointIds) {
-        const inserted = await this.store.insertEventDelivery(tx, {
-          id: newId('whd', now.getTime()),
-          organizationId: event.organizationId,
-          endpointId,
-          eventId: event.id,
-          eventType: event.type,
-          body,
-          now,
-        });
-        if (inserted) await this.enqueue(tx, inserted, false);
-      }
-    });
+    const now = this.clock.now();
+    await this.jobs.enqueueSelected(
+      this.db,
+      DELIVER_QUEUE,
+      this.store.eventDeliveries({
+        // A newId() head (prefix and time); the statement adds each delivery's random tail.
+        idPrefix: newId('whd', now.getTime()).slice(0, -16),
+        organizationId: event.organizationId,
+        eventId: event.id,
+        eventType: event.type,
+        body,
+        now,
+      }),
+    );
   }
 
   /** One attempt of one delivery; throws RetryAt when another attempt is due later. */
@@ -207,46 +237,45 @@ export class WebhookDelivery {
     manual: boolean,
   ): Promise<Date | undefined> {
     const now = this.clock.now();
-    const attempt = delivery.attempts + 1;
+    const attemptId = newId('wha', now.getTime());
     const ok = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
-    const error =
-      result.error ?? (ok ? null : `Receiver answered ${result.statusCode}${redirect(result.statusCode)}`);
+    const outcome = {
+      attempt: delivery.attempts + 1,
+      statusCode: result.statusCode,
+      durationMs: result.durationMs,
+      error:
+        result.error ?? (ok ? null : `Receiver answered ${result.statusCode}${redirect(result.statusCode)}`),
+      responseExcerpt: result.responseExcerpt,
+      now,
+    };
+    // Guarded by the attempt count: if two workers ever ran the same attempt, only one outcome counts.
+    const target = { id: delivery.id, endpointId: delivery.endpoint_id, previousAttempts: delivery.attempts };
+
+    // A success is one statement (the attempt, the delivery, and the end of the endpoint's run of failures
+    // when it had one): most attempts succeed, and this is their whole cost after the POST.
+    if (ok) {
+      await this.store.recordAttempt(this.db, attemptId, target, {
+        ...outcome,
+        status: 'succeeded',
+        nextAttemptAt: null,
+      });
+      return undefined;
+    }
 
     return this.db.transaction(async (tx) => {
-      const outcome = {
-        attempt,
-        statusCode: result.statusCode,
-        durationMs: result.durationMs,
-        error,
-        responseExcerpt: result.responseExcerpt,
-        now,
-      };
-      await this.store.insertAttempt(tx, newId('wha', now.getTime()), delivery.id, outcome);
-
-      let status: DeliveryStatus = 'succeeded';
+      const endpoint = await this.store.markFailing(tx, delivery.endpoint_id, now);
+      // The endpoint's run of failures as it is now (another delivery may have ended it during our POST).
+      const failingSince = endpoint!.failing_since ?? now;
+      const gone = result.statusCode === 410;
+      const failingTooLong = now.getTime() - failingSince.getTime() >= FAILING_DISABLE_AFTER_MS;
+      if (gone || failingTooLong) await this.disable(tx, endpoint!, gone ? 'gone' : 'failing', now);
+      let status: DeliveryStatus = 'failed';
       let nextAt: Date | undefined;
-      if (ok) {
-        // Written only when there is a run of failures to end: a healthy endpoint's row is not rewritten (and
-        // row-locked) by every one of its deliveries.
-        if (delivery.failing_since) {
-          await this.store.clearFailingSince(tx, delivery.endpoint_id);
-        }
-      } else {
-        const endpoint = await this.store.markFailing(tx, delivery.endpoint_id, now);
-        // The endpoint's run of failures as it is now (another delivery may have ended it during our POST).
-        const failingSince = endpoint!.failing_since ?? now;
-        const gone = result.statusCode === 410;
-        const failingTooLong = now.getTime() - failingSince.getTime() >= FAILING_DISABLE_AFTER_MS;
-        if (gone || failingTooLong) await this.disable(tx, endpoint!, gone ? 'gone' : 'failing', now);
-        status = 'failed';
-        if (!gone && !failingTooLong && !manual && attempt < MAX_ATTEMPTS) {
-          status = 'pending';
-          nextAt = this.nextAttemptAt(attempt, result, now);
-        }
+      if (!gone && !failingTooLong && !manual && outcome.attempt < MAX_ATTEMPTS) {
+        status = 'pending';
+        nextAt = this.nextAttemptAt(outcome.attempt, result, now);
       }
-
-      // Guarded by the attempt count: if two workers ever ran the same attempt, only one outcome counts.
-      await this.store.recordOutcome(tx, delivery.id, delivery.attempts, {
+      await this.store.recordAttempt(tx, attemptId, target, {
         ...outcome,
         status,
         nextAttemptAt: nextAt ?? null,

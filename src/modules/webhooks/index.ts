@@ -38,7 +38,7 @@ export const webhooksModule = defineModule({
   },
   routes: { developer: [webhookListRoute], management: [webhookRoutes, webhookListRoute] },
   jobs: ({ webhookDelivery }) => ({ [DELIVER_QUEUE]: webhookDelivery.queue }),
-  consumers: ({ webhookDelivery }) => [(event) => webhookDelivery.fanOut(event)],
+  consumers: ({ webhookDelivery }) => [webhookDelivery.consumer],
   retention: ({ webhookDelivery }) => [
     {
       name: 'webhooks.deliveries',

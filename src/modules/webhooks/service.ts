@@ -235,7 +235,7 @@ export class WebhookService {
         body,
         now,
       });
-      await this.options.enqueue(tx, row.id, false);
+      await this.options.enqueue(tx, { id: row.id, endpointId: endpoint.id }, false);
       return publicDelivery(row);
     });
   }
@@ -270,7 +270,7 @@ export class WebhookService {
         throw ApiError.conflict('This delivery is still being attempted; wait for it to succeed or fail');
       }
       const row = await this.store.requeueDelivery(tx, deliveryId, now);
-      await this.options.enqueue(tx, deliveryId, true);
+      await this.options.enqueue(tx, { id: deliveryId, endpointId }, true);
       return publicDelivery(row, (await this.attemptsOf([deliveryId], tx)).get(deliveryId));
     });
   }
@@ -324,7 +324,12 @@ export class WebhookService {
   }
 }
 
-export type Enqueue = (tx: Queryable, deliveryId: string, manual: boolean) => Promise<void>;
+/** Queues an attempt of a delivery of an endpoint; a manual one (a redelivery) gets no retries. */
+export type Enqueue = (
+  tx: Queryable,
+  delivery: { id: string; endpointId: string },
+  manual: boolean,
+) => Promise<void>;
 
 interface ServiceOptions {
   production: boolean;

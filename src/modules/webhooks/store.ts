@@ -3,6 +3,7 @@
 // transaction and what is locked; the rules stay with them.
 import { deleteInBatches } from '../../platform/db/batches.ts';
 import type { Queryable } from '../../platform/db/index.ts';
+import type { SelectedJobs } from '../../platform/jobs.ts';
 import type { ListQuery } from '../../platform/pagination.ts';
 import type { DeliveryStatus, DisabledReason } from './schemas.ts';
 
@@ -219,19 +220,13 @@ export class WebhookStore {
     return row;
   }
 
-  /** The enabled endpoints of the organization subscribed to `eventType`, oldest first. */
-  async subscribedEndpointIds(db: Queryable, organizationId: string, eventType: string): Promise<string[]> {
-    const rows = await db.query<{ id: string }>(
-      `SELECT id FROM webhook_endpoints
-        WHERE organization_id = $1 AND enabled AND $2 = ANY(events) ORDER BY created_at, id`,
+  /** Whether an enabled endpoint of the organization subscribes to `eventType`. */
+  async hasSubscribedEndpoint(db: Queryable, organizationId: string, eventType: string): Promise<boolean> {
+    const rows = await db.query(
+      'SELECT 1 FROM webhook_endpoints WHERE organization_id = $1 AND enabled AND $2 = ANY(events) LIMIT 1',
       [organizationId, eventType],
     );
-    return rows.map((row) => row.id);
-  }
-
-  /** Ends the endpoint's run of failures. */
-  async clearFailingSince(db: Queryable, endpointId: string): Promise<void> {
-    await db.query('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1', [endpointId]);
+    return rows.length > 0;
   }
 
   /** Starts a run of failures at `now` unless one is already going; returns the endpoint as it is now. */
@@ -267,13 +262,28 @@ export class WebhookStore {
     return row!;
   }
 
-  /** As insertDelivery, but once per event and endpoint: the id, or undefined when it already exists. */
-  async insertEventDelivery(db: Queryable, delivery: NewDelivery): Promise<string | undefined> {
-    const [row] = await db.query<{ id: string }>(
-      `${INSERT_DELIVERY} ON CONFLICT (event_id, endpoint_id) DO NOTHING RETURNING id`,
-      deliveryParams(delivery),
-    );
-    return row?.id;
+  /**
+   * The deliveries of an event, one per enabled endpoint of its organization subscribed to its type, as the
+   * rows of its delivery jobs (JobQueue.enqueueSelected): inserted in the jobs' statement, once per event and
+   * endpoint (a second fan-out of the same event inserts nothing and so enqueues nothing). Each job carries
+   * its endpoint as concurrency key. Ids are `idPrefix` (a newId() head) and a random tail.
+   */
+  eventDeliveries(delivery: Omit<NewDelivery, 'id' | 'endpointId'> & { idPrefix: string }): SelectedJobs {
+    const { idPrefix, organizationId, eventId, eventType, body, now } = delivery;
+    return {
+      with: `subscribed AS (
+               SELECT id FROM webhook_endpoints
+                WHERE organization_id = $1 AND enabled AND $2 = ANY(events)),
+             delivery AS (
+               INSERT INTO webhook_deliveries
+                 (id, organization_id, endpoint_id, event_id, event_type, body, next_attempt_at, created_at)
+               SELECT $3 || random_id_tail(), $1, subscribed.id, $4, $2, $5, $6, $6 FROM subscribed
+               ON CONFLICT (event_id, endpoint_id) DO NOTHING
+               RETURNING id, endpoint_id)`,
+      rows: `SELECT jsonb_build_object('deliveryId', delivery.id) AS payload, delivery.endpoint_id AS concurrency_key
+               FROM delivery`,
+      params: [organizationId, eventType, idPrefix, eventId, body, now],
+    };
   }
 
   deliveriesQuery(organizationId: string, endpointId: string): ListSql<DeliveryRow> {
@@ -332,23 +342,32 @@ export class WebhookStore {
   }
 
   /**
-   * Writes the delivery's state after attempt `outcome.attempt`, only if the delivery has made exactly
-   * `previousAttempts` so far.
+   * Records attempt `outcome.attempt` (its row in the attempt log) and writes the delivery's state after it,
+   * the latter only if the delivery has made exactly `previousAttempts` so far; on a success it also ends
+   * the endpoint's run of failures, if it had one. One statement: a success costs one round trip.
    */
-  async recordOutcome(
+  async recordAttempt(
     db: Queryable,
-    deliveryId: string,
-    previousAttempts: number,
+    attemptId: string,
+    delivery: { id: string; endpointId: string; previousAttempts: number },
     outcome: AttemptOutcome & { status: DeliveryStatus; nextAttemptAt: Date | null },
   ): Promise<void> {
     const { status, attempt, statusCode, durationMs, error, responseExcerpt, now, nextAttemptAt } = outcome;
     await db.query(
-      `UPDATE webhook_deliveries SET status = $3, attempts = $4, last_status_code = $5, last_duration_ms = $6,
+      `WITH attempt AS (
+         INSERT INTO webhook_attempts
+           (id, delivery_id, attempt, status_code, duration_ms, error, response_excerpt, created_at)
+         VALUES ($11, $1, $4, $5, $6, $7, $8, $9)),
+       recovered AS (
+         -- Matches (and so writes and locks) the endpoint's row only when there is a run of failures to end.
+         UPDATE webhook_endpoints SET failing_since = NULL
+          WHERE id = $12 AND $3 = 'succeeded' AND failing_since IS NOT NULL)
+       UPDATE webhook_deliveries SET status = $3, attempts = $4, last_status_code = $5, last_duration_ms = $6,
               last_error = $7, last_response_excerpt = $8, last_attempt_at = $9, next_attempt_at = $10
         WHERE id = $1 AND attempts = $2`,
       [
-        deliveryId,
-        previousAttempts,
+        delivery.id,
+        delivery.previousAttempts,
         status,
         attempt,
         statusCode,
@@ -357,16 +376,9 @@ export class WebhookStore {
         responseExcerpt,
         now,
         nextAttemptAt,
+        attemptId,
+        delivery.endpointId,
       ],
-    );
-  }
-
-  async insertAttempt(db: Queryable, id: string, deliveryId: string, outcome: AttemptOutcome): Promise<void> {
-    const { attempt, statusCode, durationMs, error, responseExcerpt, now } = outcome;
-    await db.query(
-      `INSERT INTO webhook_attempts (id, delivery_id, attempt, status_code, duration_ms, error, response_excerpt, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [id, deliveryId, attempt, statusCode, durationMs, error, responseExcerpt, now],
     );
   }
 

@@ -1,7 +1,10 @@
-// The job queue's SQL: adding a job (and telling the workers), claiming due jobs in one statement with a
-// quota per queue, finding when the next job falls due, and recording each outcome. Every write of a held job
+// The job queue's SQL: adding a job (and telling the workers), claiming due jobs with a quota per queue (the
+// claim is jobs_claim() and jobs_claim_by_key(), PL/pgSQL functions of migration 013, so that every session
+// plans it once), finding when the next job falls due, and recording each outcome. Every write of a held job
 // names its worker (`locked_by`), so a worker whose lease ran out and was taken over cannot overwrite the
 // outcome of the worker that holds the job now. Successes are recorded in batches (CompletionBatch).
+// Concurrency groups: a job may carry a key, and a queue's `perKeyConcurrency` caps the jobs of one key
+// running at once across every worker; the claim counts them under a per-key advisory lock.
 import { deleteInBatches } from '../db/batches.ts';
 import type { Database, Queryable } from '../db/index.ts';
 
@@ -16,6 +19,8 @@ export interface Job<Payload = unknown> {
   maxAttempts: number;
   runAt: Date;
   createdAt: Date;
+  /** The job's concurrency group, if it has one. */
+  concurrencyKey: string | null;
 }
 
 /** How many jobs of one queue a claim may take, and how long it holds them. */
@@ -23,6 +28,8 @@ export interface Quota {
   queue: string;
   limit: number;
   leaseSeconds: number;
+  /** At most this many jobs of one concurrency key of the queue run at once, across every worker. */
+  perKeyConcurrency?: number;
 }
 
 export interface NewJob {
@@ -32,7 +39,18 @@ export interface NewJob {
   runAt: Date;
   maxAttempts: number;
   dedupeKey: string | null;
+  concurrencyKey: string | null;
   createdAt: Date;
+}
+
+/** Jobs made by one statement from rows the caller selects (see JobQueue.enqueueSelected). */
+export interface SelectedJobs {
+  /** CTEs of the caller's own (e.g. `inserted AS (INSERT … RETURNING …)`), written before the jobs' insert. */
+  with?: string;
+  /** A SELECT of `payload` (jsonb) and `concurrency_key` (text, or NULL): one job per row. */
+  rows: string;
+  /** The parameters `with` and `rows` refer to, from $1. */
+  params: unknown[];
 }
 
 interface JobRow {
@@ -43,6 +61,7 @@ interface JobRow {
   max_attempts: number;
   run_at: Date;
   created_at: Date;
+  concurrency_key: string | null;
 }
 
 /** Inserts a job in `q`'s transaction; returns its id, or undefined when its dedupe key is taken. */
@@ -51,8 +70,8 @@ export async function insertJob(q: Queryable, job: NewJob): Promise<string | und
   // back), and folds the notifications of one transaction with the same payload into one. A duplicate
   // (dedupe key taken) notifies too: one needless look by the workers, cheaper than a second statement.
   const rows = await q.query<{ id: string }>(
-    `INSERT INTO jobs (id, queue, payload, run_at, max_attempts, dedupe_key, created_at)
-     SELECT $1, $2, $3::jsonb, $4, $5, $6, $7 FROM pg_notify($8, $2)
+    `INSERT INTO jobs (id, queue, payload, run_at, max_attempts, dedupe_key, concurrency_key, created_at)
+     SELECT $1, $2, $3::jsonb, $4, $5, $6, $7, $8 FROM pg_notify($9, $2)
      ON CONFLICT (dedupe_key) DO NOTHING
      RETURNING id`,
     [
@@ -62,6 +81,7 @@ export async function insertJob(q: Queryable, job: NewJob): Promise<string | und
       job.runAt,
       job.maxAttempts,
       job.dedupeKey,
+      job.concurrencyKey,
       job.createdAt,
       JOBS_CHANNEL,
     ],
@@ -69,9 +89,44 @@ export async function insertJob(q: Queryable, job: NewJob): Promise<string | und
   return rows[0]?.id;
 }
 
+/**
+ * Inserts one job of `queue` per row of `selected`, in the same statement as the caller's own CTEs (so rows it
+ * inserts and their jobs are written at once), and notifies the workers at commit; returns how many. Each id
+ * is `idPrefix` (a newId() head: prefix and time) followed by random_id_tail() (migration 013).
+ */
+export async function insertSelectedJobs(
+  q: Queryable,
+  selected: SelectedJobs,
+  job: { queue: string; idPrefix: string; runAt: Date; maxAttempts: number; createdAt: Date },
+): Promise<number> {
+  const n = selected.params.length;
+  const rows = await q.query(
+    `WITH ${selected.with ? `${selected.with},` : ''}
+       selected_job AS (${selected.rows})
+     INSERT INTO jobs (id, queue, payload, run_at, max_attempts, concurrency_key, created_at)
+     SELECT $${n + 1} || random_id_tail(), $${n + 2}, selected_job.payload, $${n + 3}, $${n + 4},
+            selected_job.concurrency_key, $${n + 5}
+       FROM selected_job CROSS JOIN pg_notify($${n + 6}, $${n + 2})
+     RETURNING 1`,
+    [...selected.params, job.idPrefix, job.queue, job.runAt, job.maxAttempts, job.createdAt, JOBS_CHANNEL],
+  );
+  return rows.length;
+}
+
+/**
+ * How many of a capped queue's oldest due jobs one claim reads (for a claim of `size`): enough to fill it
+ * when nothing blocks, and a bound on what a claim reads when a long run of them belongs to keys that have
+ * no room (a slow receiver's backlog). Past that bound the claim steps from key to key (KEYS_PER_LOOK).
+ */
+const headRows = (size: number) => size * 2 + 16;
+/** Keys one statement of the step from key to key visits (one index probe each, and one for its jobs). */
+export const KEYS_PER_LOOK = 64;
+
 export class JobStore {
   private readonly db: Database;
   private readonly workerId: string;
+  /** Per capped queue, the key after which the next look key by key begins. */
+  private readonly keyCursors = new Map<string, string>();
 
   constructor(options: { db: Database; workerId: string }) {
     this.db = options.db;
@@ -90,70 +145,161 @@ export class JobStore {
   }
 
   /**
-   * Claims up to `total` due jobs, at most each quota's `limit` of its queue, oldest first, in one statement.
-   * A due job is pending with `run_at` passed, or running with its lease run out (its worker died).
+   * Claims up to `total` due jobs, at most each quota's `limit` of its queue, oldest first. A due job is
+   * pending with `run_at` passed, or running with its lease run out (its worker died). In a queue with
+   * `perKeyConcurrency` a job of a key that has that many jobs running under a live lease is passed over,
+   * and one claim takes no more of a key than its room.
    */
   async claim(quotas: Quota[], total: number, now: Date): Promise<Job[]> {
     if (quotas.length === 0 || total <= 0) return [];
-    // Each queue's candidates are read from its own index range (so a backlog in one queue cannot hide
-    // another's due jobs), locked with SKIP LOCKED (so concurrent claims never wait on each other or take
-    // the same row), then the oldest `total` of them are taken with that queue's lease.
-    const rows = await this.db.query<JobRow>(
-      `WITH quota AS (
-         SELECT * FROM unnest($1::text[], $2::int[], $3::int[]) AS quota(queue, size, lease_seconds)),
-       due AS (
-         SELECT candidate.id, candidate.run_at, quota.lease_seconds
-           FROM quota
-           CROSS JOIN LATERAL (
-             SELECT jobs.id, jobs.run_at FROM jobs
-              WHERE jobs.queue = quota.queue
-                AND ((jobs.status = 'pending' AND jobs.run_at <= $4)
-                  OR (jobs.status = 'running' AND jobs.locked_until <= $4))
-              ORDER BY jobs.run_at, jobs.id
-              LIMIT quota.size
-              FOR UPDATE SKIP LOCKED) AS candidate
-          ORDER BY candidate.run_at, candidate.id
-          LIMIT $5)
-       UPDATE jobs SET status = 'running', attempts = jobs.attempts + 1, locked_by = $6,
-              locked_until = $4::timestamptz + make_interval(secs => due.lease_seconds)
-         FROM due WHERE jobs.id = due.id
-       RETURNING jobs.id, jobs.queue, jobs.payload, jobs.attempts, jobs.max_attempts, jobs.run_at,
-                 jobs.created_at`,
+    const { jobs, blockedHeads } = await this.claimOldest(quotas, total, now);
+    // A capped queue whose oldest due jobs were all read and could not fill the claim may hold due jobs of
+    // other keys past them: those are found key by key.
+    let wanted = total - jobs.length;
+    for (const quota of quotas) {
+      if (wanted <= 0) break;
+      if (!blockedHeads.has(quota.queue)) continue;
+      const room = quota.limit - jobs.filter((job) => job.queue === quota.queue).length;
+      if (room <= 0) continue;
+      const found = await this.claimKeyByKey(quota, Math.min(room, wanted), now);
+      jobs.push(...found);
+      wanted -= found.length;
+    }
+    // The UPDATE returns rows in no promised order; handlers start oldest first.
+    return jobs.sort(
+      (a, b) => a.runAt.getTime() - b.runAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+    );
+  }
+
+  /**
+   * One statement: each queue's oldest due jobs, read from its own index range (so a backlog in one queue
+   * cannot hide another's), within their keys' room in capped queues, locked with SKIP LOCKED (so concurrent
+   * claims never wait on each other's rows or take the same one), then the oldest `total` of them taken with
+   * their queue's lease. Also says which capped queues had more due jobs than it read.
+   */
+  private async claimOldest(
+    quotas: Quota[],
+    total: number,
+    now: Date,
+  ): Promise<{ jobs: Job[]; blockedHeads: Set<string> }> {
+    const plain = quotas.filter((quota) => !quota.perKeyConcurrency);
+    // In one order in every claim, so that claims take the turns of their keys (job_keys_room) in one order.
+    const capped = quotas
+      .filter((quota) => quota.perKeyConcurrency)
+      .sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0));
+    const rows = await this.db.query<JobRow & { blocked_head: boolean | null }>(
+      'SELECT * FROM jobs_claim($1::jsonb, $2::jsonb, $3, $4, $5)',
       [
-        quotas.map((quota) => quota.queue),
-        quotas.map((quota) => quota.limit),
-        quotas.map((quota) => quota.leaseSeconds),
+        JSON.stringify(
+          plain.map((quota) => ({
+            queue: quota.queue,
+            size: quota.limit,
+            lease_seconds: quota.leaseSeconds,
+          })),
+        ),
+        JSON.stringify(
+          capped.map((quota) => ({
+            queue: quota.queue,
+            size: quota.limit,
+            lease_seconds: quota.leaseSeconds,
+            per_key: quota.perKeyConcurrency,
+            head_rows: headRows(quota.limit),
+          })),
+        ),
         now,
         total,
         this.workerId,
       ],
     );
-    // The UPDATE returns rows in no promised order; handlers start oldest first.
-    return rows
-      .map((row) => ({
-        id: row.id,
-        queue: row.queue,
-        payload: row.payload,
-        attempts: row.attempts,
-        maxAttempts: row.max_attempts,
-        runAt: row.run_at,
-        createdAt: row.created_at,
-      }))
-      .sort((a, b) => a.runAt.getTime() - b.runAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const jobs = rows.filter((row) => row.id !== null).map(toJob);
+    const blockedHeads = new Set(rows.filter((row) => row.blocked_head).map((row) => row.queue));
+    return { jobs, blockedHeads };
   }
 
-  /** The earliest `run_at` of a pending job of `queues` (one index probe per queue), if any. */
-  async nextRunAt(queues: string[]): Promise<Date | undefined> {
-    if (queues.length === 0) return undefined;
+  /**
+   * Claims up to `limit` due jobs of a capped queue key by key, KEYS_PER_LOOK keys a statement, from where
+   * the last look left off (so every key's turn comes), until the claim is full or every key was looked at
+   * once. This is what lets a claim past a long run of jobs of keys without room at the head of the queue;
+   * its cost is bounded by the number of keys with open jobs, not of jobs.
+   */
+  private async claimKeyByKey(quota: Quota, limit: number, now: Date): Promise<Job[]> {
+    const origin = this.keyCursors.get(quota.queue) ?? '';
+    let after = origin;
+    let wrapped = false;
+    const taken: Job[] = [];
+    for (;;) {
+      const look = await this.claimKeys(quota, limit - taken.length, after, now);
+      taken.push(...look.jobs);
+      const reachedEnd = look.keysVisited < KEYS_PER_LOOK;
+      // A look that filled the claim may have left jobs of its last key: the next begins after that key.
+      // Round-robin at the grain of keys: the look's jobs are taken in key order.
+      const filled = taken.length >= limit;
+      const next = filled
+        ? look.jobs.reduce((last, job) => (job.concurrencyKey! > last ? job.concurrencyKey! : last), after)
+        : reachedEnd
+          ? ''
+          : look.lastKey!;
+      this.keyCursors.set(quota.queue, next);
+      if (filled) break;
+      if (reachedEnd) {
+        if (wrapped || origin === '') break;
+        wrapped = true;
+      } else if (wrapped && next >= origin) {
+        break;
+      }
+      after = next;
+    }
+    return taken;
+  }
+
+  /** One look: the next KEYS_PER_LOOK keys after `after` with open jobs, each key's oldest due jobs. */
+  private async claimKeys(
+    quota: Quota,
+    limit: number,
+    after: string,
+    now: Date,
+  ): Promise<{ jobs: Job[]; keysVisited: number; lastKey: string | null }> {
+    const rows = await this.db.query<
+      Omit<JobRow, 'queue'> & { queue_name: string; keys_visited: number | null; last_key: string | null }
+    >('SELECT * FROM jobs_claim_by_key($1, $2, $3, $4, $5, $6, $7, $8)', [
+      quota.queue,
+      after,
+      KEYS_PER_LOOK,
+      limit,
+      quota.leaseSeconds,
+      quota.perKeyConcurrency,
+      now,
+      this.workerId,
+    ]);
+    const summary = rows.find((row) => row.id === null)!;
+    return {
+      jobs: rows.filter((row) => row.id !== null).map((row) => toJob({ ...row, queue: row.queue_name })),
+      keysVisited: summary.keys_visited ?? 0,
+      lastKey: summary.last_key,
+    };
+  }
+
+  /**
+   * The earliest `run_at` of a pending job of the quotas' queues (one index probe per queue), if any. In a
+   * capped queue only a job not yet due counts: a due one the last claim left there is waiting for room in its
+   * key, which a finishing job of that key (or the fallback poll) announces, so it is no reason to look again
+   * at once.
+   */
+  async nextRunAt(
+    quotas: Pick<Quota, 'queue' | 'perKeyConcurrency'>[],
+    now: Date,
+  ): Promise<Date | undefined> {
+    if (quotas.length === 0) return undefined;
     const [row] = await this.db.query<{ run_at: Date | null }>(
       `SELECT min(next.run_at) AS run_at
-         FROM unnest($1::text[]) AS wanted(queue)
+         FROM unnest($1::text[], $2::boolean[]) AS wanted(queue, capped)
          CROSS JOIN LATERAL (
            SELECT jobs.run_at FROM jobs
             WHERE jobs.queue = wanted.queue AND jobs.status = 'pending'
+              AND jobs.run_at > CASE WHEN wanted.capped THEN $3::timestamptz ELSE '-infinity' END
             ORDER BY jobs.run_at
             LIMIT 1) AS next`,
-      [queues],
+      [quotas.map((quota) => quota.queue), quotas.map((quota) => Boolean(quota.perKeyConcurrency)), now],
     );
     return row?.run_at ?? undefined;
   }
@@ -186,6 +332,19 @@ export class JobStore {
     );
     return rows.length > 0;
   }
+}
+
+function toJob(row: JobRow): Job {
+  return {
+    id: row.id,
+    queue: row.queue,
+    payload: row.payload,
+    attempts: row.attempts,
+    maxAttempts: row.max_attempts,
+    runAt: row.run_at,
+    createdAt: row.created_at,
+    concurrencyKey: row.concurrency_key,
+  };
 }
 
 /**

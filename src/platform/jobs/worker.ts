@@ -13,6 +13,8 @@ export interface SlotQueue {
   /** At most this many of its jobs at once in one worker. */
   concurrency: number;
   leaseSeconds: number;
+  /** At most this many jobs of one concurrency key at once, across every worker. */
+  perKeyConcurrency?: number;
 }
 
 // When the next job is already due yet could not be claimed (another worker's claim had it locked at that
@@ -42,6 +44,7 @@ export class Slots {
         queue: queue.name,
         limit: Math.min(free, queue.concurrency - (this.perQueue.get(queue.name) ?? 0)),
         leaseSeconds: queue.leaseSeconds,
+        perKeyConcurrency: queue.perKeyConcurrency,
       }))
       .filter((quota) => quota.limit > 0);
   }
@@ -69,7 +72,7 @@ export interface JobWorkerOptions {
   /** The registered queues, read at each claim (a queue may be registered after start). */
   queues: () => SlotQueue[];
   claim: (quotas: Quota[], total: number) => Promise<Job[]>;
-  nextRunAt: (queues: string[]) => Promise<Date | undefined>;
+  nextRunAt: (quotas: Quota[]) => Promise<Date | undefined>;
   /** Runs one job to its recorded outcome; returns when it is to run again, if it was rescheduled. */
   run: (job: Job) => Promise<Date | undefined>;
   onError: (error: unknown, job?: Job) => void;
@@ -162,8 +165,7 @@ export class JobWorker {
         if (jobs.length === wanted) continue;
         // Short: nothing more is due in the queues that had room. Sleep until the next of them falls due.
         this.idle = true;
-        const open = this.slots.quotas(queues).map((quota) => quota.queue);
-        const next = await this.options.nextRunAt(open);
+        const next = await this.options.nextRunAt(this.slots.quotas(queues));
         if (next) {
           const inMs = next.getTime() - clock.nowMs();
           nextLook = Math.min(nextLook, Date.now() + (inMs > 0 ? inMs + 1 : RECHECK_MS));
@@ -192,8 +194,8 @@ export class JobWorker {
         const limit = queues.find((queue) => queue.name === job.queue)?.concurrency ?? this.slots.total;
         const wasAtLimit = this.slots.release(job.queue, limit);
         // The freed slot is filled at once, unless the last claim found nothing more due; a queue that was
-        // at its own limit may have due jobs that claim left out.
-        if (!this.idle || wasAtLimit) this.wake();
+        // at its own limit may have due jobs that claim left out, and so may the key of a job that ends.
+        if (!this.idle || wasAtLimit || job.concurrencyKey !== null) this.wake();
       });
     this.runs.add(run);
   }
