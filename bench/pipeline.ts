@@ -286,6 +286,9 @@ async function latency(
       `${BURST} on one number):`,
   );
   console.log(`  other numbers: ${describe(singleLatency.delays)}${notSent(singleLatency.unsent)}`);
+  console.log(
+    `    slowest (n-th send): ${singleLatency.slowest.map(([at, ms]) => `#${at} ${ms.toFixed(0)} ms`).join(', ')}`,
+  );
   const early = burstDue.delays.filter((delay) => delay < 0).length;
   console.log(
     `  the burst's number, ${burstDue.delays.length} of ${BURST} due in ${burstSeconds.toFixed(1)} s ` +
@@ -295,14 +298,21 @@ async function latency(
 
 /** `sent_at - run_at` of the dispatch jobs of `ids` that have been sent, in ms, sorted. */
 async function dispatchDelays(db: Database, ids: string[]) {
-  const rows = await db.query<{ delay_ms: number | null }>(
-    `SELECT (extract(epoch FROM m.sent_at - j.run_at) * 1000)::float8 AS delay_ms
+  const rows = await db.query<{ id: string; delay_ms: number | null }>(
+    `SELECT m.id, (extract(epoch FROM m.sent_at - j.run_at) * 1000)::float8 AS delay_ms
        FROM messages m JOIN jobs j ON j.dedupe_key = 'dispatch:' || m.id
       WHERE m.id = ANY($1::text[]) AND (m.sent_at IS NOT NULL OR j.run_at <= now())`,
     [ids],
   );
   const delays = rows.flatMap((row) => (row.delay_ms === null ? [] : [row.delay_ms])).sort((a, b) => a - b);
-  return { delays, unsent: rows.length - delays.length };
+  // Which sends were slowest, by their place in `ids`: a first use of a pooled connection shows up early.
+  const slowest = rows
+    .flatMap((row): [number, number][] =>
+      row.delay_ms === null ? [] : [[ids.indexOf(row.id) + 1, row.delay_ms]],
+    )
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 5);
+  return { delays, unsent: rows.length - delays.length, slowest };
 }
 
 function describe(delays: number[]): string {
