@@ -1,23 +1,12 @@
-// Messaging throughput and paging latency, each beside a bare-Fastify baseline in the same run, on loopback:
-//   1. sends per second through POST /api/v2/messages/send (validation, limits under the organization lock,
-//      message, pacing slot and dispatch job in one transaction) against a bare Fastify that parses the same
-//      JSON and answers a 202, and against the database's bare single-row INSERT transactions into a table
-//      shaped like messages (the same connection count): the send's cost in the database's own unit;
-//   2. history pages at 10,000 and 1,000,000 messages: offset (`page`) versus keyset (`cursor`) at the first
-//      page and at the deepest page, against a bare Fastify answering a prebuilt page of the same size.
-// Ratios to the baseline mean the same on any machine. Run: npm run bench:messages
-//   BENCH_SECONDS (5), BENCH_CONNECTIONS (10), BENCH_SIZES ("10000,1000000"), BENCH_SEND_ORGS (100),
-//   DATABASE_URL to measure on a PostgreSQL server (default: embedded PGlite in memory).
-import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
-import pg from 'pg';
 import { pino } from 'pino';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/platform/db/index.ts';
 import { migrate } from '../src/platform/db/migrate.ts';
 import { createRuntime } from '../src/runtime.ts';
+import { useScratchDatabase } from './scratch-database.ts';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
@@ -87,20 +76,7 @@ const config = loadConfig({
   ...process.env,
   LOG_LEVEL: 'silent',
 });
-// On a PostgreSQL server the bench works in a database of its own, dropped at the end, so it never migrates
-// into or fills a database someone else uses.
-let benchDatabase: { name: string; server: string } | undefined;
-if (config.databaseUrl) {
-  const name = `bench_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: config.databaseUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  benchDatabase = { name, server: config.databaseUrl };
-  const url = new URL(config.databaseUrl);
-  url.pathname = `/${name}`;
-  config.databaseUrl = url.toString();
-}
+const scratch = await useScratchDatabase(config);
 const db = await openDatabase(config);
 await migrate(db);
 const ctx = createRuntime(config, db, pino({ level: 'silent' }));
@@ -276,9 +252,4 @@ await ctx.jobs.stop();
 await ctx.rateLimiter.store.close();
 await baseline.close();
 await db.close();
-if (benchDatabase) {
-  const admin = new pg.Client({ connectionString: benchDatabase.server });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${benchDatabase.name} WITH (FORCE)`);
-  await admin.end();
-}
+await scratch.drop();

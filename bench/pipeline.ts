@@ -17,16 +17,15 @@
 // Run: npm run bench:pipeline   MESSAGES (10000), NUMBERS (1000), BURST (1000), SINGLES (200),
 //   WORKER_CONCURRENCY (16), DATABASE_URL for PostgreSQL (a scratch database is created and dropped).
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config.ts';
 import { type Database, openDatabase } from '../src/platform/db/index.ts';
 import { migrate } from '../src/platform/db/migrate.ts';
 import { createRuntime, type Runtime } from '../src/runtime.ts';
+import { useScratchDatabase } from './scratch-database.ts';
 
 const MESSAGES = Number(process.env.MESSAGES ?? 10_000);
 const NUMBERS = Number(process.env.NUMBERS ?? 1000);
@@ -56,18 +55,7 @@ if (process.argv[2] === '--worker') {
 
 async function main() {
   const config = loadConfig(settings);
-  let scratch: { name: string; server: string } | undefined;
-  if (config.databaseUrl) {
-    const name = `bench_${randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: config.databaseUrl });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    await admin.end();
-    scratch = { name, server: config.databaseUrl };
-    const url = new URL(config.databaseUrl);
-    url.pathname = `/${name}`;
-    config.databaseUrl = url.toString();
-  }
+  const scratch = await useScratchDatabase(config);
   const db = await openDatabase(config);
   await migrate(db);
   const ctx = createRuntime(config, db, pino({ level: 'silent' }));
@@ -118,12 +106,7 @@ async function main() {
   await ctx.jobs.stop();
   await ctx.rateLimiter.store.close();
   await db.close();
-  if (scratch) {
-    const admin = new pg.Client({ connectionString: scratch.server });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${scratch.name} WITH (FORCE)`);
-    await admin.end();
-  }
+  await scratch.drop();
 }
 
 /** Worker processes on PostgreSQL; on PGlite the bench's own runtime works (its database is in-process). */

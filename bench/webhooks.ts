@@ -11,12 +11,10 @@
 // Run: npm run bench:webhooks   (BENCH_EVENTS=2000, BENCH_ENDPOINTS=8; DATABASE_URL for PostgreSQL, where a
 // scratch database is created and dropped; default embedded PGlite)
 import { type ChildProcess, fork } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
-import pg from 'pg';
 import { pino } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { loadConfig } from '../src/config.ts';
@@ -26,6 +24,7 @@ import { WebhookTransport } from '../src/modules/webhooks/transport.ts';
 import { type Database, openDatabase, type Queryable } from '../src/platform/db/index.ts';
 import { migrate } from '../src/platform/db/migrate.ts';
 import { createRuntime } from '../src/runtime.ts';
+import { useScratchDatabase } from './scratch-database.ts';
 
 if (process.argv[2] === '--receiver') {
   // The receiver: answers every POST with 204 once its body is read; tells its count and CPU when asked.
@@ -93,18 +92,7 @@ async function main() {
   const baselineRate = EVENTS / ((performance.now() - baselineStart) / 1000);
 
   // The product: outbox → fan-out → delivery jobs → receiver.
-  // On a PostgreSQL server the bench works in a database of its own, dropped at the end, never in the one named.
-  const server = config.databaseUrl;
-  const scratch = `bench_webhooks_${randomBytes(4).toString('hex')}`;
-  if (server) {
-    const admin = new pg.Client({ connectionString: server });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${scratch}`);
-    await admin.end();
-    const url = new URL(server);
-    url.pathname = `/${scratch}`;
-    config.databaseUrl = url.toString();
-  }
+  const scratch = await useScratchDatabase(config, 'bench_webhooks');
   const db = await openDatabase(config);
   await migrate(db);
   const statements = countStatements(db);
@@ -135,7 +123,7 @@ async function main() {
   const before = {
     receiver: await report(receiver),
     worker: process.cpuUsage(),
-    postgres: server ? postgresCpuSeconds(scratch) : undefined,
+    postgres: scratch.name ? postgresCpuSeconds(scratch.name) : undefined,
     statements: statements.count,
   };
   const start = performance.now();
@@ -144,7 +132,7 @@ async function main() {
   const after = {
     receiver: await report(receiver),
     worker: process.cpuUsage(before.worker),
-    postgres: server ? postgresCpuSeconds(scratch) : undefined,
+    postgres: scratch.name ? postgresCpuSeconds(scratch.name) : undefined,
     statements: statements.count,
   };
   const [{ succeeded }] = await db.query<{ succeeded: number }>(
@@ -179,12 +167,7 @@ async function main() {
   await ctx.jobs.stop();
   await ctx.rateLimiter.store.close();
   await db.close();
-  if (server) {
-    const admin = new pg.Client({ connectionString: server });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${scratch} WITH (FORCE)`);
-    await admin.end();
-  }
+  await scratch.drop();
   receiver.send('stop');
   process.exit(0);
 }
