@@ -158,18 +158,20 @@ export class SendLimits {
     // the UTC calendar month), counted together in one statement and judged in that order.
     const day = utcDay(now);
     const month = utcMonth(now);
-    const used = await this.store.addUsage(tx, id, day.start, month.start, segments);
-    if (used.day > org.dailyLimitSegments) {
+    const ceiling = MONTHLY_ABSOLUTE_MULTIPLE * org.monthlyAllowanceSegments;
+    const used = await this.store.addUsage(tx, id, segments, {
+      day: { start: day.start, limit: org.dailyLimitSegments },
+      month: { start: month.start, limit: ceiling },
+    });
+    if (used.day === undefined) {
       throw paidLimit(
         'daily',
         `The daily limit of ${org.dailyLimitSegments} segments has been reached; it resets at 00:00 UTC`,
         secondsUntil(day.next, now),
       );
     }
-
-    const ceiling = MONTHLY_ABSOLUTE_MULTIPLE * org.monthlyAllowanceSegments;
     const usedThisMonth = used.month;
-    if (usedThisMonth > ceiling) {
+    if (usedThisMonth === undefined) {
       throw paidLimit(
         'monthly_absolute',
         `The monthly ceiling of ${ceiling} segments (3 times the allowance) has been reached`,

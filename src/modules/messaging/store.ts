@@ -299,28 +299,46 @@ export class MessageStore {
   }
 
   /**
-   * Counts one message of `segments` in the organization's usage of the day starting `day` and of the month
-   * starting `month`, in one statement; returns both totals with it. The caller refuses a send that passes a
-   * limit, and its transaction's rollback takes the count back.
+   * Counts one message of `segments` in the organization's usage of the day and of the month, each only
+   * while that keeps it within its `limit` (a guarded insert and update, so no counter ever passes its limit,
+   * even without the account lock), in one statement. Returns each period's new total, or undefined for a
+   * period that was not counted because it would have passed its limit.
    */
   async addUsage(
     tx: Queryable,
     organizationId: string,
-    day: Date,
-    month: Date,
     segments: number,
-  ): Promise<{ day: number; month: number }> {
+    periods: { day: UsagePeriod; month: UsagePeriod },
+  ): Promise<{ day?: number; month?: number }> {
     const rows = await tx.query<{ period: 'day' | 'month'; segments: number }>(
       `INSERT INTO send_usage (organization_id, period, period_start, messages, segments)
-       VALUES ($1, 'day', $2, 1, $4), ($1, 'month', $3, 1, $4)
+       SELECT $1, wanted.period, wanted.period_start, 1, $2::int
+         FROM (VALUES ('day', $3::timestamptz, $4::bigint), ('month', $5::timestamptz, $6::bigint))
+              AS wanted(period, period_start, segment_limit)
+        WHERE $2::int <= wanted.segment_limit
        ON CONFLICT (organization_id, period, period_start) DO UPDATE
          SET segments = send_usage.segments + EXCLUDED.segments, messages = send_usage.messages + 1
+         WHERE send_usage.segments + EXCLUDED.segments
+               <= CASE send_usage.period WHEN 'day' THEN $4::bigint ELSE $6::bigint END
        RETURNING period, segments`,
-      [organizationId, day, month, segments],
+      [
+        organizationId,
+        segments,
+        periods.day.start,
+        periods.day.limit,
+        periods.month.start,
+        periods.month.limit,
+      ],
     );
-    const total = (period: 'day' | 'month') => rows.find((row) => row.period === period)!.segments;
+    const total = (period: 'day' | 'month') => rows.find((row) => row.period === period)?.segments;
     return { day: total('day'), month: total('month') };
   }
+}
+
+/** A usage period, from its start, and the most segments it may count. */
+export interface UsagePeriod {
+  start: Date;
+  limit: number;
 }
 
 function textParams(values: TextValues): unknown[] {
