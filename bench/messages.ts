@@ -6,6 +6,7 @@ import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/platform/db/index.ts';
 import { migrate } from '../src/platform/db/migrate.ts';
 import { createRuntime } from '../src/runtime.ts';
+import { UNLIMITED_SENDER } from './fixtures.ts';
 import { useScratchDatabase } from './scratch-database.ts';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 5);
@@ -87,12 +88,7 @@ const appUrl = `http://127.0.0.1:${port(app)}`;
 async function organization(index: number) {
   const org = await ctx.organizations.create({
     name: `Bench ${index}`,
-    plan: 'enterprise',
-    subscriptionState: 'paid',
-    cardVerified: true,
-    dailyLimitSegments: 10_000_000,
-    monthlyAllowanceSegments: 10_000_000,
-    createdAt: '2020-01-01T00:00:00.000Z',
+    ...UNLIMITED_SENDER,
   });
   const number = `+1800555${String(1000 + index).padStart(4, '0')}`;
   await ctx.numbers.add(org.id, { number, type: 'toll_free' });

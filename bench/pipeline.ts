@@ -25,6 +25,7 @@ import { loadConfig } from '../src/config.ts';
 import { type Database, openDatabase } from '../src/platform/db/index.ts';
 import { migrate } from '../src/platform/db/migrate.ts';
 import { createRuntime, type Runtime } from '../src/runtime.ts';
+import { UNLIMITED_SENDER } from './fixtures.ts';
 import { useScratchDatabase } from './scratch-database.ts';
 
 const MESSAGES = Number(process.env.MESSAGES ?? 10_000);
@@ -66,12 +67,7 @@ async function main() {
 
   const organization = await ctx.organizations.create({
     name: 'Pipeline bench',
-    plan: 'enterprise',
-    subscriptionState: 'paid',
-    cardVerified: true,
-    dailyLimitSegments: 10_000_000,
-    monthlyAllowanceSegments: 10_000_000,
-    createdAt: '2020-01-01T00:00:00.000Z',
+    ...UNLIMITED_SENDER,
   });
   const numbers: string[] = [];
   for (let i = 0; i < NUMBERS + SINGLES + 1; i++) {
