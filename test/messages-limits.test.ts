@@ -265,6 +265,50 @@ describe('SMS plan limits', () => {
     assert.equal(await messagesOf(t, org.id), 10);
   });
 
+  test('the limits read the organization again with the lock: a state changed after the caller read it applies', async () => {
+    at('2026-11-10T12:00:00.000Z');
+    const org = await sender(t, { monthlyAllowanceSegments: 1, createdAt: '2026-01-01T00:00:00.000Z' });
+    const known = await t.ctx.organizations.get(org.id);
+    const sendAs = () => t.ctx.messages.send(known, { to: freshNumber(), message: 'hi' }, 'api');
+    assert.equal((await sendAs()).result.status, 'queued');
+    // Past due from now on; the caller's copy still says paid, and would let the send beyond the allowance go.
+    await t.ctx.organizations.update(org.id, { subscriptionState: 'past_due' });
+    await assert.rejects(sendAs(), (error: { status?: number; code?: string }) => {
+      assert.equal(error.status, 402);
+      assert.equal(error.code, 'CAPABILITY_RESTRICTED_BY_STATE');
+      return true;
+    });
+    assert.equal(await messagesOf(t, org.id), 1);
+  });
+
+  test('the wait bounds end with the limit checks: a write after them may wait past both', {
+    skip: onPostgres
+      ? false
+      : 'PGlite is one connection: another transaction cannot hold a row while a send waits',
+  }, async () => {
+    at('2026-11-10T12:00:00.000Z');
+    const org = await sender(t, { createdAt: '2026-01-01T00:00:00.000Z' });
+    // The first send books the number's pacing row; the next one's booking (after the checks) waits for it.
+    assert.equal((await send(t, org, { to: freshNumber(), message: 'first' })).status, 202);
+    const previous = t.ctx.messages.limits.options.lockTimeoutMs;
+    t.ctx.messages.limits.options.lockTimeoutMs = 100;
+    const holder = new pg.Client({ connectionString: t.database.url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT * FROM carrier_pacing WHERE number = $1 FOR UPDATE', [org.number]);
+      const pending = send(t, org, { to: freshNumber(), message: 'waits' });
+      // Longer than the lock timeout (100 ms) and the statement timeout (2,100 ms) of the checks.
+      await new Promise((resolve) => setTimeout(resolve, 2400));
+      await holder.query('ROLLBACK');
+      const res = await pending;
+      assert.equal(res.status, 202, res.text);
+    } finally {
+      t.ctx.messages.limits.options.lockTimeoutMs = previous;
+      await holder.end();
+    }
+  });
+
   test('a limit that cannot be checked (the counter row stays locked past the lock timeout) is a 503', {
     skip: onPostgres
       ? false

@@ -36,7 +36,8 @@ export interface ApiKey {
 }
 
 export type KeyCheck =
-  | { ok: true; key: ApiKey }
+  /** `organization`: the key's organization row, read with the key, for OrganizationService.fromRecord. */
+  | { ok: true; key: ApiKey; organization: unknown }
   | { ok: false; reason: 'unknown' | 'revoked' | 'expired' | 'test_key_in_production' };
 
 /** A random key body in base62 with no modulo bias (rejection sampling). */
@@ -101,7 +102,10 @@ export class ApiKeyService {
     return { key: toApiKey(row), secret };
   }
 
-  /** Resolves a presented key. Unknown, revoked, expired and (in production) test keys are refused. */
+  /**
+   * Resolves a presented key, with its organization's row (one read for both). Unknown, revoked, expired and
+   * (in production) test keys are refused.
+   */
   async check(presented: string): Promise<KeyCheck> {
     if (!/^sk_(live|test)_[0-9A-Za-z]{20,100}$/.test(presented)) return { ok: false, reason: 'unknown' };
     if (this.production && presented.startsWith('sk_test_'))
@@ -115,7 +119,7 @@ export class ApiKeyService {
       await this.store.touchLastUsed(this.db, row.id, now);
       row.last_used_at = now;
     }
-    return { ok: true, key: toApiKey(row) };
+    return { ok: true, key: toApiKey(row), organization: row.organization };
   }
 
   async revoke(organizationId: string, id: string): Promise<ApiKey> {

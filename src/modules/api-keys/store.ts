@@ -62,8 +62,21 @@ export class ApiKeyStore {
     return { select: '*', from: 'api_keys', where: 'organization_id = $1', params: [organizationId] };
   }
 
-  async findByHash(db: Queryable, keyHash: string): Promise<ApiKeyRow | undefined> {
-    const [row] = await db.query<ApiKeyRow>('SELECT * FROM api_keys WHERE key_hash = $1', [keyHash]);
+  /**
+   * The key with this hash and, in the same read, its organization's row as `to_jsonb(organizations)` (for
+   * the organizations module to read: OrganizationService.fromRecord): every developer API request needs
+   * both, and one indexed join costs the database less than two statements.
+   */
+  async findByHash(
+    db: Queryable,
+    keyHash: string,
+  ): Promise<(ApiKeyRow & { organization: unknown }) | undefined> {
+    const [row] = await db.query<ApiKeyRow & { organization: unknown }>(
+      `SELECT api_keys.*, to_jsonb(organizations) AS organization
+         FROM api_keys LEFT JOIN organizations ON organizations.id = api_keys.organization_id
+        WHERE api_keys.key_hash = $1`,
+      [keyHash],
+    );
     return row;
   }
 

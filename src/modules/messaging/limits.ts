@@ -10,7 +10,7 @@ import type { Clock } from '../../platform/clock.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { Organization, OrganizationService } from '../organizations/index.ts';
-import type { MessageStore } from './store.ts';
+import type { MessageStore, WaitSettings } from './store.ts';
 
 export const TRIAL_BURST_MESSAGES = 50;
 export const TRIAL_BURST_WINDOW_SECONDS = 10 * 60;
@@ -86,7 +86,7 @@ export class SendLimits {
   /**
    * Checks every limit for one message of `segments` chargeable segments and counts it, in `tx`. Throws the
    * refusal of the first limit that fails; the caller's transaction then rolls back whatever was counted.
-   * Returns the organization as read under the lock. `known` is the organization as the caller read it before
+   * Returns the organization as read with the lock. `known` is the organization as the caller read it before
    * the transaction: when the limit cannot be checked, its state decides the 503's code, because the failed
    * transaction can run no more queries and a query elsewhere could wait for a connection that the stalled
    * sends themselves hold.
@@ -98,15 +98,15 @@ export class SendLimits {
       const now = this.clock.now();
       // Bounded waits, from the first statement on (the insert can wait on another send's uncommitted insert):
       // a send that cannot get its turn, or whose counters do not answer, quickly answers 503 rather than
-      // hanging. Both settings end with the limit checks (and at the latest with the transaction), so the
-      // writes that follow are not cut short by them.
+      // hanging. Both settings end with the limit checks (the last of them, addUsage, sets the session's own
+      // back; a refusal ends them with the transaction), so the writes that follow are not cut short by them.
       const lockMs = Math.max(1, Math.round(this.options.lockTimeoutMs));
-      await this.store.lockAccount(tx, organizationId, now, lockMs);
-      // Read under the lock: a plan or state changed a moment ago applies to this send.
-      const org = await this.organizations.get(organizationId, tx);
+      // Read again with the lock, in its statement: a plan or state changed a moment ago applies to this send
+      // (store.ts, lockAccount, says which moment and why that is enough).
+      const locked = await this.store.lockAccount(tx, organizationId, now, lockMs);
+      const org = this.organizations.fromRecord(locked.organization);
       trial ||= org.subscriptionState === 'trial';
-      await this.check(tx, org, segments, now);
-      await this.store.unboundWaits(tx);
+      await this.check(tx, org, segments, now, locked.sessionWaits);
       return org;
     } catch (error) {
       if (error instanceof ApiError || !isUncheckable(error)) throw error;
@@ -117,7 +117,13 @@ export class SendLimits {
     }
   }
 
-  private async check(tx: Queryable, org: Organization, segments: number, now: Date): Promise<void> {
+  private async check(
+    tx: Queryable,
+    org: Organization,
+    segments: number,
+    now: Date,
+    sessionWaits: WaitSettings,
+  ): Promise<void> {
     const id = org.id;
     // 1. Trial lifetime: a trial sends at most trialMessageLimit messages, ever. Retrying does not help.
     if (org.subscriptionState === 'trial') {
@@ -155,14 +161,16 @@ export class SendLimits {
     }
 
     // 4 and 5. Daily (dailyLimitSegments per UTC day) and monthly absolute (three times the allowance per pool,
-    // the UTC calendar month), counted together in one statement and judged in that order.
+    // the UTC calendar month), counted together in one statement and judged in that order. The last statement
+    // of the checks: it also lifts the wait bounds.
     const day = utcDay(now);
     const month = utcMonth(now);
     const ceiling = MONTHLY_ABSOLUTE_MULTIPLE * org.monthlyAllowanceSegments;
-    const used = await this.store.addUsage(tx, id, segments, {
+    const periods = {
       day: { start: day.start, limit: org.dailyLimitSegments },
       month: { start: month.start, limit: ceiling },
-    });
+    };
+    const used = await this.store.addUsage(tx, id, segments, periods, sessionWaits);
     if (used.day === undefined) {
       throw paidLimit(
         'daily',

@@ -241,25 +241,52 @@ export class MessageStore {
   // -------------------------------------------------------------------------------------------------------
   // Send limits (limits.ts)
 
-  /** Lifts the bounds lockAccount set, so the writes after the limit checks are not cut short by them. */
-  async unboundWaits(tx: Queryable): Promise<void> {
-    await tx.exec('SET LOCAL lock_timeout = DEFAULT; SET LOCAL statement_timeout = DEFAULT');
-  }
-
   /**
    * Takes the organization's account row for the rest of `tx`, creating it on its first send, waiting at most
-   * `lockMs` for another send of the organization to release it; the statements after it are bounded too,
-   * until unboundWaits. One statement: the bounds are set (local to `tx`) in its FROM, before the upsert
-   * waits for the row lock, which a no-op DO UPDATE takes.
+   * `lockMs` for another send of the organization to release it, and returns the organization's row (as
+   * `to_jsonb(organizations)`, for OrganizationService.fromRecord) and the session's own wait settings. The
+   * statements after it are bounded too, until addUsage restores those settings.
+   *
+   * One statement. The session's settings are read in a subquery that OFFSET 0 keeps from being merged into
+   * the one that sets the bounds, so they are read before they are changed; the bounds are set (local to
+   * `tx`) in the upsert's source, before the upsert waits for the row lock, which a no-op DO UPDATE takes.
+   *
+   * The organization is read from the statement's snapshot, which READ COMMITTED takes when the statement
+   * starts: before any wait for the lock, so a change to the organization committed during that wait is not
+   * seen. That is no weaker than reading it after the lock: changes to an organization do not take the
+   * account lock, so a change and a send running at the same time were never ordered (one committed just
+   * after a read under the lock was missed as well); a change committed before the send's statement began
+   * applies. The lock serializes the counters, and each counter is read by a later statement, with a fresh
+   * snapshot taken while the lock is held.
    */
-  async lockAccount(tx: Queryable, organizationId: string, now: Date, lockMs: number): Promise<void> {
-    await tx.query(
-      `INSERT INTO send_limit_accounts (organization_id, updated_at)
-       SELECT $1, $2
-         FROM (SELECT set_config('lock_timeout', $3, true), set_config('statement_timeout', $4, true)) AS bounded
-       ON CONFLICT (organization_id) DO UPDATE SET updated_at = send_limit_accounts.updated_at`,
+  async lockAccount(
+    tx: Queryable,
+    organizationId: string,
+    now: Date,
+    lockMs: number,
+  ): Promise<{ organization: unknown; sessionWaits: WaitSettings }> {
+    const [row] = await tx.query<{ organization: unknown; lock_timeout: string; statement_timeout: string }>(
+      `WITH bounded AS (
+         SELECT session.lock_timeout, session.statement_timeout,
+                set_config('lock_timeout', $3, true), set_config('statement_timeout', $4, true)
+           FROM (SELECT current_setting('lock_timeout') AS lock_timeout,
+                        current_setting('statement_timeout') AS statement_timeout
+                 OFFSET 0) AS session
+       ), locked AS (
+         INSERT INTO send_limit_accounts (organization_id, updated_at)
+         SELECT $1, $2 FROM bounded
+         ON CONFLICT (organization_id) DO UPDATE SET updated_at = send_limit_accounts.updated_at
+         RETURNING organization_id
+       )
+       SELECT to_jsonb(organizations) AS organization, bounded.lock_timeout, bounded.statement_timeout
+         FROM locked
+         LEFT JOIN organizations ON organizations.id = locked.organization_id
+         CROSS JOIN bounded`,
       [organizationId, now, `${lockMs}ms`, `${lockMs + 2000}ms`],
     );
+    // The upsert always returns its one row (DO UPDATE has no condition); the organization's may be null.
+    const { organization, lock_timeout, statement_timeout } = row!;
+    return { organization, sessionWaits: { lockTimeout: lock_timeout, statementTimeout: statement_timeout } };
   }
 
   /** Counts one more trial message unless that passes `limit`; false when it would. */
@@ -303,24 +330,37 @@ export class MessageStore {
    * while that keeps it within its `limit` (a guarded insert and update, so no counter ever passes its limit,
    * even without the account lock), in one statement. Returns each period's new total, or undefined for a
    * period that was not counted because it would have passed its limit.
+   *
+   * This is the last statement of the limit checks, so it also sets the wait settings back to `restore` (the
+   * session's own, from lockAccount), so the writes after the checks are not cut short by the bounds. They
+   * are set only after both periods were counted (the aggregate reads every row the upsert returns first),
+   * so the upsert's own waits stay bounded; a changed statement_timeout takes effect from the next statement.
    */
   async addUsage(
     tx: Queryable,
     organizationId: string,
     segments: number,
     periods: { day: UsagePeriod; month: UsagePeriod },
+    restore: WaitSettings,
   ): Promise<{ day?: number; month?: number }> {
-    const rows = await tx.query<{ period: 'day' | 'month'; segments: number }>(
-      `INSERT INTO send_usage (organization_id, period, period_start, messages, segments)
-       SELECT $1, wanted.period, wanted.period_start, 1, $2::int
-         FROM (VALUES ('day', $3::timestamptz, $4::bigint), ('month', $5::timestamptz, $6::bigint))
-              AS wanted(period, period_start, segment_limit)
-        WHERE $2::int <= wanted.segment_limit
-       ON CONFLICT (organization_id, period, period_start) DO UPDATE
-         SET segments = send_usage.segments + EXCLUDED.segments, messages = send_usage.messages + 1
-         WHERE send_usage.segments + EXCLUDED.segments
-               <= CASE send_usage.period WHEN 'day' THEN $4::bigint ELSE $6::bigint END
-       RETURNING period, segments`,
+    const [row] = await tx.query<{ day: number | null; month: number | null }>(
+      `WITH counted AS (
+         INSERT INTO send_usage (organization_id, period, period_start, messages, segments)
+         SELECT $1, wanted.period, wanted.period_start, 1, $2::int
+           FROM (VALUES ('day', $3::timestamptz, $4::bigint), ('month', $5::timestamptz, $6::bigint))
+                AS wanted(period, period_start, segment_limit)
+          WHERE $2::int <= wanted.segment_limit
+         ON CONFLICT (organization_id, period, period_start) DO UPDATE
+           SET segments = send_usage.segments + EXCLUDED.segments, messages = send_usage.messages + 1
+           WHERE send_usage.segments + EXCLUDED.segments
+                 <= CASE send_usage.period WHEN 'day' THEN $4::bigint ELSE $6::bigint END
+         RETURNING period, segments
+       )
+       SELECT totals.day, totals.month,
+              set_config('lock_timeout', $7, true), set_config('statement_timeout', $8, true)
+         FROM (SELECT max(segments) FILTER (WHERE period = 'day') AS day,
+                      max(segments) FILTER (WHERE period = 'month') AS month
+                 FROM counted) AS totals`,
       [
         organizationId,
         segments,
@@ -328,11 +368,18 @@ export class MessageStore {
         periods.day.limit,
         periods.month.start,
         periods.month.limit,
+        restore.lockTimeout,
+        restore.statementTimeout,
       ],
     );
-    const total = (period: 'day' | 'month') => rows.find((row) => row.period === period)?.segments;
-    return { day: total('day'), month: total('month') };
+    return { day: row?.day ?? undefined, month: row?.month ?? undefined };
   }
+}
+
+/** The session's lock_timeout and statement_timeout, as current_setting() gives them. */
+export interface WaitSettings {
+  lockTimeout: string;
+  statementTimeout: string;
 }
 
 /** A usage period, from its start, and the most segments it may count. */

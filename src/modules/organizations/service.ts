@@ -6,7 +6,7 @@ import { ApiError } from '../../platform/errors.ts';
 import type { Caller } from '../../platform/http/caller.ts';
 import { newId } from '../../platform/ids.ts';
 import type { OrganizationInput, Plan, Region, SubscriptionState } from './schemas.ts';
-import { type OrganizationRow, OrganizationStore } from './store.ts';
+import { type OrganizationRecord, type OrganizationRow, OrganizationStore, rowOfRecord } from './store.ts';
 
 export interface Organization {
   id: string;
@@ -67,6 +67,17 @@ export class OrganizationService {
     const row = await this.store.find(tx, id);
     if (!row) throw ApiError.notFound('Organization');
     return toOrganization(row);
+  }
+
+  /**
+   * The organization of a row another module's store read in its own statement, joined to its own rows, as
+   * `to_jsonb(organizations)`, so that statement need not be followed by a read of ours (the developer
+   * guard reads a key and its organization at once; a send reads the organization with its account lock).
+   * A missing row (null, from an outer join) is a 404, as get() answers.
+   */
+  fromRecord(record: unknown): Organization {
+    if (record === null || record === undefined) throw ApiError.notFound('Organization');
+    return toOrganization(rowOfRecord(record as OrganizationRecord));
   }
 
   async exists(id: string, tx: Queryable = this.db): Promise<boolean> {

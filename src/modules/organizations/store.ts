@@ -17,6 +17,21 @@ export interface OrganizationRow {
   updated_at: Date;
 }
 
+/**
+ * An organizations row as `to_jsonb(organizations)` gives it: how another module's store reads the row in the
+ * same statement as its own (a join), for OrganizationService.fromRecord to read. Its timestamps are ISO
+ * strings there.
+ */
+export type OrganizationRecord = Omit<OrganizationRow, 'created_at' | 'updated_at'> & {
+  created_at: string;
+  updated_at: string;
+};
+
+/** The row a record stands for. */
+export function rowOfRecord(record: OrganizationRecord): OrganizationRow {
+  return { ...record, created_at: new Date(record.created_at), updated_at: new Date(record.updated_at) };
+}
+
 /** The fields stored as they are given; createdAt is parsed by the service first. */
 export type OrganizationColumns = Omit<OrganizationInput, 'createdAt'>;
 
