@@ -203,6 +203,98 @@ describe('contact import', () => {
     assert.equal((await contactByPhone(org.id, '+12025550192'))?.consent.status, 'denied');
   });
 
+  test('a timezone column: stored as Intl spells it, an unknown zone rejects its row, an empty cell is none', async () => {
+    const org = await tenant();
+    const kept = await t.request('POST', '/api/v2/contacts', {
+      apiKey: org.key,
+      body: { phone: '+12025550401', timezone: 'Asia/Tokyo' },
+    });
+    assert.equal(kept.status, 201);
+    const csv = [
+      'phone,first_name,Time Zone',
+      '+12025550401,Kept,', // an existing contact: the empty cell keeps its zone
+      '+12025550402,Lower,america/chicago',
+      '+12025550403,Bad,Mars/Olympus',
+      '+12025550404,None,',
+      '+12025550405,Utc,UTC',
+      '+12025550406,Offset,+05:00',
+    ].join('\n');
+    const res = await uploadCsv(org.key, csv);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual(res.body.data, {
+      imported: 3,
+      updated: 1,
+      rejected: 2,
+      errors: [
+        {
+          row: 4,
+          reason: 'timezone "Mars/Olympus" is not an IANA time zone name (such as America/New_York)',
+        },
+        { row: 7, reason: 'timezone "+05:00" is not an IANA time zone name (such as America/New_York)' },
+      ],
+    });
+    assert.equal((await contactByPhone(org.id, '+12025550401'))?.timezone, 'Asia/Tokyo');
+    assert.equal((await contactByPhone(org.id, '+12025550401'))?.firstName, 'Kept');
+    assert.equal((await contactByPhone(org.id, '+12025550402'))?.timezone, 'America/Chicago');
+    assert.equal(await contactByPhone(org.id, '+12025550403'), undefined, 'the rejected row changed nothing');
+    assert.equal((await contactByPhone(org.id, '+12025550404'))?.timezone, null);
+    assert.equal((await contactByPhone(org.id, '+12025550405'))?.timezone, 'UTC');
+    assert.deepEqual(
+      (await contactByPhone(org.id, '+12025550402'))?.customFields,
+      {},
+      'a recognised column, not a custom field',
+    );
+
+    // A later import with a zone replaces the stored one.
+    const again = await uploadCsv(org.key, 'phone,timezone\n+12025550401,Europe/Berlin\n');
+    assert.deepEqual(again.body.data, { imported: 0, updated: 1, rejected: 0, errors: [] });
+    assert.equal((await contactByPhone(org.id, '+12025550401'))?.timezone, 'Europe/Berlin');
+    const read = await t.request('GET', `/api/v2/contacts/${kept.body.data.id}`, { apiKey: org.key });
+    assert.equal(read.body.data.timezone, 'Europe/Berlin');
+  });
+
+  test('a JSON contacts array with timezone: null is none, an unknown zone is reported', async () => {
+    const org = await tenant();
+    const res = await t.request('POST', '/api/v2/contacts/import', {
+      apiKey: org.key,
+      body: {
+        contacts: [
+          { phone: '2025550411', timezone: 'Europe/London' },
+          { phone: '2025550412', timezone: null },
+          { phone: '2025550413', timezone: 'Atlantis/Capital' },
+          { phone: '2025550414', timezone: 42 },
+        ],
+      },
+    });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual(res.body.data, {
+      imported: 2,
+      updated: 0,
+      rejected: 2,
+      errors: [
+        {
+          row: 3,
+          reason: 'timezone "Atlantis/Capital" is not an IANA time zone name (such as America/New_York)',
+        },
+        { row: 4, reason: 'timezone "42" is not an IANA time zone name (such as America/New_York)' },
+      ],
+    });
+    assert.equal((await contactByPhone(org.id, '+12025550411'))?.timezone, 'Europe/London');
+    assert.equal((await contactByPhone(org.id, '+12025550412'))?.timezone, null);
+    assert.equal(await contactByPhone(org.id, '+12025550413'), undefined);
+  });
+
+  test('every row with an unknown time zone: CONTACTS_IMPORT_NO_VALID_ROWS, nothing imported', async () => {
+    const org = await tenant();
+    const res = await uploadCsv(org.key, 'phone,tz\n+12025550421,Nowhere/Land\n+12025550422,Eastern\n');
+    assert.equal(res.status, 400);
+    assert.ok(isShapeB(res.body));
+    assert.equal(res.body.code, 'CONTACTS_IMPORT_NO_VALID_ROWS');
+    assert.equal(res.body.data.errors.length, 2);
+    assert.match(res.body.data.errors[0].reason, /^timezone "Nowhere\/Land"/);
+    assert.equal(await contactCount(org.id), 0);
+  });
+
   describe('refusals: the spec codes, and nothing imported', () => {
     test('CONTACTS_IMPORT_NO_INPUT: no body, an empty object, an empty array, a multipart form without `file`', async () => {
       const org = await tenant();

@@ -115,6 +115,99 @@ describe('contacts', () => {
     );
   });
 
+  describe('timezone', () => {
+    /** How Node's Intl spells a zone back: what the API stores for it. */
+    const canonical = (name: string) =>
+      new Intl.DateTimeFormat('en-US', { timeZone: name }).resolvedOptions().timeZone;
+
+    test('set on create and stored as Intl spells it; PATCH changes it, keeps it, and null clears it', async () => {
+      const bare = await api(acme, 'POST', '/contacts', { phone: '+12025550301' });
+      assert.equal(bare.status, 201);
+      assert.equal(bare.body.data.timezone, null, 'no time zone unless one is given');
+
+      const created = await api(acme, 'POST', '/contacts', {
+        phone: '+12025550302',
+        firstName: 'Zoe',
+        timezone: 'america/new_york',
+      });
+      assert.equal(created.status, 201);
+      const contact = created.body.data;
+      assert.equal(contact.timezone, 'America/New_York', 'canonical spelling, whatever the case written');
+      assert.equal(
+        (await api(acme, 'GET', `/contacts/${contact.id}`)).body.data.timezone,
+        'America/New_York',
+      );
+      const listed = await api(acme, 'GET', '/contacts?search=2025550302');
+      assert.equal(listed.body.data[0].timezone, 'America/New_York');
+
+      // An alias Intl knows is accepted and stored under the name Intl gives it.
+      const alias = await api(acme, 'PATCH', `/contacts/${contact.id}`, { timezone: 'US/Pacific' });
+      assert.equal(alias.status, 200);
+      assert.equal(alias.body.data.timezone, canonical('US/Pacific'));
+      const utc = await api(acme, 'PATCH', `/contacts/${contact.id}`, { timezone: 'UTC' });
+      assert.equal(utc.body.data.timezone, 'UTC');
+
+      const paris = await api(acme, 'PATCH', `/contacts/${contact.id}`, { timezone: 'Europe/Paris' });
+      assert.equal(paris.status, 200);
+      assert.equal(paris.body.data.timezone, 'Europe/Paris');
+      assert.equal(paris.body.data.firstName, 'Zoe');
+      const other = await api(acme, 'PATCH', `/contacts/${contact.id}`, { lastName: 'Zed' });
+      assert.equal(other.body.data.timezone, 'Europe/Paris', 'a PATCH without timezone keeps it');
+
+      const cleared = await api(acme, 'PATCH', `/contacts/${contact.id}`, { timezone: null });
+      assert.equal(cleared.status, 200);
+      assert.equal(cleared.body.data.timezone, null);
+      assert.equal((await api(acme, 'GET', `/contacts/${contact.id}`)).body.data.timezone, null);
+    });
+
+    test('an unknown time zone is 400 naming the field, and changes nothing', async () => {
+      const before = await api(acme, 'GET', '/contacts?limit=1');
+      for (const timezone of [
+        'Mars/Olympus',
+        'Eastern',
+        '+05:00',
+        'America/New_York ',
+        '',
+        'x'.repeat(65),
+        5,
+      ]) {
+        const res = await api(acme, 'POST', '/contacts', { phone: '+12025550303', timezone });
+        assert.equal(res.status, 400, JSON.stringify(timezone));
+        assert.ok(isShapeB(res.body));
+        assert.equal(res.body.code, undefined, 'a validation error, like an invalid e-mail');
+        assert.match(res.body.error, /timezone/);
+      }
+      const refused = await api(acme, 'POST', '/contacts', {
+        phone: '+12025550303',
+        timezone: 'Mars/Olympus',
+      });
+      assert.equal(
+        refused.body.error,
+        'timezone "Mars/Olympus" is not an IANA time zone name (such as America/New_York)',
+      );
+      const afterList = await api(acme, 'GET', '/contacts?limit=1');
+      assert.equal(afterList.body.pagination.total, before.body.pagination.total);
+      assert.equal(await t.ctx.contacts.findByPhone(acme.id, '+12025550303'), undefined);
+
+      const contact = (
+        await api(acme, 'POST', '/contacts', {
+          phone: '+12025550304',
+          firstName: 'Kept',
+          timezone: 'Asia/Tokyo',
+        })
+      ).body.data;
+      t.ctx.clock.advance(60);
+      for (const body of [{ timezone: 'Mars/Olympus' }, { firstName: 'Changed', timezone: 'Not/AZone' }]) {
+        const res = await api(acme, 'PATCH', `/contacts/${contact.id}`, body);
+        assert.equal(res.status, 400, JSON.stringify(body));
+        assert.ok(isShapeB(res.body));
+        assert.match(res.body.error, /^timezone /);
+      }
+      const unchanged = await api(acme, 'GET', `/contacts/${contact.id}`);
+      assert.deepEqual(unchanged.body.data, contact, 'a refused PATCH changes no field, not even updatedAt');
+    });
+  });
+
   test('list: newest first, offset and keyset, with filters', async () => {
     const org = await tenant(t);
     const ids: string[] = [];
@@ -418,6 +511,13 @@ describe('contacts in the portal (the console twin)', () => {
     const bad = await t.request('POST', '/v2/portal/contacts', { token, body: { phone: 'x' } });
     assert.equal(bad.status, 400);
     assert.ok(isShapeA(bad.body));
+    const badZone = await t.request('POST', '/v2/portal/contacts', {
+      token,
+      body: { phone: '+12025550804', timezone: 'Mars/Olympus' },
+    });
+    assert.equal(badZone.status, 400);
+    assert.ok(isShapeA(badZone.body));
+    assert.match(badZone.body.message, /^timezone /);
     const importRes = await t.request('POST', '/v2/portal/contacts/import', {
       token,
       body: { contacts: [{ phone: '2025550802' }] },

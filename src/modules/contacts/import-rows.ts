@@ -3,7 +3,7 @@
 // I/O: the importer feeds rows in and upserts what comes out.
 import type { Region } from '../../platform/http/caller.ts';
 import { normalisePhone } from '../../platform/phone.ts';
-import { contactProfileProblem } from './rules.ts';
+import { contactProfileProblem, storedTimeZone } from './rules.ts';
 import { CONSENT_METHODS, type CustomFields } from './schemas.ts';
 import type { ImportedContact } from './store.ts';
 
@@ -16,7 +16,8 @@ type Field =
   | 'company'
   | 'consent'
   | 'consentDate'
-  | 'consentMethod';
+  | 'consentMethod'
+  | 'timezone';
 
 // Header names by field, normalised (lower case, letters and digits only). For phones, earlier names win:
 // a mobile number is the one that can receive texts.
@@ -43,6 +44,7 @@ const HEADER_NAMES: Record<Field, string[]> = {
   consent: ['consent', 'consentstatus', 'smsconsent', 'optin'],
   consentDate: ['consentdate', 'consentedat', 'optindate', 'consenttimestamp'],
   consentMethod: ['consentmethod', 'consentsource', 'optinmethod'],
+  timezone: ['timezone', 'tz', 'ianatimezone', 'zeitzone', 'fuseauhoraire', 'zonahoraria', 'fusoorario'],
 };
 
 const CONSENT_VALUES: Record<string, 'granted' | 'denied'> = {
@@ -191,9 +193,11 @@ export function validateRow(cells: string[], columns: ColumnMap, region: Region,
     email: cell(columns.fields.email) || null,
     company: cell(columns.fields.company) || null,
     customFields,
+    timezone: cell(columns.fields.timezone) || null,
   };
   // The same rules as creating or changing a contact through the API.
   const problem = contactProfileProblem(profile);
   if (problem) return { ok: false, blankPhone: false, reason: problem };
-  return { ok: true, row: { phone, ...profile, consentStatus, consentDate, consentMethod } };
+  const timezone = storedTimeZone(profile.timezone);
+  return { ok: true, row: { phone, ...profile, timezone, consentStatus, consentDate, consentMethod } };
 }

@@ -50,10 +50,10 @@ export class ContactImportStore {
 
   /**
    * Applies the staged rows at positions `from` to `to` (inclusive) and removes them from staging: new phones
-   * become contacts, existing ones are updated (non-empty cells replace values, empty cells keep them,
-   * custom fields are merged, consent given in the file replaces the stored consent), and each row that gives
-   * consent adds a `consent_recorded` event to the number's history. One statement, so one batch is one
-   * atomic step whichever transaction it runs in.
+   * become contacts, existing ones are updated (non-empty cells replace values, empty cells keep them (a time
+   * zone too), custom fields are merged, consent given in the file replaces the stored consent), and each
+   * row that gives consent adds a `consent_recorded` event to the number's history. One statement, so one
+   * batch is one atomic step whichever transaction it runs in.
    */
   async apply(
     db: Queryable,
@@ -70,10 +70,11 @@ export class ContactImportStore {
          RETURNING phone, row
        ), upserted AS (
          INSERT INTO contacts (id, organization_id, phone, first_name, last_name, email, company, custom_fields,
-                               consent_status, consent_date, consent_method, created_at, updated_at)
+                               timezone, consent_status, consent_date, consent_method, created_at, updated_at)
          SELECT row->>'contactId', $4, phone, row->>'firstName', row->>'lastName', row->>'email',
-                row->>'company', row->'customFields', COALESCE(row->>'consentStatus', 'unknown'),
-                (row->>'consentDate')::timestamptz, row->>'consentMethod', $5, $5
+                row->>'company', row->'customFields', row->>'timezone',
+                COALESCE(row->>'consentStatus', 'unknown'), (row->>'consentDate')::timestamptz,
+                row->>'consentMethod', $5, $5
            FROM taken
          ON CONFLICT (organization_id, phone) DO UPDATE SET
            first_name = COALESCE(EXCLUDED.first_name, contacts.first_name),
@@ -81,6 +82,7 @@ export class ContactImportStore {
            email = COALESCE(EXCLUDED.email, contacts.email),
            company = COALESCE(EXCLUDED.company, contacts.company),
            custom_fields = contacts.custom_fields || EXCLUDED.custom_fields,
+           timezone = COALESCE(EXCLUDED.timezone, contacts.timezone),
            consent_status = CASE WHEN EXCLUDED.consent_date IS NOT NULL OR EXCLUDED.consent_status <> 'unknown'
                                  THEN EXCLUDED.consent_status ELSE contacts.consent_status END,
            consent_date = COALESCE(EXCLUDED.consent_date, contacts.consent_date),

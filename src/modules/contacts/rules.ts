@@ -3,6 +3,7 @@
 // validates with (ContactProfile), so an import can never store what a PATCH would refuse.
 import { Compile } from 'typebox/compile';
 import { findUnstorableText } from '../../platform/text.ts';
+import { canonicalTimeZone } from '../../platform/time-zones.ts';
 import { ContactProfile, type CustomFields, MAX_CUSTOM_FIELD_NAME } from './schemas.ts';
 
 const profile = Compile(ContactProfile);
@@ -13,6 +14,7 @@ export interface ContactProfileInput {
   email?: string | null;
   company?: string | null;
   customFields?: CustomFields;
+  timezone?: string | null;
 }
 
 /** Why these fields cannot be stored (e.g. `firstName must not have more than 200 characters`), or undefined. */
@@ -29,5 +31,18 @@ export function contactProfileProblem(fields: ContactProfileInput): string | und
     }
   }
   const where = findUnstorableText(defined, 'contact');
-  return where ? `${where} contains NUL characters or invalid Unicode` : undefined;
+  if (where) return `${where} contains NUL characters or invalid Unicode`;
+  // After the text check, so the name quoted back is storable text.
+  if (typeof fields.timezone === 'string' && canonicalTimeZone(fields.timezone) === undefined) {
+    return `timezone "${fields.timezone.slice(0, 40)}" is not an IANA time zone name (such as America/New_York)`;
+  }
+  return undefined;
+}
+
+/**
+ * A contact's time zone as stored: the canonical spelling of a valid name (see canonicalTimeZone); null and
+ * undefined pass through (null clears it, undefined leaves it). Call after contactProfileProblem.
+ */
+export function storedTimeZone<T extends null | undefined>(timezone: string | T): string | T {
+  return typeof timezone === 'string' ? (canonicalTimeZone(timezone) ?? timezone) : timezone;
 }

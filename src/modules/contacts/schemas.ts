@@ -1,5 +1,6 @@
 // Request and response shapes of contacts and contact lists; TypeScript types are Static<> of these.
 import { type Static, Type } from 'typebox';
+import { MAX_TIME_ZONE_NAME } from '../../platform/time-zones.ts';
 
 export const CONSENT_STATUSES = ['granted', 'denied', 'unknown'] as const;
 export type ConsentStatus = (typeof CONSENT_STATUSES)[number];
@@ -44,6 +45,19 @@ export const ContactFields = {
   company: Type.Optional(nullableString(200)),
   customFields: Type.Optional(CustomFields),
   consent: Type.Optional(ConsentInput),
+  // Any name Intl accepts is taken (rules.ts); the schema only bounds its length (the longest IANA name has 32
+  // characters) and says what it is for the OpenAPI document.
+  timezone: Type.Optional(
+    Type.Union([
+      Type.String({
+        maxLength: MAX_TIME_ZONE_NAME,
+        description:
+          'An IANA time zone name, e.g. America/New_York (stored as Intl spells it); null clears it. ' +
+          'Campaign quiet hours use it; without one they go by the phone number.',
+      }),
+      Type.Null(),
+    ]),
+  ),
 };
 /** The fields of a contact every source must respect: the API's create and PATCH, and imports. */
 export const ContactProfile = Type.Object({
@@ -52,6 +66,7 @@ export const ContactProfile = Type.Object({
   email: ContactFields.email,
   company: ContactFields.company,
   customFields: ContactFields.customFields,
+  timezone: ContactFields.timezone,
 });
 export const ContactCreate = Type.Object(ContactFields, { additionalProperties: false });
 export const ContactPatch = Type.Object(
@@ -70,6 +85,7 @@ export const ContactSchema = Type.Object({
   email: Type.Union([Type.String(), Type.Null()]),
   company: Type.Union([Type.String(), Type.Null()]),
   customFields: Type.Record(Type.String(), Type.Unknown()),
+  timezone: Type.Union([Type.String(), Type.Null()], { description: 'IANA time zone name, or null' }),
   consent: Type.Object({
     status: Type.Enum(CONSENT_STATUSES),
     date: Type.Union([Type.String(), Type.Null()]),

@@ -11,7 +11,7 @@ import { newId } from '../../platform/ids.ts';
 import type { Page, PageQueryInput, Paginator } from '../../platform/pagination.ts';
 import { normalisePhone } from '../../platform/phone.ts';
 import { ContactOptedIn, ContactOptedOut } from './events.ts';
-import { contactProfileProblem } from './rules.ts';
+import { contactProfileProblem, storedTimeZone } from './rules.ts';
 import type { ConsentEvent, Contact, ContactInput, OptOutMethod } from './schemas.ts';
 import {
   type ConsentAction,
@@ -61,6 +61,7 @@ export class ContactService {
           email: input.email ?? null,
           company: input.company ?? null,
           customFields: input.customFields ?? {},
+          timezone: storedTimeZone(input.timezone) ?? null,
           consentStatus: consent?.status ?? 'unknown',
           consentDate: consent?.date ?? null,
           consentMethod: consent?.method ?? null,
@@ -131,6 +132,7 @@ export class ContactService {
       email: input.email,
       company: input.company,
       customFields: input.customFields,
+      timezone: storedTimeZone(input.timezone),
     };
     if (input.phone !== undefined) {
       const phone = normalisePhone(input.phone, region);
@@ -351,6 +353,7 @@ export function toContact(row: ContactRow): Contact {
     email: row.email,
     company: row.company,
     customFields: row.custom_fields ?? {},
+    timezone: row.timezone,
     consent: {
       status: row.consent_status,
       date: row.consent_date?.toISOString() ?? null,

@@ -18,6 +18,7 @@ export interface ContactRow {
   email: string | null;
   company: string | null;
   custom_fields: CustomFields;
+  timezone: string | null;
   consent_status: ConsentStatus;
   consent_date: Date | null;
   consent_method: string | null;
@@ -45,6 +46,7 @@ export interface NewContact {
   email: string | null;
   company: string | null;
   customFields: CustomFields;
+  timezone: string | null;
   consentStatus: ConsentStatus;
   consentDate: Date | null;
   consentMethod: string | null;
@@ -59,6 +61,7 @@ export interface ContactChanges {
   email?: string | null;
   company?: string | null;
   customFields?: CustomFields;
+  timezone?: string | null;
   consentStatus?: ConsentStatus;
   consentDate?: Date | null;
   consentMethod?: string | null;
@@ -84,6 +87,7 @@ export interface ImportedContact {
   email: string | null;
   company: string | null;
   customFields: CustomFields;
+  timezone: string | null;
   consentStatus: 'granted' | 'denied' | null;
   consentDate: Date | null;
   consentMethod: string | null;
@@ -96,7 +100,7 @@ export type ListSql<Row> = Pick<
 
 /** Every read of a contact joins its opt-out: the one place "is this contact opted out" is answered. */
 export const CONTACT_SELECT = `c.id, c.organization_id, c.phone, c.first_name, c.last_name, c.email, c.company,
-  c.custom_fields, c.consent_status, c.consent_date, c.consent_method, c.created_at, c.updated_at,
+  c.custom_fields, c.timezone, c.consent_status, c.consent_date, c.consent_method, c.created_at, c.updated_at,
   o.method AS opt_out_method, o.opted_out_at`;
 export const CONTACT_FROM =
   'contacts c LEFT JOIN opt_outs o ON o.organization_id = c.organization_id AND o.phone = c.phone';
@@ -109,6 +113,7 @@ const CHANGE_COLUMNS: [keyof ContactChanges, string][] = [
   ['email', 'email'],
   ['company', 'company'],
   ['customFields', 'custom_fields'],
+  ['timezone', 'timezone'],
   ['consentStatus', 'consent_status'],
   ['consentDate', 'consent_date'],
   ['consentMethod', 'consent_method'],
@@ -121,8 +126,8 @@ export class ContactStore {
   async insert(db: Queryable, contact: NewContact): Promise<void> {
     await db.query(
       `INSERT INTO contacts (id, organization_id, phone, first_name, last_name, email, company, custom_fields,
-                             consent_status, consent_date, consent_method, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $12)`,
+                             timezone, consent_status, consent_date, consent_method, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $13)`,
       [
         contact.id,
         contact.organizationId,
@@ -132,6 +137,7 @@ export class ContactStore {
         contact.email,
         contact.company,
         JSON.stringify(contact.customFields),
+        contact.timezone,
         contact.consentStatus,
         contact.consentDate,
         contact.consentMethod,
