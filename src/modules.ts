@@ -1,6 +1,7 @@
 // Every product module of the server, in one list. The composition root builds them and the app mounts
 // their routes in this order. Adding a module is a folder under src/modules/ and one line here.
 import { apiKeysModule } from './modules/api-keys/index.ts';
+import { campaignsModule } from './modules/campaigns/index.ts';
 import { contactsModule } from './modules/contacts/index.ts';
 import { identityModule } from './modules/identity/index.ts';
 import { messagingModule } from './modules/messaging/index.ts';
@@ -18,6 +19,7 @@ export const MODULES = [
   apiKeysModule,
   contactsModule,
   messagingModule,
+  campaignsModule,
   webhooksModule,
   roadmapModule,
 ] as const;

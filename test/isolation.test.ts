@@ -86,6 +86,12 @@ describe('organization A can reach none of organization B’s resources', () => 
     await asB('POST', `/api/v2/contact-lists/${list.body.data.id}/members`, {
       contactIds: [contact.body.data.id],
     });
+    const campaign = await asB('POST', '/api/v2/campaigns', {
+      name: 'B promo',
+      message: 'Hi {{first_name}}',
+      contactListIds: [list.body.data.id],
+    });
+    assert.equal(campaign.status, 201, campaign.text);
     const sent = await asB('POST', '/api/v2/messages/send', { to: '+12025550111', message: 'hi' });
     assert.equal(sent.status, 202, sent.text);
     const hook = await asB('POST', '/api/webhooks', {

@@ -28,3 +28,23 @@ export const CHANGELOG: VersionEntry[] = [
 
 export const CURRENT_VERSION = CHANGELOG[0]!.version;
 export const KNOWN_VERSIONS = new Set(CHANGELOG.map((entry) => entry.version));
+
+/**
+ * A change a version made to a response, and how to undo it for a request pinned to an older version (Stripe's
+ * version gates). A resource keeps one list of its gates; later versions add entries, never edit old ones.
+ */
+export interface VersionGate<T> {
+  /** The version that made the change. */
+  since: string;
+  /** Turns the response as it is now into the response as it was before `since`. */
+  undo(value: T): T;
+}
+
+/** `value` as a request pinned to `version` sees it: every gate newer than that version undone, newest first. */
+export function asOfVersion<T>(value: T, version: string, gates: readonly VersionGate<T>[]): T {
+  let result = value;
+  for (const gate of [...gates].sort((a, b) => b.since.localeCompare(a.since))) {
+    if (version < gate.since) result = gate.undo(result);
+  }
+  return result;
+}

@@ -52,16 +52,20 @@ export class MessageDispatcher {
 
   /**
    * Books the sending number's next free slot at the carrier's throughput for its type and enqueues the
-   * dispatch for that moment: excess is queued, never dropped.
+   * dispatch for that moment: excess is queued, never dropped. `notBefore` (a campaign's plan slot) holds it
+   * back further. Returns the slot.
    */
-  async schedule(tx: Queryable, messageId: string, sender: PacedNumber): Promise<void> {
-    const slot = await this.pacing.bookSlot(tx, sender, this.clock.now());
+  async schedule(tx: Queryable, messageId: string, sender: PacedNumber, notBefore?: Date): Promise<Date> {
+    const now = this.clock.now();
+    const from = notBefore && notBefore > now ? notBefore : now;
+    const slot = await this.pacing.bookSlot(tx, sender, from);
     await this.jobs.enqueue(
       tx,
       DISPATCH_QUEUE,
       { messageId },
       { runAt: slot, dedupeKey: `dispatch:${messageId}` },
     );
+    return slot;
   }
 
   /** The dispatch job: hands a queued message to the carrier and records what it said. Idempotent. */

@@ -34,3 +34,7 @@ export const messagingModule = defineModule({
   jobs: ({ messages }) => messages.queues(),
   events: MESSAGE_EVENTS,
 });
+
+export type { CampaignMessageInput, CampaignMessages } from './campaign-messages.ts';
+export { type MergeContact, parseMergeTags, render, unsupportedMergeVariables } from './merge-variables.ts';
+export type { MessagingService, MessagingServices } from './service.ts';

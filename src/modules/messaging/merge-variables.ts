@@ -4,6 +4,8 @@
 // 422 UNSUPPORTED_MERGE_VARS before anything is sent (spec "Errors"), so a recipient never receives a raw
 // `{{…}}`. The send route calls findUnsupported first, then render per recipient.
 
+import { ApiError } from '../../platform/errors.ts';
+
 export const SUPPORTED_MERGE_VARIABLES = [
   'first_name',
   'last_name',
@@ -98,4 +100,16 @@ export function render(text: string, contact: MergeContact | null | undefined): 
     if (!tag || !isSupported(tag.name)) return raw;
     return contactValue(tag.name, contact) || (tag.fallback ?? '');
   });
+}
+
+/** The 422 UNSUPPORTED_MERGE_VARS for a text naming unsupported variables (a send's or a campaign's), if any. */
+export function unsupportedMergeVariables(text: string): ApiError | undefined {
+  const unsupported = findUnsupported(text);
+  if (unsupported.length === 0) return undefined;
+  return new ApiError(
+    422,
+    `Unsupported merge variables: ${unsupported.map((name) => `{{${name}}}`).join(', ')}; supported are ` +
+      SUPPORTED_MERGE_VARIABLES.map((name) => `{{${name}}}`).join(', '),
+    { code: 'UNSUPPORTED_MERGE_VARS' },
+  );
 }

@@ -12,7 +12,7 @@ import type { Organization } from '../organizations/index.ts';
 import type { MessageDispatcher } from './dispatch.ts';
 import type { SendLimits } from './limits.ts';
 import { validateMedia } from './media.ts';
-import { findUnsupported, render } from './merge-variables.ts';
+import { render, unsupportedMergeVariables } from './merge-variables.ts';
 import type { SendInput, SendResult } from './schemas.ts';
 import { chargeableSegments, countSegments } from './segments.ts';
 import type { MessageStore } from './store.ts';
@@ -65,15 +65,8 @@ export class MessageSender {
     const sender = await this.pickSender(organization, input.from);
 
     const text = input.message ?? '';
-    const unsupported = findUnsupported(text);
-    if (unsupported.length > 0) {
-      throw new ApiError(
-        422,
-        `Unsupported merge variables: ${unsupported.map((name) => `{{${name}}}`).join(', ')}; supported are ` +
-          '{{first_name}}, {{last_name}}, {{full_name}}, {{company}}, {{email}}, {{phone}}',
-        { code: 'UNSUPPORTED_MERGE_VARS' },
-      );
-    }
+    const unsupported = unsupportedMergeVariables(text);
+    if (unsupported) throw unsupported;
     const media = await validateMedia(input);
     if (text.trim() === '' && media.count === 0) {
       throw ApiError.badRequest('A message needs text (message) or media (media or mediaFiles)');

@@ -15,6 +15,7 @@ import type { Page, PageQueryInput, Paginator } from '../../platform/pagination.
 import type { ContactService } from '../contacts/index.ts';
 import type { NumberService } from '../numbers/index.ts';
 import type { Organization, OrganizationService, Region } from '../organizations/index.ts';
+import { CampaignMessages } from './campaign-messages.ts';
 import { DISPATCH_ATTEMPTS, DISPATCH_QUEUE, MessageDispatcher, RECEIPT_QUEUE } from './dispatch.ts';
 import { type MessageFilters, MessageHistory } from './history.ts';
 import { InboundMessages, type Keyword } from './inbound.ts';
@@ -24,6 +25,7 @@ import type { Direction, Message, MessageStatus, ReceiptState, SendInput, SendRe
 import { MessageSender } from './send.ts';
 import { MessageStore } from './store.ts';
 
+export type { CampaignMessageInput, CampaignMessages } from './campaign-messages.ts';
 export { DISPATCH_ATTEMPTS, DISPATCH_QUEUE, RECEIPT_QUEUE } from './dispatch.ts';
 export { HELP_KEYWORDS, START_KEYWORDS, STOP_KEYWORDS } from './inbound.ts';
 export { RECEIPT_WAIT_MS, receiptState, toMessage } from './message.ts';
@@ -39,6 +41,8 @@ export interface MessagingOptions {
 
 export class MessagingService {
   readonly limits: SendLimits;
+  /** Messages made by the campaign engine, under the same limits and pacing as a send. */
+  readonly campaignMessages: CampaignMessages;
 
   private readonly sender: MessageSender;
   private readonly dispatcher: MessageDispatcher;
@@ -78,6 +82,7 @@ export class MessagingService {
       store,
       automaticReceipts: deps.options.automaticReceipts,
     });
+    this.campaignMessages = new CampaignMessages({ clock, limits: this.limits, dispatcher: this.dispatcher });
     this.sender = new MessageSender({
       clock,
       idempotency: deps.idempotency,

@@ -100,30 +100,6 @@ export const TranscriptionCompleted = defineEvent(
   },
 );
 
-export const CampaignCompleted = defineEvent(
-  'campaign.completed',
-  Type.Object({
-    id: text('Campaign id (cmp_…)'),
-    name: text('Campaign name'),
-    attempted: integer('Messages attempted'),
-    delivered: integer('Messages delivered'),
-    failed: integer('Messages failed or undelivered'),
-    completedAt: text('When the last message was sent'),
-  }),
-  'A campaign finished sending.',
-  {
-    status: 'coming',
-    example: {
-      id: 'cmp_0mf3k2a9x4q8w7e6r5t4y3u2',
-      name: 'June promo',
-      attempted: 1000,
-      delivered: 982,
-      failed: 18,
-      completedAt: '2026-06-10T14:00:00.000Z',
-    },
-  },
-);
-
 export const AgentCallCompleted = defineEvent(
   'agent_call.completed',
   Type.Object({

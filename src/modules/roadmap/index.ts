@@ -1,10 +1,9 @@
 // The roadmap module: events of products not built yet, subscribable now (see events.ts). It has no
-// services, routes or tables, and shrinks to nothing as voice, campaigns and agents land.
+// services, routes or tables, and shrinks to nothing as voice and agents land.
 import { defineModule } from '../../platform/module.ts';
 import {
   AgentCallCompleted,
   CallCompleted,
-  CampaignCompleted,
   RecordingCompleted,
   TranscriptionCompleted,
   VoicemailReceived,
@@ -13,12 +12,5 @@ import {
 export const roadmapModule = defineModule({
   name: 'roadmap',
   create: () => ({}),
-  events: [
-    CallCompleted,
-    VoicemailReceived,
-    RecordingCompleted,
-    TranscriptionCompleted,
-    CampaignCompleted,
-    AgentCallCompleted,
-  ],
+  events: [CallCompleted, VoicemailReceived, RecordingCompleted, TranscriptionCompleted, AgentCallCompleted],
 });

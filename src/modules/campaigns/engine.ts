@@ -1,0 +1,276 @@
+// The campaign engine: turns pending recipients into messages, a batch per run, at the campaign's pace.
+//
+// Exactly once: a run takes the campaign's row lock, picks due pending recipients (SKIP LOCKED), and in one
+// transaction makes each one's message (limits counted, dispatch booked), marks the recipients `queued`, and
+// enqueues the next run. A worker that dies mid-batch commits nothing, so the job's retry finds the same rows
+// still pending; no cursor is kept. A run carries its campaign's `run_token` and hands the next run a new one:
+// a pause, cancel or resume changes the token too, so a stale run (pending, retried or run twice) does nothing
+// and a campaign never has two chains of runs.
+//
+// Pacing: each message books the organization's next plan slot (pro 5/s, ultra 25/s, enterprise 100/s, shared
+// by its campaigns), then its sender number's next carrier slot at or after it (docs/messaging.md), and is
+// handed over at that slot. A run makes messages only a few seconds ahead of their slots, so a pause or cancel
+// takes effect at once and a campaign of 100,000 never holds 100,000 jobs.
+//
+// Quiet hours: a recipient outside its local window is deferred to the moment the window opens (its contact's
+// time zone, else the number's, else the campaign's). Limits: a daily or new-account refusal holds the
+// campaign until the limit resets; any other refusal pauses it with `pausedReason` set to the refusal's code.
+import type { Clock } from '../../platform/clock.ts';
+import type { Database, Queryable } from '../../platform/db/index.ts';
+import { ApiError } from '../../platform/errors.ts';
+import type { EventOutbox } from '../../platform/events.ts';
+import { newId } from '../../platform/ids.ts';
+import type { JobQueue } from '../../platform/jobs.ts';
+import {
+  type DailyWindow,
+  nextOpening,
+  nextOpeningInAll,
+  parseClock,
+  phoneTimeZones,
+} from '../../platform/time-zones.ts';
+import { type MessagingService, render } from '../messaging/index.ts';
+import type { NumberService, PhoneNumber } from '../numbers/index.ts';
+import type { Organization, OrganizationService, Plan } from '../organizations/index.ts';
+import { CampaignCompleted } from './events.ts';
+import { type CampaignService, eventData, mergeContact, RUN_QUEUE, type RunPayload } from './service.ts';
+import type { CampaignRow, DueRecipient } from './store.ts';
+
+/** A campaign's plan speed per organization, messages per second (CONTRACT 8; starter: docs/campaigns.md). */
+export const PLAN_MESSAGES_PER_SECOND: Record<Plan, number> = {
+  starter: 1,
+  pro: 5,
+  ultra: 25,
+  enterprise: 100,
+};
+/** Recipients one run turns into messages at most. */
+export const RUN_BATCH = 100;
+/** How far ahead of its slot a message is made. */
+export const LOOKAHEAD_MS = 5000;
+/** How often a campaign whose every message is made looks whether the last have left the queue. */
+const COMPLETION_CHECK_MS = 2000;
+
+/** A limit refused the message at `index` of the batch; the run is done again up to it. */
+class Refused extends Error {
+  constructor(
+    readonly index: number,
+    readonly refusal: ApiError,
+  ) {
+    super(refusal.message);
+  }
+}
+
+export class CampaignEngine {
+  private readonly db: Database;
+  private readonly clock: Clock;
+  private readonly jobs: JobQueue;
+  private readonly events: EventOutbox;
+  private readonly organizations: OrganizationService;
+  private readonly numbers: NumberService;
+  private readonly messaging: MessagingService;
+  private readonly campaigns: CampaignService;
+
+  constructor(deps: {
+    db: Database;
+    clock: Clock;
+    jobs: JobQueue;
+    events: EventOutbox;
+    organizations: OrganizationService;
+    numbers: NumberService;
+    messaging: MessagingService;
+    campaigns: CampaignService;
+  }) {
+    this.db = deps.db;
+    this.clock = deps.clock;
+    this.jobs = deps.jobs;
+    this.events = deps.events;
+    this.organizations = deps.organizations;
+    this.numbers = deps.numbers;
+    this.messaging = deps.messaging;
+    this.campaigns = deps.campaigns;
+  }
+
+  /** One run: a batch of messages, then the next run booked. */
+  async run(payload: RunPayload): Promise<void> {
+    try {
+      await this.db.transaction((tx) => this.batch(tx, payload));
+    } catch (error) {
+      if (!(error instanceof Refused)) throw error;
+      // The refused message's transaction counted things a refusal must not keep: make the batch again up to
+      // it, and let the refusal decide what the campaign does next.
+      await this.db.transaction((tx) =>
+        this.batch(tx, payload, { upTo: error.index, refusal: error.refusal }),
+      );
+    }
+  }
+
+  private async batch(
+    tx: Queryable,
+    payload: RunPayload,
+    stop?: { upTo: number; refusal: ApiError },
+  ): Promise<void> {
+    const store = this.campaigns.store;
+    const campaign = await store.lockForRun(tx, payload.campaignId);
+    if (campaign?.status !== 'sending' || campaign.run_token !== payload.token) return;
+    const now = this.clock.now();
+    // Every run hands the next a fresh token: a run tried again after it committed (its worker died before
+    // recording success) or taken by a second worker after its lease ran out finds its token spent.
+    campaign.run_token = newId('run', now.getTime());
+    await store.setState(tx, campaign.id, { run_token: campaign.run_token }, now);
+    const org = await this.organizations.get(campaign.organization_id, tx);
+    const senders = new Map((await this.numbers.list(org.id, tx)).map((number) => [number.number, number]));
+    const window = quietWindow(campaign);
+    const interval = 1000 / PLAN_MESSAGES_PER_SECOND[org.plan];
+
+    const due = await store.due(tx, campaign.id, now, stop ? stop.upTo : RUN_BATCH);
+    const made: { position: number; messageId: string }[] = [];
+    const deferred: { position: number; notBefore: Date }[] = [];
+    let ahead = false;
+    for (const [index, recipient] of due.entries()) {
+      if (window) {
+        const opens = opening(now, recipient, campaign.timezone, window);
+        if (opens > now) {
+          deferred.push({ position: recipient.position, notBefore: opens });
+          continue;
+        }
+      }
+      const sender = pickSender(senders, recipient, campaign);
+      if (!sender) {
+        await store.markQueued(tx, campaign.id, made);
+        await store.defer(tx, campaign.id, deferred);
+        await this.campaigns.pauseLocked(tx, campaign, 'SENDER_UNAVAILABLE');
+        return;
+      }
+      const planSlot = await store.bookPlanSlot(tx, org.id, now, interval);
+      let queued: { messageId: string; slot: Date };
+      try {
+        queued = await this.messaging.campaignMessages.queue(tx, org, {
+          campaignId: campaign.id,
+          from: sender,
+          to: recipient.phone,
+          body: render(campaign.message, mergeContact(recipient)),
+          mediaUrls: campaign.media_urls,
+          notBefore: planSlot,
+        });
+      } catch (error) {
+        if (error instanceof ApiError && !stop) throw new Refused(index, error);
+        throw error;
+      }
+      made.push({ position: recipient.position, messageId: queued.messageId });
+      if (queued.slot.getTime() > now.getTime() + LOOKAHEAD_MS) {
+        ahead = true;
+        break;
+      }
+    }
+    await store.markQueued(tx, campaign.id, made);
+    await store.defer(tx, campaign.id, deferred);
+
+    if (stop) {
+      await this.refused(tx, campaign, org, stop.refusal, now);
+      return;
+    }
+    if (ahead) {
+      // Far enough ahead: come back when the queue made so far is half spent.
+      const next = new Date(now.getTime() + LOOKAHEAD_MS / 2);
+      await this.next(tx, campaign, next);
+      return;
+    }
+    if (due.length === RUN_BATCH) {
+      await this.next(tx, campaign, now);
+      return;
+    }
+    const nextDue = await store.nextDue(tx, campaign.id, now);
+    if (nextDue) {
+      await this.next(tx, campaign, nextDue);
+      return;
+    }
+    await this.completeIfDone(tx, campaign, now);
+  }
+
+  /** Every recipient has its message: complete once none is still queued, else look again shortly. */
+  private async completeIfDone(tx: Queryable, campaign: CampaignRow, now: Date): Promise<void> {
+    const row = await this.campaigns.store.find(
+      tx,
+      campaign.organization_id,
+      campaign.id,
+      this.campaigns.receiptCutoff(),
+    );
+    if (!row) return;
+    if (row.queued > 0) {
+      await this.next(tx, campaign, new Date(now.getTime() + COMPLETION_CHECK_MS));
+      return;
+    }
+    await this.campaigns.store.setState(
+      tx,
+      campaign.id,
+      { status: 'completed', completed_at: now, run_token: null, waiting_until: null },
+      now,
+    );
+    const done = { ...row, status: 'completed' as const, completed_at: now };
+    await this.events.record(tx, CampaignCompleted, {
+      organizationId: campaign.organization_id,
+      data: { ...eventData(done, now), completedAt: now.toISOString() },
+    });
+  }
+
+  /**
+   * What a limit's refusal does to a sending campaign: a daily or new-account limit holds it until the limit
+   * resets; a limit that could not be checked (503) is tried again after its Retry-After; anything else pauses it
+   * with the refusal's code.
+   */
+  private async refused(
+    tx: Queryable,
+    campaign: CampaignRow,
+    org: Organization,
+    refusal: ApiError,
+    now: Date,
+  ): Promise<void> {
+    const resets = this.messaging.campaignMessages.resetsAt(org, refusal);
+    if (resets) {
+      await this.campaigns.store.setState(tx, campaign.id, { waiting_until: resets }, now);
+      await this.next(tx, campaign, resets);
+      return;
+    }
+    if (refusal.status === 503) {
+      const seconds = Number(refusal.headers?.['Retry-After'] ?? 2);
+      await this.next(tx, campaign, new Date(now.getTime() + Math.max(1, seconds) * 1000));
+      return;
+    }
+    await this.campaigns.pauseLocked(tx, campaign, refusal.code ?? `HTTP_${refusal.status}`);
+  }
+
+  private async next(tx: Queryable, campaign: CampaignRow, at: Date): Promise<void> {
+    await this.jobs.enqueue(
+      tx,
+      RUN_QUEUE,
+      { campaignId: campaign.id, token: campaign.run_token! } satisfies RunPayload,
+      { runAt: at },
+    );
+  }
+}
+
+function quietWindow(campaign: CampaignRow): DailyWindow | undefined {
+  if (!campaign.quiet_start || !campaign.quiet_end) return undefined;
+  return { start: parseClock(campaign.quiet_start)!, end: parseClock(campaign.quiet_end)! };
+}
+
+/** When `recipient`'s window is open at or after `now`: its contact's zone, else its number's, else the campaign's. */
+function opening(now: Date, recipient: DueRecipient, campaignZone: string, window: DailyWindow): Date {
+  const zones = recipient.timezone ? [recipient.timezone] : phoneTimeZones(recipient.phone);
+  if (zones) {
+    const opens = nextOpeningInAll(now, zones, window);
+    if (opens) return opens;
+  }
+  return nextOpening(now, campaignZone, window);
+}
+
+/** The recipient's sticky sender; if that number was released since launch, another of the campaign's. */
+function pickSender(
+  owned: Map<string, PhoneNumber>,
+  recipient: DueRecipient,
+  campaign: CampaignRow,
+): PhoneNumber | undefined {
+  return (
+    owned.get(recipient.sender) ??
+    campaign.senders.map((number) => owned.get(number)).find((number) => number !== undefined)
+  );
+}
