@@ -38,9 +38,26 @@ export interface Subscription {
 const INT8_OID = 20;
 pg.types.setTypeParser(INT8_OID, (value: string) => Number(value));
 
+/** The longest a chain of PGlite statements may keep the event loop from timers and sockets. */
+const PGLITE_YIELD_EVERY_MS = 10;
+
 export class PgliteDatabase implements Database {
   readonly engine = 'pglite' as const;
+  private lastYield = performance.now();
+
   constructor(readonly client: PGlite) {}
+
+  /**
+   * PGlite runs in this thread and answers each statement within microtasks, so a busy worker (a campaign, a
+   * dispatch backlog) could chain statements for minutes without the event loop ever reaching its timers or
+   * sockets: the HTTP server would stop answering. Every statement first lets the loop turn if it has not for
+   * PGLITE_YIELD_EVERY_MS.
+   */
+  private async letTheLoopTurn(): Promise<void> {
+    if (performance.now() - this.lastYield < PGLITE_YIELD_EVERY_MS) return;
+    await new Promise((resolve) => setImmediate(resolve));
+    this.lastYield = performance.now();
+  }
 
   static async open(dataDir: string): Promise<PgliteDatabase> {
     if (!dataDir.startsWith('memory://')) mkdirSync(dataDir, { recursive: true });
@@ -51,20 +68,27 @@ export class PgliteDatabase implements Database {
   }
 
   async query<Row>(sql: string, params: unknown[] = []): Promise<Row[]> {
+    await this.letTheLoopTurn();
     const result = await this.client.query<Row>(sql, params);
     return result.rows;
   }
 
   async exec(sql: string): Promise<void> {
+    await this.letTheLoopTurn();
     await this.client.exec(sql);
   }
 
-  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+  async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    await this.letTheLoopTurn();
     // PGlite is one connection; its transaction() holds the instance exclusively until it ends.
     return this.client.transaction(async (tx) =>
       work({
-        query: async <Row>(sql: string, params: unknown[] = []) => (await tx.query<Row>(sql, params)).rows,
+        query: async <Row>(sql: string, params: unknown[] = []) => {
+          await this.letTheLoopTurn();
+          return (await tx.query<Row>(sql, params)).rows;
+        },
         exec: async (sql: string) => {
+          await this.letTheLoopTurn();
           await tx.exec(sql);
         },
       }),
