@@ -617,6 +617,21 @@ describe('campaigns', () => {
     const analytics = (await api(acme, 'GET', `/campaigns/${c.id}/analytics`)).body.data;
     assert.equal(analytics.optOuts, 1);
     assert.equal(analytics.cancelled, 1);
+
+    // Opted out after the launch but before its message was made: skipped, no message, nothing counted.
+    const m = await list(acme, 3);
+    const later = await campaign(acme, { contactListIds: [m.listId] });
+    await api(acme, 'POST', `/campaigns/${later.id}/launch`);
+    assert.equal((await api(acme, 'POST', `/contacts/${m.contacts[1]!.id}/opt-out`)).status, 200);
+    await runFor(5);
+    assert.deepEqual(
+      (await messagesOf(later.id)).map((x) => x.to_number).sort(),
+      [m.contacts[0]!.phone, m.contacts[2]!.phone].sort(),
+    );
+    const laterAnalytics = (await api(acme, 'GET', `/campaigns/${later.id}/analytics`)).body.data;
+    assert.equal(laterAnalytics.skipped, 1);
+    assert.equal(laterAnalytics.cancelled, 0);
+    assert.equal((await get(acme, later.id)).status, 'completed');
   });
 
   test('the portal twin: a member runs campaigns with a session, refusals in Shape A; events are available', async () => {

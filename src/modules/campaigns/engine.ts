@@ -121,11 +121,17 @@ export class CampaignEngine {
     const window = quietWindow(campaign);
     const interval = 1000 / PLAN_MESSAGES_PER_SECOND[org.plan];
 
-    const due = await store.due(tx, campaign.id, now, stop ? stop.upTo : RUN_BATCH);
+    const due = await store.due(tx, campaign.id, org.id, now, stop ? stop.upTo : RUN_BATCH);
     const made: { position: number; messageId: string }[] = [];
     const deferred: { position: number; notBefore: Date }[] = [];
+    const skipped: number[] = [];
     let ahead = false;
     for (const [index, recipient] of due.entries()) {
+      // Opted out since the launch: no message at all (one made now would be counted, then cancelled).
+      if (recipient.opted_out) {
+        skipped.push(recipient.position);
+        continue;
+      }
       if (window) {
         const opens = opening(now, recipient, campaign.timezone, window);
         if (opens > now) {
@@ -137,6 +143,7 @@ export class CampaignEngine {
       if (!sender) {
         await store.markQueued(tx, campaign.id, made);
         await store.defer(tx, campaign.id, deferred);
+        await store.skip(tx, campaign.id, skipped);
         await this.campaigns.pauseLocked(tx, campaign, 'SENDER_UNAVAILABLE');
         return;
       }
@@ -163,6 +170,7 @@ export class CampaignEngine {
     }
     await store.markQueued(tx, campaign.id, made);
     await store.defer(tx, campaign.id, deferred);
+    await store.skip(tx, campaign.id, skipped);
 
     if (stop) {
       await this.refused(tx, campaign, org, stop.refusal, now);

@@ -354,15 +354,12 @@ export class CampaignService {
     if (parseMergeTags(row.message).length === 0)
       return pending * campaignMessages.segments(row.message, media);
     let total = 0;
-    let after = 0;
-    for (;;) {
-      const chunk = await this.store.pendingChunk(tx, row.id, after, LAUNCH_CHUNK);
+    for await (const chunk of this.store.pendingWithContacts(tx, row.id, LAUNCH_CHUNK)) {
       for (const recipient of chunk) {
         total += campaignMessages.segments(render(row.message, mergeContact(recipient)), media);
       }
-      if (chunk.length < LAUNCH_CHUNK) return total;
-      after = chunk[chunk.length - 1]!.position;
     }
+    return total;
   }
 
   private resolveSenders(owned: PhoneNumber[], wanted: string[], org: Organization): PhoneNumber[] {

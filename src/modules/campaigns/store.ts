@@ -282,31 +282,69 @@ export class CampaignStore {
     return counts!;
   }
 
-  /** The pending recipients after `afterPosition`, with the merge fields of their contacts, in order. */
-  async pendingChunk(
-    db: Queryable,
+  /**
+   * Every pending recipient with the merge fields of its contact, `chunk` rows at a time, through one cursor
+   * (one plan and one pass, even right after the snapshot filled the table in this transaction). Call within a
+   * transaction.
+   */
+  async *pendingWithContacts(
+    tx: Queryable,
     campaignId: string,
-    afterPosition: number,
-    limit: number,
-  ): Promise<DueRecipient[]> {
-    return db.query<DueRecipient>(
-      `SELECT r.position, r.phone, r.sender, r.contact_id, c.first_name, c.last_name, c.company, c.email, c.timezone
-         FROM campaign_recipients r LEFT JOIN contacts c ON c.id = r.contact_id
-        WHERE r.campaign_id = $1 AND r.status = 'pending' AND r.position > $2
-        ORDER BY r.position LIMIT $3`,
-      [campaignId, afterPosition, limit],
+    chunk: number,
+  ): AsyncGenerator<DueRecipient[]> {
+    // A cursor takes no bind parameters; the id is ours (cmp_ and base-36), checked before it is quoted.
+    if (!/^cmp_[0-9a-z]+$/.test(campaignId)) throw new Error(`Not a campaign id: ${campaignId}`);
+    await tx.exec(
+      `DECLARE campaign_launch NO SCROLL CURSOR FOR
+         SELECT r.position, r.phone, r.sender, r.contact_id, c.first_name, c.last_name, c.company, c.email, c.timezone
+           FROM campaign_recipients r LEFT JOIN contacts c ON c.id = r.contact_id
+          WHERE r.campaign_id = '${campaignId}' AND r.status = 'pending'`,
     );
+    try {
+      for (;;) {
+        const rows = await tx.query<DueRecipient>(`FETCH ${Math.floor(chunk)} FROM campaign_launch`);
+        if (rows.length > 0) yield rows;
+        if (rows.length < chunk) return;
+      }
+    } finally {
+      // The cursor ends with the transaction anyway; after a failed statement CLOSE fails too, and must not
+      // hide the error that failed it.
+      await tx.exec('CLOSE campaign_launch').catch(() => undefined);
+    }
   }
 
-  /** The next due pending recipients, locked (rows another worker holds are skipped). */
-  async due(tx: Queryable, campaignId: string, now: Date, limit: number): Promise<DueRecipient[]> {
-    return tx.query<DueRecipient>(
-      `SELECT r.position, r.phone, r.sender, r.contact_id, c.first_name, c.last_name, c.company, c.email, c.timezone
+  /**
+   * The next due pending recipients, locked (rows another worker holds are skipped), each with whether its
+   * phone has opted out since the launch.
+   */
+  async due(
+    tx: Queryable,
+    campaignId: string,
+    organizationId: string,
+    now: Date,
+    limit: number,
+  ): Promise<(DueRecipient & { opted_out: boolean })[]> {
+    return tx.query<DueRecipient & { opted_out: boolean }>(
+      `SELECT r.position, r.phone, r.sender, r.contact_id, c.first_name, c.last_name, c.company, c.email, c.timezone,
+              EXISTS (SELECT 1 FROM opt_outs o WHERE o.organization_id = $4 AND o.phone = r.phone) AS opted_out
          FROM campaign_recipients r LEFT JOIN contacts c ON c.id = r.contact_id
         WHERE r.campaign_id = $1 AND r.status = 'pending' AND r.not_before <= $2
         ORDER BY r.not_before, r.position LIMIT $3
         FOR UPDATE OF r SKIP LOCKED`,
-      [campaignId, now, limit],
+      [campaignId, now, limit, organizationId],
+    );
+  }
+
+  /** Marks pending recipients skipped (opted out after the launch) and counts them with the launch's. */
+  async skip(tx: Queryable, campaignId: string, positions: number[]): Promise<void> {
+    if (positions.length === 0) return;
+    await tx.query(
+      `WITH skipped AS (
+         UPDATE campaign_recipients SET status = 'skipped'
+          WHERE campaign_id = $1 AND position = ANY($2::int[]) AND status = 'pending' RETURNING 1
+       )
+       UPDATE campaigns SET skipped_count = skipped_count + (SELECT count(*) FROM skipped) WHERE id = $1`,
+      [campaignId, positions],
     );
   }
 
