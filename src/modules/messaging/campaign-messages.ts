@@ -10,6 +10,7 @@ import type { Organization } from '../organizations/index.ts';
 import { CampaignMessageStore } from './campaign-store.ts';
 import type { MessageDispatcher } from './dispatch.ts';
 import {
+  beyondAllowanceRefusal,
   MONTHLY_ABSOLUTE_MULTIPLE,
   type SendLimits,
   utcDay,
@@ -85,24 +86,7 @@ export class CampaignMessages {
         },
       );
     }
-    if (month > org.monthlyAllowanceSegments) {
-      if (org.subscriptionState === 'past_due' || org.subscriptionState === 'scheduled_to_cancel') {
-        return new ApiError(
-          402,
-          `The campaign goes beyond the included ${org.monthlyAllowanceSegments} segments, which a subscription ` +
-            `that is ${org.subscriptionState === 'past_due' ? 'past due' : 'scheduled to cancel'} cannot do`,
-          { code: 'CAPABILITY_RESTRICTED_BY_STATE' },
-        );
-      }
-      if (!org.cardVerified) {
-        return new ApiError(
-          403,
-          `The campaign goes beyond the included ${org.monthlyAllowanceSegments} segments; add a valid payment method`,
-          { code: 'CARD_NOT_VERIFIED' },
-        );
-      }
-    }
-    return undefined;
+    return beyondAllowanceRefusal(org, month, 'The campaign');
   }
 
   /**

@@ -188,22 +188,35 @@ export class SendLimits {
     }
 
     // 6 and 7. Beyond the included allowance: only a subscription in good standing with a card may go on.
-    if (usedThisMonth > org.monthlyAllowanceSegments) {
-      if (org.subscriptionState === 'past_due' || org.subscriptionState === 'scheduled_to_cancel') {
-        throw new ApiError(
-          402,
-          `This send goes beyond the included ${org.monthlyAllowanceSegments} segments, which a subscription ` +
-            `that is ${org.subscriptionState === 'past_due' ? 'past due' : 'scheduled to cancel'} cannot do`,
-          { code: 'CAPABILITY_RESTRICTED_BY_STATE' },
-        );
-      }
-      if (!org.cardVerified) {
-        throw new ApiError(
-          403,
-          `This send goes beyond the included ${org.monthlyAllowanceSegments} segments; add a valid payment method`,
-          { code: 'CARD_NOT_VERIFIED' },
-        );
-      }
-    }
+    const beyond = beyondAllowanceRefusal(org, usedThisMonth, 'This send');
+    if (beyond) throw beyond;
   }
+}
+
+/**
+ * Checks 6 and 7 for `what` ("This send", "The campaign") bringing the month's use to `usedThisMonth` segments:
+ * beyond the included allowance only a subscription in good standing with a verified card may go.
+ */
+export function beyondAllowanceRefusal(
+  org: Organization,
+  usedThisMonth: number,
+  what: string,
+): ApiError | undefined {
+  if (usedThisMonth <= org.monthlyAllowanceSegments) return undefined;
+  if (org.subscriptionState === 'past_due' || org.subscriptionState === 'scheduled_to_cancel') {
+    return new ApiError(
+      402,
+      `${what} goes beyond the included ${org.monthlyAllowanceSegments} segments, which a subscription ` +
+        `that is ${org.subscriptionState === 'past_due' ? 'past due' : 'scheduled to cancel'} cannot do`,
+      { code: 'CAPABILITY_RESTRICTED_BY_STATE' },
+    );
+  }
+  if (!org.cardVerified) {
+    return new ApiError(
+      403,
+      `${what} goes beyond the included ${org.monthlyAllowanceSegments} segments; add a valid payment method`,
+      { code: 'CARD_NOT_VERIFIED' },
+    );
+  }
+  return undefined;
 }
