@@ -1,10 +1,11 @@
-// Exactly once under a crash (CONTRACT 8: "a crash, restart, pause or resume never sends a recipient twice and
-// never skips one"): on PostgreSQL, a worker process is SIGKILLed in the middle of a campaign, two other worker
-// processes finish it, and every recipient has exactly one message, counted once against the plan.
+// Exactly once under a crash and a restart (CONTRACT 8: "a crash, restart, pause or resume never sends a
+// recipient twice and never skips one"): on PostgreSQL, a worker process is SIGKILLed in the middle of a
+// campaign, two other worker processes finish it, and every recipient has exactly one message, counted once
+// against the plan; on both engines, a server stopped mid-campaign and a new one started on the same database.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
-import { startTestApp, type TestApp } from './helpers/app.ts';
+import { freshDatabase, startTestApp, type TestApp } from './helpers/app.ts';
 import { freshNumber, sender } from './helpers/messaging.ts';
 
 const RECIPIENTS = 600;
@@ -115,5 +116,71 @@ describe('a campaign whose worker is killed mid-batch', {
     assert.equal(usage!.messages, RECIPIENTS, 'each message counted once against the plan');
     const detail = (await api('GET', `/campaigns/${id}`)).body.data;
     assert.equal(detail.message_count, RECIPIENTS);
+  });
+});
+
+describe('a campaign across a server restart', () => {
+  test('the server started after the stop finishes it: every recipient once', async () => {
+    const database = await freshDatabase();
+    const first = await startTestApp({ database });
+    const acme = await sender(first, {}, { type: 'toll_free' });
+    const api = (t: TestApp, method: string, path: string, body?: unknown) =>
+      t.request(method, `/api/v2${path}`, { apiKey: acme.key, body });
+    const phones = Array.from({ length: 30 }, () => freshNumber());
+    await api(first, 'POST', '/contacts/import', { contacts: phones.map((phone) => ({ phone })) });
+    const list = (await api(first, 'POST', '/contact-lists', { name: 'everyone' })).body.data.id;
+    const ids = await first.ctx.db.query<{ id: string }>(
+      'SELECT id FROM contacts WHERE organization_id = $1',
+      [acme.id],
+    );
+    await api(first, 'POST', `/contact-lists/${list}/members`, { contactIds: ids.map((row) => row.id) });
+    const created = await api(first, 'POST', '/campaigns', {
+      name: 'Restart',
+      message: 'Hello',
+      contactListIds: [list],
+      quietHours: null,
+    });
+    const id = created.body.data.id;
+    await api(first, 'POST', `/campaigns/${id}/launch`);
+    // A few seconds of sending (3/s on one toll-free number), then the server stops.
+    for (let i = 0; i < 4; i++) {
+      first.ctx.clock.advance(1);
+      await first.ctx.jobs.drain();
+    }
+    const made = async (t: TestApp) =>
+      (
+        await t.ctx.db.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM messages WHERE campaign_id = $1',
+          [id],
+        )
+      )[0]!.n;
+    const beforeStop = await made(first);
+    assert.ok(beforeStop > 0 && beforeStop < 30, `stopped mid-campaign (${beforeStop} made)`);
+    await first.close();
+
+    const second = await startTestApp({ database });
+    try {
+      for (
+        let i = 0;
+        i < 40 && (await api(second, 'GET', `/campaigns/${id}`)).body.data.status !== 'completed';
+        i++
+      ) {
+        second.ctx.clock.advance(1 + i);
+        await second.ctx.jobs.drain();
+      }
+      const detail = (await api(second, 'GET', `/campaigns/${id}`)).body.data;
+      assert.equal(detail.status, 'completed');
+      const perPhone = await second.ctx.db.query<{ to_number: string; n: number }>(
+        'SELECT to_number, count(*)::int AS n FROM messages WHERE campaign_id = $1 GROUP BY to_number',
+        [id],
+      );
+      assert.equal(perPhone.length, 30);
+      assert.ok(perPhone.every((row) => row.n === 1));
+      assert.equal(detail.message_count, 30);
+      assert.equal(detail.messages_sent, 30);
+    } finally {
+      await second.close();
+      await database.drop();
+    }
   });
 });
