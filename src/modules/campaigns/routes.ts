@@ -21,7 +21,7 @@ import {
   CampaignSchema,
   CampaignUpdate,
 } from './schemas.ts';
-import type { CampaignService } from './service.ts';
+import { type CampaignService, rate } from './service.ts';
 
 export interface CampaignsServices {
   campaigns: CampaignService;
@@ -32,17 +32,14 @@ const read = { scope: 'campaigns:read', rateLimit: 'messaging' } as const;
 const write = { scope: 'campaigns:write', rateLimit: 'messaging' } as const;
 const limitStatuses = [402, 409, 422, 429, 503] as const;
 
-const oldRate = (part: number, whole: number) =>
-  whole === 0 ? null : Math.round((part / whole) * 10000) / 10000;
-
 /** 2026-09-01 added the delivery statistics and redefined the rates over `attempted` (CONTRACT 8). */
 const CAMPAIGN_GATES: VersionGate<Campaign>[] = [
   {
     since: '2026-09-01',
     undo: ({ deliveryStats: _stats, ...campaign }) => ({
       ...campaign,
-      deliveryRate: oldRate(campaign.messages_delivered, campaign.messages_sent),
-      failureRate: oldRate(campaign.messages_failed, campaign.messages_sent),
+      deliveryRate: rate(campaign.messages_delivered, campaign.messages_sent),
+      failureRate: rate(campaign.messages_failed, campaign.messages_sent),
     }),
   },
 ];
@@ -51,8 +48,8 @@ const LIST_ITEM_GATES: VersionGate<CampaignListItem>[] = [
     since: '2026-09-01',
     undo: ({ delivery_stats: _stats, ...campaign }) => ({
       ...campaign,
-      deliveryRate: oldRate(campaign.messages_delivered, campaign.messages_sent),
-      failureRate: oldRate(campaign.messages_failed, campaign.messages_sent),
+      deliveryRate: rate(campaign.messages_delivered, campaign.messages_sent),
+      failureRate: rate(campaign.messages_failed, campaign.messages_sent),
     }),
   },
 ];
@@ -63,8 +60,8 @@ const ANALYTICS_GATES: VersionGate<Analytics>[] = [
     undo: ({ attempted: _a, awaiting: _w, noReceipt: _n, provisional: _p, messagesSent = 0, ...analytics }) =>
       ({
         ...analytics,
-        deliveryRate: oldRate(analytics.delivered, messagesSent),
-        failureRate: oldRate(analytics.failed + analytics.undelivered, messagesSent),
+        deliveryRate: rate(analytics.delivered, messagesSent),
+        failureRate: rate(analytics.failed + analytics.undelivered, messagesSent),
       }) as Analytics,
   },
 ];
@@ -216,14 +213,8 @@ export const campaignRoutes: ModuleRoutes<CampaignsServices> =
         },
       },
       async (request) => {
-        const organizationId = callerOf(request).organizationId;
-        const analytics = await campaigns.analytics(organizationId, request.params.id);
-        const campaign = await campaigns.get(organizationId, request.params.id);
-        const data = asOfVersion<Analytics>(
-          { ...analytics, messagesSent: campaign.messages_sent },
-          request.apiVersion,
-          ANALYTICS_GATES,
-        );
+        const analytics = await campaigns.analytics(callerOf(request).organizationId, request.params.id);
+        const data = asOfVersion<Analytics>(analytics, request.apiVersion, ANALYTICS_GATES);
         delete data.messagesSent;
         return { success: true as const, data };
       },

@@ -110,7 +110,8 @@ export class CampaignService {
     });
   }
 
-  async analytics(organizationId: string, id: string): Promise<CampaignAnalytics> {
+  /** The analytics, and the messages handed to the carrier (what older API versions divide by). */
+  async analytics(organizationId: string, id: string): Promise<CampaignAnalytics & { messagesSent: number }> {
     const row = await this.store.find(this.db, organizationId, id, this.receiptCutoff());
     if (!row) throw ApiError.notFound('Campaign');
     const stats = deliveryStats(row);
@@ -124,11 +125,13 @@ export class CampaignService {
       skipped: row.skipped_count,
       optOuts: row.opt_outs,
       segments: row.segments,
+      messagesSent: messagesSent(row),
     };
   }
 
   async recipients(organizationId: string, id: string, query: PageQueryInput, surface: string) {
-    await this.get(organizationId, id);
+    // A 404 for a campaign that is not the organization's, not an empty page.
+    if (!(await this.store.exists(this.db, organizationId, id))) throw ApiError.notFound('Campaign');
     return this.pagination.list(this.db, query, {
       endpoint: `${surface}.campaigns.recipients`,
       keyset: false,
@@ -479,8 +482,13 @@ export function mergeContact(row: {
   };
 }
 
-const rate = (part: number, whole: number) =>
+/** `part / whole` to 4 decimals, null while `whole` is 0: every rate a campaign shows. */
+export const rate = (part: number, whole: number) =>
   whole === 0 ? null : Math.round((part / whole) * 10000) / 10000;
+
+/** Messages handed to the carrier: sent (awaiting or no receipt), delivered, failed, undelivered. */
+const messagesSent = (counts: CountsRow) =>
+  counts.sent + counts.delivered + counts.failed + counts.undelivered;
 
 /** The spec's delivery statistics from the counters. */
 export function deliveryStats(counts: CountsRow): DeliveryStatsValue {
@@ -520,7 +528,6 @@ function snakeStats(stats: DeliveryStatsValue) {
 const iso = (value: Date | null) => (value ? value.toISOString() : null);
 
 function toCampaign(row: CampaignWithCounts, stats: DeliveryStatsValue): Campaign {
-  const messagesSent = row.sent + row.delivered + row.failed + row.undelivered;
   return {
     id: row.id,
     name: row.name,
@@ -541,7 +548,7 @@ function toCampaign(row: CampaignWithCounts, stats: DeliveryStatsValue): Campaig
     cancelledAt: iso(row.cancelled_at),
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
-    messages_sent: messagesSent,
+    messages_sent: messagesSent(row),
     messages_delivered: row.delivered,
     messages_failed: row.failed + row.undelivered,
     message_count: row.messages,

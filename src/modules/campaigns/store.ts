@@ -86,16 +86,16 @@ export interface RecipientRow {
   created_at: Date;
 }
 
-// Counters summed over the shards, and "no receipt" counted through messages_campaign_sent; `$2` is the
-// moment before which a `sent` message has waited too long for its receipt.
-const COUNTS = `
+// Counters summed over the shards, and "no receipt" counted through messages_campaign_sent; `cutoff` is the
+// placeholder of the moment before which a `sent` message has waited too long for its receipt.
+const counts = (cutoff: string) => `
   COALESCE(k.messages, 0)::int AS messages, COALESCE(k.segments, 0)::bigint AS segments,
   COALESCE(k.queued, 0)::int AS queued, COALESCE(k.sent, 0)::int AS sent,
   COALESCE(k.delivered, 0)::int AS delivered, COALESCE(k.failed, 0)::int AS failed,
   COALESCE(k.undelivered, 0)::int AS undelivered, COALESCE(k.cancelled, 0)::int AS cancelled,
   (SELECT count(*)::int FROM campaign_opt_outs x WHERE x.campaign_id = c.id) AS opt_outs,
   (SELECT count(*)::int FROM messages m
-    WHERE m.campaign_id = c.id AND m.status = 'sent' AND m.sent_at <= $2) AS no_receipt`;
+    WHERE m.campaign_id = c.id AND m.status = 'sent' AND m.sent_at <= ${cutoff}) AS no_receipt`;
 const COUNTS_JOIN = `LEFT JOIN LATERAL (
   SELECT sum(messages) AS messages, sum(segments) AS segments, sum(queued) AS queued, sum(sent) AS sent,
          sum(delivered) AS delivered, sum(failed) AS failed, sum(undelivered) AS undelivered,
@@ -136,7 +136,7 @@ export class CampaignStore {
     receiptCutoff: Date,
   ): Promise<CampaignWithCounts | undefined> {
     const [row] = await db.query<CampaignWithCounts>(
-      `SELECT c.*, ${COUNTS} FROM campaigns c ${COUNTS_JOIN} WHERE c.id = $1 AND c.organization_id = $3`,
+      `SELECT c.*, ${counts('$2')} FROM campaigns c ${COUNTS_JOIN} WHERE c.id = $1 AND c.organization_id = $3`,
       [id, receiptCutoff, organizationId],
     );
     return row && numeric(row);
@@ -154,12 +154,20 @@ export class CampaignStore {
         sql: 'SELECT count(*)::int AS total FROM campaigns WHERE organization_id = $1',
         params: [organizationId],
       },
-      select: `c.*, ${COUNTS.replaceAll('$2', '$1')}`,
+      select: `c.*, ${counts('$1')}`,
       from: `campaigns c ${COUNTS_JOIN}`,
       where: 'c.organization_id = $2',
       params: [receiptCutoff, organizationId],
       orderBy: { createdAt: 'c.created_at', id: 'c.id' },
     };
+  }
+
+  async exists(db: Queryable, organizationId: string, id: string): Promise<boolean> {
+    const rows = await db.query('SELECT 1 FROM campaigns WHERE id = $1 AND organization_id = $2', [
+      id,
+      organizationId,
+    ]);
+    return rows.length > 0;
   }
 
   /** Locks the campaign's row for the rest of `tx`. */
