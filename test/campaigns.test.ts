@@ -427,6 +427,42 @@ describe('campaigns', () => {
     }
   });
 
+  test('the launch check counts exactly when the quick bound is not enough: long merge fields, short texts', async () => {
+    t.ctx.clock.set(NOON_EASTERN);
+    // 4 recipients, an allowance of 4 segments (a ceiling of 12). Each text is one segment, but a company of 30
+    // characters could make it up to 4 code units a character long (the bound says over 100 segments): the
+    // launch renders and counts every text, and goes ahead.
+    const org = await sender(t, { monthlyAllowanceSegments: 4 }, { type: 'toll_free' });
+    const l = await list(org, 4, (i) => ({ company: `${'Longwinded Holdings '.slice(0, 10 + i * 5)}Ltd` }));
+    const fits = await campaign(org, {
+      contactListIds: [l.listId],
+      message: 'News from {{company}}: our spring sale starts today, see you there',
+    });
+    const launched = await api(org, 'POST', `/campaigns/${fits.id}/launch`);
+    assert.equal(launched.status, 200, launched.text);
+    assert.equal(launched.body.data.recipientCount, 4);
+    await runFor(5);
+    const made = await messagesOf(fits.id);
+    assert.equal(made.length, 4);
+    assert.ok(made.every((message) => message.body.length <= 160));
+
+    // The same text for 5 recipients: 5 exact segments pass the allowance of 4 (on an unverified card: 403).
+    const tight = await sender(
+      t,
+      { monthlyAllowanceSegments: 4, cardVerified: false },
+      { type: 'toll_free' },
+    );
+    const five = await list(tight, 5, () => ({ company: 'Longwinded Holdings Ltd' }));
+    const over = await campaign(tight, {
+      contactListIds: [five.listId],
+      message: 'News from {{company}}: our spring sale starts today, see you there',
+    });
+    const refused = await api(tight, 'POST', `/campaigns/${over.id}/launch`);
+    assert.equal(refused.status, 403, refused.text);
+    assert.equal(refused.body.code, 'CARD_NOT_VERIFIED');
+    assert.equal((await get(tight, over.id)).status, 'draft');
+  });
+
   test('a daily limit spreads the campaign to the next day; a refusal while sending pauses with pausedReason', async () => {
     t.ctx.clock.set(NOON_EASTERN);
     const daily = await sender(t, { dailyLimitSegments: 2 }, { type: 'toll_free' });

@@ -10,6 +10,7 @@ import {
   GSM_EXTENSION_CHARACTERS,
   MMS_SEGMENT_WEIGHT,
   packGraphemes,
+  segmentsAtMost,
   splitGraphemes,
   splitSegments,
   unitsOf,
@@ -384,6 +385,22 @@ describe('edges and invariants', () => {
         result.units,
       );
     }
+  });
+});
+
+describe('segmentsAtMost: the bound a campaign launch checks first', () => {
+  test('never below the exact count for any text of at most that many code units', () => {
+    for (const text of generateCorpus(11, 3000)) {
+      const exact = countSegments(text).segments;
+      assert.ok(segmentsAtMost(text.length) >= exact, `${exact} segments in ${text.length} units`);
+    }
+    // The worst shapes: clusters that leave parts part-empty, escapes, a single cluster longer than a part.
+    const family = '\u{1F468}\u200D\u{1F469}\u200D\u{1F467}\u200D\u{1F466}';
+    for (const text of [family.repeat(20), '€'.repeat(200), `e${'\u0301'.repeat(150)}`, 'a'.repeat(71)]) {
+      assert.ok(segmentsAtMost(text.length) >= countSegments(text).segments, text.slice(0, 20));
+    }
+    assert.equal(segmentsAtMost(0), 0);
+    assert.equal(segmentsAtMost(70), 1);
   });
 });
 

@@ -33,4 +33,47 @@ export class CarrierPacing {
     );
     return booked!.slot;
   }
+
+  /**
+   * Books slots for several messages in order (a campaign's batch): each at its sender's next free slot at or
+   * after its `from`, as bookSlot() would one by one, and stops after the first slot that starts later than
+   * `until`. Returns the slots booked, in order. Three statements whatever the batch: the senders' rows are
+   * created if new, locked (in the order of their numbers, so two batches never wait on each other in a
+   * circle), and moved once.
+   */
+  async bookSlots(
+    tx: Queryable,
+    requests: { sender: PacedNumber; from: Date }[],
+    until: Date,
+  ): Promise<Date[]> {
+    if (requests.length === 0) return [];
+    const numbers = [...new Set(requests.map((request) => request.sender.number))].sort();
+    const earliest = new Date(Math.min(...requests.map((request) => request.from.getTime())));
+    await tx.query(
+      `INSERT INTO carrier_pacing (number, next_free_at) SELECT number, $2 FROM unnest($1::text[]) AS number
+       ON CONFLICT (number) DO NOTHING`,
+      [numbers, earliest],
+    );
+    const rows = await tx.query<{ number: string; next_free_at: Date }>(
+      `SELECT number, next_free_at FROM carrier_pacing WHERE number = ANY($1::text[]) ORDER BY number FOR UPDATE`,
+      [numbers],
+    );
+    const nextFree = new Map(rows.map((row) => [row.number, new Date(row.next_free_at).getTime()]));
+    const slots: Date[] = [];
+    for (const { sender, from } of requests) {
+      const intervalMs = Math.ceil(1000 / this.carrier.messagesPerSecond(sender.type));
+      const start = Math.max(nextFree.get(sender.number) ?? from.getTime(), from.getTime());
+      nextFree.set(sender.number, start + intervalMs);
+      slots.push(new Date(start));
+      if (start > until.getTime()) break;
+    }
+    const moved = [...new Set(requests.slice(0, slots.length).map((request) => request.sender.number))];
+    await tx.query(
+      `UPDATE carrier_pacing SET next_free_at = moved.next_free_at
+         FROM unnest($1::text[], $2::timestamptz[]) AS moved(number, next_free_at)
+        WHERE carrier_pacing.number = moved.number`,
+      [moved, moved.map((number) => new Date(nextFree.get(number)!).toISOString())],
+    );
+    return slots;
+  }
 }

@@ -198,7 +198,8 @@ export class JobQueue {
   /**
    * Adds one job of `queue` per row the caller selects (`payload` and `concurrency_key` columns), in the same
    * statement as the caller's own CTEs: a module can insert its rows and their jobs in one round trip (a
-   * webhook fan-out inserts an event's deliveries and their jobs at once). Returns how many jobs it added.
+   * webhook fan-out inserts an event's deliveries and their jobs at once). `runAt` is every job's unless the rows
+   * are `timed` and say their own. Returns how many jobs it added.
    */
   async enqueueSelected(
     q: Queryable,

@@ -28,7 +28,7 @@ import {
   parseClock,
   phoneTimeZones,
 } from '../../platform/time-zones.ts';
-import { type MessagingService, render } from '../messaging/index.ts';
+import { type CampaignMessageInput, type MessagingService, render } from '../messaging/index.ts';
 import type { NumberService, PhoneNumber } from '../numbers/index.ts';
 import type { Organization, OrganizationService, Plan } from '../organizations/index.ts';
 import { CampaignCompleted } from './events.ts';
@@ -48,16 +48,6 @@ export const RUN_BATCH = 100;
 export const LOOKAHEAD_MS = 5000;
 /** How often a campaign whose every message is made looks whether the last have left the queue. */
 const COMPLETION_CHECK_MS = 2000;
-
-/** A limit refused the message at `index` of the batch; the run is done again up to it. */
-class Refused extends Error {
-  constructor(
-    readonly index: number,
-    readonly refusal: ApiError,
-  ) {
-    super(refusal.message);
-  }
-}
 
 export class CampaignEngine {
   private readonly db: Database;
@@ -91,23 +81,10 @@ export class CampaignEngine {
 
   /** One run: a batch of messages, then the next run booked. */
   async run(payload: RunPayload): Promise<void> {
-    try {
-      await this.db.transaction((tx) => this.batch(tx, payload));
-    } catch (error) {
-      if (!(error instanceof Refused)) throw error;
-      // The refused message's transaction counted things a refusal must not keep: make the batch again up to
-      // it, and let the refusal decide what the campaign does next.
-      await this.db.transaction((tx) =>
-        this.batch(tx, payload, { upTo: error.index, refusal: error.refusal }),
-      );
-    }
+    await this.db.transaction((tx) => this.batch(tx, payload));
   }
 
-  private async batch(
-    tx: Queryable,
-    payload: RunPayload,
-    stop?: { upTo: number; refusal: ApiError },
-  ): Promise<void> {
+  private async batch(tx: Queryable, payload: RunPayload): Promise<void> {
     const store = this.campaigns.store;
     const campaign = await store.lockForRun(tx, payload.campaignId);
     if (campaign?.status !== 'sending' || campaign.run_token !== payload.token) return;
@@ -119,14 +96,13 @@ export class CampaignEngine {
     const org = await this.organizations.get(campaign.organization_id, tx);
     const senders = new Map((await this.numbers.list(org.id, tx)).map((number) => [number.number, number]));
     const window = quietWindow(campaign);
-    const interval = 1000 / PLAN_MESSAGES_PER_SECOND[org.plan];
 
-    const due = await store.due(tx, campaign.id, org.id, now, stop ? stop.upTo : RUN_BATCH);
-    const made: { position: number; messageId: string }[] = [];
+    const due = await store.due(tx, campaign.id, org.id, now, RUN_BATCH);
     const deferred: { position: number; notBefore: Date }[] = [];
     const skipped: number[] = [];
-    let ahead = false;
-    for (const [index, recipient] of due.entries()) {
+    const sendable: { recipient: DueRecipient; sender: PhoneNumber }[] = [];
+    let senderMissing = false;
+    for (const recipient of due) {
       // Opted out since the launch: no message at all (one made now would be counted, then cancelled).
       if (recipient.opted_out) {
         skipped.push(recipient.position);
@@ -141,45 +117,53 @@ export class CampaignEngine {
       }
       const sender = pickSender(senders, recipient, campaign);
       if (!sender) {
-        await store.markQueued(tx, campaign.id, made);
-        await store.defer(tx, campaign.id, deferred);
-        await store.skip(tx, campaign.id, skipped);
-        await this.campaigns.pauseLocked(tx, campaign, 'SENDER_UNAVAILABLE');
-        return;
+        senderMissing = true;
+        break;
       }
-      const planSlot = await store.bookPlanSlot(tx, org.id, now, interval);
-      let queued: { messageId: string; slot: Date };
-      try {
-        queued = await this.messaging.campaignMessages.queue(tx, org, {
-          campaignId: campaign.id,
+      sendable.push({ recipient, sender });
+    }
+
+    // Plan slots, one per message from the organization's next free one (its row stays locked until the batch
+    // commits, so its campaigns take turns), as far as the lookahead and one beyond it.
+    const interval = 1000 / PLAN_MESSAGES_PER_SECOND[org.plan];
+    const horizon = new Date(now.getTime() + LOOKAHEAD_MS);
+    const planFrom = (await store.lockPlanPacing(tx, org.id, now)).getTime();
+    const batch: { position: number; input: CampaignMessageInput }[] = [];
+    for (const [index, { recipient, sender }] of sendable.entries()) {
+      const notBefore = new Date(planFrom + index * interval);
+      batch.push({
+        position: recipient.position,
+        input: {
           from: sender,
           to: recipient.phone,
           body: render(campaign.message, mergeContact(recipient)),
-          mediaUrls: campaign.media_urls,
-          notBefore: planSlot,
-        });
-      } catch (error) {
-        if (error instanceof ApiError && !stop) throw new Refused(index, error);
-        throw error;
-      }
-      made.push({ position: recipient.position, messageId: queued.messageId });
-      if (queued.slot.getTime() > now.getTime() + LOOKAHEAD_MS) {
-        ahead = true;
-        break;
-      }
+          notBefore,
+        },
+      });
+      if (notBefore > horizon) break;
     }
-    await store.markQueued(tx, campaign.id, made);
+    const { made, refusal } = await this.make(tx, org, campaign, batch, horizon);
+    await store.setPlanPacing(tx, org.id, new Date(planFrom + made.length * interval));
+    await store.markQueued(
+      tx,
+      campaign.id,
+      made.map((message, index) => ({ position: batch[index]!.position, messageId: message.messageId })),
+    );
     await store.defer(tx, campaign.id, deferred);
     await store.skip(tx, campaign.id, skipped);
 
-    if (stop) {
-      await this.refused(tx, campaign, org, stop.refusal, now);
+    if (refusal) {
+      await this.refused(tx, campaign, org, refusal, now);
       return;
     }
-    if (ahead) {
+    const last = made.at(-1);
+    if (last && last.slot > horizon) {
       // Far enough ahead: come back when the queue made so far is half spent.
-      const next = new Date(now.getTime() + LOOKAHEAD_MS / 2);
-      await this.next(tx, campaign, next);
+      await this.next(tx, campaign, new Date(now.getTime() + LOOKAHEAD_MS / 2));
+      return;
+    }
+    if (senderMissing) {
+      await this.campaigns.pauseLocked(tx, campaign, 'SENDER_UNAVAILABLE');
       return;
     }
     if (due.length === RUN_BATCH) {
@@ -192,6 +176,49 @@ export class CampaignEngine {
       return;
     }
     await this.completeIfDone(tx, campaign, now);
+  }
+
+  /**
+   * Makes the batch's messages, all at once; if the limits refuse the batch as a whole, one at a time up to
+   * the first they refuse, which is returned with the messages made before it. Each attempt runs in a
+   * savepoint, so a refused one leaves nothing counted, booked or stored.
+   */
+  private async make(
+    tx: Queryable,
+    org: Organization,
+    campaign: CampaignRow,
+    batch: { input: CampaignMessageInput }[],
+    horizon: Date,
+  ): Promise<{ made: { messageId: string; slot: Date }[]; refusal?: ApiError }> {
+    const queue = (inputs: CampaignMessageInput[]) =>
+      savepoint(tx, () =>
+        this.messaging.campaignMessages.queueMany(
+          tx,
+          org,
+          { id: campaign.id, mediaUrls: campaign.media_urls, until: horizon },
+          inputs,
+        ),
+      );
+    const inputs = batch.map((item) => item.input);
+    try {
+      return { made: await queue(inputs) };
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      // A limit that could not be checked, or a batch of one, says all there is to know.
+      if (error.status === 503 || inputs.length === 1) return { made: [], refusal: error };
+    }
+    const made: { messageId: string; slot: Date }[] = [];
+    for (const input of inputs) {
+      try {
+        const [message] = await queue([input]);
+        made.push(message!);
+        if (message!.slot > horizon) break;
+      } catch (error) {
+        if (error instanceof ApiError) return { made, refusal: error };
+        throw error;
+      }
+    }
+    return { made };
   }
 
   /** Every recipient has its message: complete once none is still queued, else look again shortly. */
@@ -253,6 +280,19 @@ export class CampaignEngine {
       { campaignId: campaign.id, token: campaign.run_token! } satisfies RunPayload,
       { runAt: at },
     );
+  }
+}
+
+/** Runs `work` in a savepoint of `tx`: if it throws, what it did is undone and the transaction goes on. */
+async function savepoint<T>(tx: Queryable, work: () => Promise<T>): Promise<T> {
+  await tx.query('SAVEPOINT campaign_batch');
+  try {
+    const result = await work();
+    await tx.query('RELEASE SAVEPOINT campaign_batch');
+    return result;
+  } catch (error) {
+    await tx.query('ROLLBACK TO SAVEPOINT campaign_batch');
+    throw error;
   }
 }
 

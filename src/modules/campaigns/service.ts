@@ -332,11 +332,23 @@ export class CampaignService {
       senders: senders.map((number) => number.number),
     });
     const pending = counts.recipients - counts.skipped;
-    const segments = await this.segmentsOf(tx, row, pending);
-    const refusal = await this.messaging.campaignMessages.launchRefusal(tx, org, {
-      messages: pending,
-      segments,
-    });
+    const campaignMessages = this.messaging.campaignMessages;
+    const media = row.media_urls.length;
+    let refusal: ApiError | undefined;
+    if (parseMergeTags(row.message).length === 0 || media > 0) {
+      // Every message is the same length (or an MMS, a flat weight): the count is exact.
+      const segments = pending * campaignMessages.segments(row.message, media);
+      refusal = await campaignMessages.launchRefusal(tx, org, { messages: pending, segments });
+    } else {
+      // What each message would cost at most, from the longest of each field (one aggregate); only a campaign
+      // that might not fit has every recipient's text rendered and counted.
+      const longest = await this.store.longestMergeFields(tx, row.id);
+      const atMost = pending * campaignMessages.segmentsAtMost(row.message, longest, media);
+      if (await campaignMessages.launchRefusal(tx, org, { messages: pending, segments: atMost })) {
+        const segments = await this.segmentsOf(tx, row);
+        refusal = await campaignMessages.launchRefusal(tx, org, { messages: pending, segments });
+      }
+    }
     if (refusal) throw refusal;
     await this.store.setState(
       tx,
@@ -350,16 +362,12 @@ export class CampaignService {
     );
   }
 
-  /** The chargeable segments of every pending recipient's message: counted once when the text has no variables. */
-  private async segmentsOf(tx: Queryable, row: CampaignRow, pending: number): Promise<number> {
-    const campaignMessages = this.messaging.campaignMessages;
-    const media = row.media_urls.length;
-    if (parseMergeTags(row.message).length === 0)
-      return pending * campaignMessages.segments(row.message, media);
+  /** The chargeable segments of every pending recipient's SMS, each text rendered and counted. */
+  private async segmentsOf(tx: Queryable, row: CampaignRow): Promise<number> {
     let total = 0;
     for await (const chunk of this.store.pendingWithContacts(tx, row.id, LAUNCH_CHUNK)) {
       for (const recipient of chunk) {
-        total += campaignMessages.segments(render(row.message, mergeContact(recipient)), media);
+        total += this.messaging.campaignMessages.segments(render(row.message, mergeContact(recipient)), 0);
       }
     }
     return total;

@@ -2,6 +2,7 @@
 // rules (which state allows what, pacing, quiet hours, limits) stay in service.ts and engine.ts.
 import type { Queryable } from '../../platform/db/index.ts';
 import type { ListQuery } from '../../platform/pagination.ts';
+import type { MergeFieldLengths } from '../messaging/index.ts';
 
 export type CampaignStatus = 'draft' | 'scheduled' | 'sending' | 'paused' | 'completed' | 'cancelled';
 
@@ -290,6 +291,24 @@ export class CampaignStore {
     return counts!;
   }
 
+  /** The longest value of each merge field among the campaign's pending recipients. */
+  async longestMergeFields(tx: Queryable, campaignId: string): Promise<MergeFieldLengths> {
+    const [row] = await tx.query<Record<keyof MergeFieldLengths, number | null>>(
+      `SELECT max(length(c.first_name)) AS "firstName", max(length(c.last_name)) AS "lastName",
+              max(length(c.company)) AS company, max(length(c.email)) AS email, max(length(r.phone)) AS phone
+         FROM campaign_recipients r LEFT JOIN contacts c ON c.id = r.contact_id
+        WHERE r.campaign_id = $1 AND r.status = 'pending'`,
+      [campaignId],
+    );
+    return {
+      firstName: row?.firstName ?? 0,
+      lastName: row?.lastName ?? 0,
+      company: row?.company ?? 0,
+      email: row?.email ?? 0,
+      phone: row?.phone ?? 0,
+    };
+  }
+
   /**
    * Every pending recipient with the merge fields of its contact, `chunk` rows at a time, through one cursor
    * (one plan and one pass, even right after the snapshot filled the table in this transaction). Call within a
@@ -403,19 +422,26 @@ export class CampaignStore {
   }
 
   /**
-   * Books the organization's next campaign slot at its plan speed (`intervalMs` apart), at or after `from`;
-   * the upsert's row lock makes every campaign of the organization share the one speed.
+   * Locks the organization's plan pacing row (made if new) and returns its next free slot, `now` at the
+   * earliest; the caller books slots from it (its plan speed apart) and moves it with setPlanPacing() in the
+   * same transaction. The row lock makes every campaign of the organization share the one speed.
    */
-  async bookPlanSlot(tx: Queryable, organizationId: string, from: Date, intervalMs: number): Promise<Date> {
-    const [row] = await tx.query<{ slot: Date }>(
-      `INSERT INTO campaign_plan_pacing (organization_id, next_free_at)
-       VALUES ($1, $2::timestamptz + make_interval(secs => $3))
+  async lockPlanPacing(tx: Queryable, organizationId: string, now: Date): Promise<Date> {
+    const [row] = await tx.query<{ next_free_at: Date }>(
+      `INSERT INTO campaign_plan_pacing (organization_id, next_free_at) VALUES ($1, $2)
        ON CONFLICT (organization_id) DO UPDATE
-         SET next_free_at = GREATEST(campaign_plan_pacing.next_free_at, $2::timestamptz) + make_interval(secs => $3)
-       RETURNING next_free_at - make_interval(secs => $3) AS slot`,
-      [organizationId, from, intervalMs / 1000],
+         SET next_free_at = GREATEST(campaign_plan_pacing.next_free_at, EXCLUDED.next_free_at)
+       RETURNING next_free_at`,
+      [organizationId, now],
     );
-    return row!.slot;
+    return new Date(row!.next_free_at);
+  }
+
+  async setPlanPacing(tx: Queryable, organizationId: string, nextFreeAt: Date): Promise<void> {
+    await tx.query('UPDATE campaign_plan_pacing SET next_free_at = $2 WHERE organization_id = $1', [
+      organizationId,
+      nextFreeAt,
+    ]);
   }
 
   recipientsQuery(

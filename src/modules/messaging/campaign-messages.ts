@@ -17,15 +17,15 @@ import {
   utcMonth,
   VELOCITY_WINDOW_SECONDS,
 } from './limits.ts';
-import { chargeableSegments, countSegments } from './segments.ts';
+import { type MergeFieldLengths, renderedUnitsAtMost } from './merge-variables.ts';
+import { chargeableSegments, countSegments, segmentsAtMost } from './segments.ts';
 
+/** One message of a campaign's batch. */
 export interface CampaignMessageInput {
-  campaignId: string;
   from: PacedNumber;
   to: string;
   /** The text with the recipient's merge variables filled in. */
   body: string;
-  mediaUrls: string[];
   /** The plan's slot: the message is handed over at this time or later (its number's next free slot). */
   notBefore: Date;
 }
@@ -45,6 +45,14 @@ export class CampaignMessages {
   /** Chargeable segments of one campaign message (an MMS counts a flat 3, as a send does). */
   segments(body: string, mediaCount: number): number {
     return chargeableSegments(countSegments(body).segments, mediaCount);
+  }
+
+  /**
+   * At most how many chargeable segments one message of `template` takes for recipients whose fields are no
+   * longer than `longest` (segmentsAtMost): a launch that fits with this many fits with the exact count.
+   */
+  segmentsAtMost(template: string, longest: MergeFieldLengths, mediaCount: number): number {
+    return chargeableSegments(segmentsAtMost(renderedUnitsAtMost(template, longest)), mediaCount);
   }
 
   /**
@@ -90,34 +98,59 @@ export class CampaignMessages {
   }
 
   /**
-   * Makes one campaign message in `tx`: limits checked and counted (a refusal throws the send's own ApiError
-   * and the caller rolls back), the message stored `queued`, and its dispatch booked at its number's next free
-   * slot at or after `notBefore`. Returns the message's id and that slot.
+   * Makes a batch of campaign messages in `tx`, in order: each booked its number's next free slot at or after
+   * its `notBefore`, up to and including the first whose slot is later than `until`; the limits checked and
+   * counted for those together (a refusal throws the send's own ApiError, for the batch as a whole, and the
+   * caller rolls back); the messages stored `queued` and their dispatches enqueued at their slots. A handful
+   * of statements whatever the batch's size. Returns each made message's id and slot, in order.
    */
-  async queue(
+  async queueMany(
     tx: Queryable,
     org: Organization,
-    input: CampaignMessageInput,
-  ): Promise<{ messageId: string; slot: Date }> {
-    const count = countSegments(input.body);
-    const segments = chargeableSegments(count.segments, input.mediaUrls.length);
-    await this.limits.reserve(tx, org, segments);
+    campaign: { id: string; mediaUrls: string[]; until: Date },
+    inputs: CampaignMessageInput[],
+  ): Promise<{ messageId: string; slot: Date }[]> {
+    if (inputs.length === 0) return [];
     const now = this.clock.now();
-    const id = newId('msg', now.getTime());
-    await this.store.insert(tx, {
-      id,
-      organizationId: org.id,
-      campaignId: input.campaignId,
-      from: input.from.number,
-      to: input.to,
-      body: input.body,
-      segments,
-      encoding: count.encoding,
-      mediaUrls: input.mediaUrls,
-      now,
+    const counted = inputs.map((input) => {
+      const count = countSegments(input.body);
+      return {
+        encoding: count.encoding,
+        segments: chargeableSegments(count.segments, campaign.mediaUrls.length),
+      };
     });
-    const slot = await this.dispatcher.schedule(tx, id, input.from, input.notBefore);
-    return { messageId: id, slot };
+    let slots: Date[] = [];
+    await this.limits.reserveMany(tx, org, async () => {
+      slots = await this.dispatcher.bookSlots(
+        tx,
+        inputs.map((input) => ({ sender: input.from, from: input.notBefore })),
+        campaign.until,
+      );
+      const segments = counted.slice(0, slots.length).reduce((sum, item) => sum + item.segments, 0);
+      return { messages: slots.length, segments };
+    });
+    const made = slots.map((slot, index) => ({
+      messageId: newId('msg', now.getTime()),
+      slot,
+      input: inputs[index]!,
+      ...counted[index]!,
+    }));
+    await this.store.insertMany(tx, {
+      organizationId: org.id,
+      campaignId: campaign.id,
+      mediaUrls: campaign.mediaUrls,
+      now,
+      messages: made.map((message) => ({
+        id: message.messageId,
+        from: message.input.from.number,
+        to: message.input.to,
+        body: message.input.body,
+        segments: message.segments,
+        encoding: message.encoding,
+      })),
+    });
+    await this.dispatcher.enqueueDispatches(tx, made);
+    return made.map(({ messageId, slot }) => ({ messageId, slot }));
   }
 
   /**

@@ -1,37 +1,45 @@
 // The SQL of campaign messages (campaign-messages.ts). Every method takes the Queryable to run on.
 import type { Queryable } from '../../platform/db/index.ts';
 
-export interface CampaignMessageValues {
-  id: string;
+/** A batch of one campaign's messages, stored at once. */
+export interface CampaignMessageBatch {
   organizationId: string;
   campaignId: string;
-  from: string;
-  to: string;
-  body: string;
-  segments: number;
-  encoding: 'GSM-7' | 'UCS-2';
   mediaUrls: string[];
   now: Date;
+  messages: {
+    id: string;
+    from: string;
+    to: string;
+    body: string;
+    segments: number;
+    encoding: 'GSM-7' | 'UCS-2';
+  }[];
 }
 
 export class CampaignMessageStore {
-  async insert(tx: Queryable, values: CampaignMessageValues): Promise<void> {
+  async insertMany(tx: Queryable, batch: CampaignMessageBatch): Promise<void> {
+    const column = <K extends keyof CampaignMessageBatch['messages'][number]>(key: K) =>
+      batch.messages.map((message) => message[key]);
     await tx.query(
       `INSERT INTO messages (id, organization_id, campaign_id, direction, origin, from_number, to_number, body,
                              segments, encoding, media_urls, media_count, status, status_updated_at, created_at)
-       VALUES ($1, $2, $3, 'outbound', 'campaign', $4, $5, $6, $7, $8, $9::jsonb, $10, 'queued', $11, $11)`,
+       SELECT made.id, $1::text, $2::text, 'outbound', 'campaign', made.from_number, made.to_number, made.body,
+              made.segments, made.encoding, $3::jsonb, $4::int, 'queued', $5::timestamptz, $5::timestamptz
+         FROM unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::int[], $11::text[])
+              AS made(id, from_number, to_number, body, segments, encoding)`,
       [
-        values.id,
-        values.organizationId,
-        values.campaignId,
-        values.from,
-        values.to,
-        values.body,
-        values.segments,
-        values.encoding,
-        JSON.stringify(values.mediaUrls),
-        values.mediaUrls.length,
-        values.now,
+        batch.organizationId,
+        batch.campaignId,
+        JSON.stringify(batch.mediaUrls),
+        batch.mediaUrls.length,
+        batch.now,
+        column('id'),
+        column('from'),
+        column('to'),
+        column('body'),
+        column('segments'),
+        column('encoding'),
       ],
     );
   }

@@ -68,6 +68,23 @@ export class MessageDispatcher {
     return slot;
   }
 
+  /** Books slots for a batch of messages in order, up to the first after `until` (CarrierPacing.bookSlots). */
+  bookSlots(tx: Queryable, requests: { sender: PacedNumber; from: Date }[], until: Date): Promise<Date[]> {
+    return this.pacing.bookSlots(tx, requests, until);
+  }
+
+  /** Enqueues the dispatch of each message at its booked slot, in one statement. */
+  async enqueueDispatches(tx: Queryable, booked: { messageId: string; slot: Date }[]): Promise<void> {
+    if (booked.length === 0) return;
+    await this.jobs.enqueueSelected(tx, DISPATCH_QUEUE, {
+      rows: `SELECT jsonb_build_object('messageId', booked.id) AS payload, NULL::text AS concurrency_key,
+                    booked.slot AS run_at, 'dispatch:' || booked.id AS dedupe_key
+               FROM unnest($1::text[], $2::timestamptz[]) AS booked(id, slot)`,
+      params: [booked.map((item) => item.messageId), booked.map((item) => item.slot.toISOString())],
+      timed: true,
+    });
+  }
+
   /** The dispatch job: hands a queued message to the carrier and records what it said. Idempotent. */
   async dispatch(messageId: string): Promise<void> {
     const row = await this.store.find(this.db, messageId);

@@ -36,5 +36,11 @@ export const messagingModule = defineModule({
 });
 
 export type { CampaignMessageInput, CampaignMessages } from './campaign-messages.ts';
-export { type MergeContact, parseMergeTags, render, unsupportedMergeVariables } from './merge-variables.ts';
+export {
+  type MergeContact,
+  type MergeFieldLengths,
+  parseMergeTags,
+  render,
+  unsupportedMergeVariables,
+} from './merge-variables.ts';
 export type { MessagingService, MessagingServices } from './service.ts';

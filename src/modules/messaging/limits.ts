@@ -91,7 +91,22 @@ export class SendLimits {
    * transaction can run no more queries and a query elsewhere could wait for a connection that the stalled
    * sends themselves hold.
    */
-  async reserve(tx: Queryable, known: Organization, segments: number): Promise<Organization> {
+  reserve(tx: Queryable, known: Organization, segments: number): Promise<Organization> {
+    return this.reserveMany(tx, known, async () => ({ messages: 1, segments }));
+  }
+
+  /**
+   * Checks and counts several messages at once (a campaign's batch), as reserve() does one: the account lock
+   * is taken first, then `decide` says how many messages and segments to count. It runs under the lock, so
+   * what it books (a campaign books its numbers' slots there) is booked in the same order as a send books
+   * them, account first, and the two never wait on each other the other way round. The limits judge the
+   * batch as a whole: a refusal refuses all of it.
+   */
+  async reserveMany(
+    tx: Queryable,
+    known: Organization,
+    decide: () => Promise<{ messages: number; segments: number }>,
+  ): Promise<Organization> {
     const organizationId = known.id;
     let trial = known.subscriptionState === 'trial';
     try {
@@ -106,7 +121,8 @@ export class SendLimits {
       const locked = await this.store.lockAccount(tx, organizationId, now, lockMs);
       const org = this.organizations.fromRecord(locked.organization);
       trial ||= org.subscriptionState === 'trial';
-      await this.check(tx, org, segments, now, locked.sessionWaits);
+      const usage = await decide();
+      await this.check(tx, org, usage, now, locked.sessionWaits);
       return org;
     } catch (error) {
       if (error instanceof ApiError || !isUncheckable(error)) throw error;
@@ -120,14 +136,15 @@ export class SendLimits {
   private async check(
     tx: Queryable,
     org: Organization,
-    segments: number,
+    usage: { messages: number; segments: number },
     now: Date,
     sessionWaits: WaitSettings,
   ): Promise<void> {
     const id = org.id;
+    const { messages, segments } = usage;
     // 1. Trial lifetime: a trial sends at most trialMessageLimit messages, ever. Retrying does not help.
     if (org.subscriptionState === 'trial') {
-      if (!(await this.store.countTrialMessage(tx, id, org.trialMessageLimit, now))) {
+      if (!(await this.store.countTrialMessages(tx, id, messages, org.trialMessageLimit, now))) {
         throw new ApiError(
           429,
           `The trial allows ${org.trialMessageLimit} messages and they have been sent; subscribe to send more`,
@@ -139,7 +156,7 @@ export class SendLimits {
       // sliding window), which the account lock makes exact.
       const since = new Date(now.getTime() - TRIAL_BURST_WINDOW_SECONDS * 1000);
       const recent = await this.store.countRecentSends(tx, id, since);
-      if (recent + 1 > TRIAL_BURST_MESSAGES) {
+      if (recent + messages > TRIAL_BURST_MESSAGES) {
         throw new ApiError(
           429,
           `A trial sends at most ${TRIAL_BURST_MESSAGES} messages in 10 minutes; slow down`,
@@ -170,7 +187,7 @@ export class SendLimits {
       day: { start: day.start, limit: org.dailyLimitSegments },
       month: { start: month.start, limit: ceiling },
     };
-    const used = await this.store.addUsage(tx, id, segments, periods, sessionWaits);
+    const used = await this.store.addUsage(tx, id, usage, periods, sessionWaits);
     if (used.day === undefined) {
       throw paidLimit(
         'daily',

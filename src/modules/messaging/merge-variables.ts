@@ -102,6 +102,36 @@ export function render(text: string, contact: MergeContact | null | undefined): 
   });
 }
 
+/** The longest value of each contact field among some recipients, in characters (code points); 0 when none. */
+export type MergeFieldLengths = Record<'firstName' | 'lastName' | 'company' | 'email' | 'phone', number>;
+
+/**
+ * At most how many UTF-16 code units `text` takes once rendered for any recipient whose fields are no longer
+ * than `longest`: each tag becomes its value or its fallback, and a character takes at most two code units.
+ */
+export function renderedUnitsAtMost(text: string, longest: MergeFieldLengths): number {
+  let units = text.length;
+  for (const tag of parseMergeTags(text)) {
+    if (!isSupported(tag.name)) continue;
+    const value =
+      tag.name === 'full_name'
+        ? longest.firstName + 1 + longest.lastName
+        : longest[
+            (
+              {
+                first_name: 'firstName',
+                last_name: 'lastName',
+                company: 'company',
+                email: 'email',
+                phone: 'phone',
+              } as const
+            )[tag.name]
+          ];
+    units += 2 * Math.max(value, tag.fallback?.length ?? 0) - tag.raw.length;
+  }
+  return units;
+}
+
 /** The 422 UNSUPPORTED_MERGE_VARS for a text naming unsupported variables (a send's or a campaign's), if any. */
 export function unsupportedMergeVariables(text: string): ApiError | undefined {
   const unsupported = findUnsupported(text);

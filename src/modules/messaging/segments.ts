@@ -125,6 +125,18 @@ export function countSegments(text: string): SegmentCount {
   };
 }
 
+/**
+ * At most how many segments a text of at most `units` UTF-16 code units takes, whatever its characters: one
+ * when it fits a single UCS-2 segment (and so, at two septets a character at most, a single GSM-7 one);
+ * beyond that, a part holds at least one whole character cluster unless a cluster is split across parts, so
+ * there are no more parts than characters plus the splits. Loose on purpose: a cheap bound for when the
+ * exact count would mean rendering every recipient's text.
+ */
+export function segmentsAtMost(units: number): number {
+  if (units <= CAPACITY['UCS-2'].single) return units > 0 ? 1 : 0;
+  return units + Math.ceil(units / (CAPACITY['UCS-2'].concatenated - 1));
+}
+
 // An MMS is one carrier message whatever its text length (the text rides as a part of the MMS, it is not cut
 // into SMS segments), and US carriers charge it at about three SMS segments. Send limits are counted in
 // segments, so an MMS counts a flat MMS_SEGMENT_WEIGHT: predictable for the customer, close to our cost.

@@ -289,12 +289,18 @@ export class MessageStore {
     return { organization, sessionWaits: { lockTimeout: lock_timeout, statementTimeout: statement_timeout } };
   }
 
-  /** Counts one more trial message unless that passes `limit`; false when it would. */
-  async countTrialMessage(tx: Queryable, organizationId: string, limit: number, now: Date): Promise<boolean> {
+  /** Counts `messages` more trial messages unless that passes `limit`; false when it would. */
+  async countTrialMessages(
+    tx: Queryable,
+    organizationId: string,
+    messages: number,
+    limit: number,
+    now: Date,
+  ): Promise<boolean> {
     const counted = await tx.query(
-      `UPDATE send_limit_accounts SET trial_messages = trial_messages + 1, updated_at = $3
-        WHERE organization_id = $1 AND trial_messages + 1 <= $2 RETURNING trial_messages`,
-      [organizationId, limit, now],
+      `UPDATE send_limit_accounts SET trial_messages = trial_messages + $4, updated_at = $3
+        WHERE organization_id = $1 AND trial_messages + $4 <= $2 RETURNING trial_messages`,
+      [organizationId, limit, now, messages],
     );
     return counted.length > 0;
   }
@@ -326,7 +332,7 @@ export class MessageStore {
   }
 
   /**
-   * Counts one message of `segments` in the organization's usage of the day and of the month, each only
+   * Counts `usage` (messages and their segments) in the organization's usage of the day and of the month, each only
    * while that keeps it within its `limit` (a guarded insert and update, so no counter ever passes its limit,
    * even without the account lock), in one statement. Returns each period's new total, or undefined for a
    * period that was not counted because it would have passed its limit.
@@ -339,19 +345,19 @@ export class MessageStore {
   async addUsage(
     tx: Queryable,
     organizationId: string,
-    segments: number,
+    usage: { messages: number; segments: number },
     periods: { day: UsagePeriod; month: UsagePeriod },
     restore: WaitSettings,
   ): Promise<{ day?: number; month?: number }> {
     const [row] = await tx.query<{ day: number | null; month: number | null }>(
       `WITH counted AS (
          INSERT INTO send_usage (organization_id, period, period_start, messages, segments)
-         SELECT $1, wanted.period, wanted.period_start, 1, $2::int
+         SELECT $1, wanted.period, wanted.period_start, $9::int, $2::int
            FROM (VALUES ('day', $3::timestamptz, $4::bigint), ('month', $5::timestamptz, $6::bigint))
                 AS wanted(period, period_start, segment_limit)
           WHERE $2::int <= wanted.segment_limit
          ON CONFLICT (organization_id, period, period_start) DO UPDATE
-           SET segments = send_usage.segments + EXCLUDED.segments, messages = send_usage.messages + 1
+           SET segments = send_usage.segments + EXCLUDED.segments, messages = send_usage.messages + EXCLUDED.messages
            WHERE send_usage.segments + EXCLUDED.segments
                  <= CASE send_usage.period WHEN 'day' THEN $4::bigint ELSE $6::bigint END
          RETURNING period, segments
@@ -363,13 +369,14 @@ export class MessageStore {
                  FROM counted) AS totals`,
       [
         organizationId,
-        segments,
+        usage.segments,
         periods.day.start,
         periods.day.limit,
         periods.month.start,
         periods.month.limit,
         restore.lockTimeout,
         restore.statementTimeout,
+        usage.messages,
       ],
     );
     return { day: row?.day ?? undefined, month: row?.month ?? undefined };

@@ -47,8 +47,12 @@ export interface NewJob {
 export interface SelectedJobs {
   /** CTEs of the caller's own (e.g. `inserted AS (INSERT … RETURNING …)`), written before the jobs' insert. */
   with?: string;
-  /** A SELECT of `payload` (jsonb) and `concurrency_key` (text, or NULL): one job per row. */
+  /**
+   * A SELECT of `payload` (jsonb) and `concurrency_key` (text, or NULL): one job per row. With `timed`, also
+   * `run_at` (timestamptz) and `dedupe_key` (text, or NULL), each row's own.
+   */
   rows: string;
+  timed?: boolean;
   /** The parameters `with` and `rows` refer to, from $1. */
   params: unknown[];
 }
@@ -91,7 +95,8 @@ export async function insertJob(q: Queryable, job: NewJob): Promise<string | und
 
 /**
  * Inserts one job of `queue` per row of `selected`, in the same statement as the caller's own CTEs (so rows it
- * inserts and their jobs are written at once), and notifies the workers at commit; returns how many. Each id
+ * inserts and their jobs are written at once), and notifies the workers at commit; returns how many (a row
+ * whose dedupe key is taken adds none). Each id
  * is `idPrefix` (a newId() head: prefix and time) followed by random_id_tail() (migration 013).
  */
 export async function insertSelectedJobs(
@@ -103,10 +108,12 @@ export async function insertSelectedJobs(
   const rows = await q.query(
     `WITH ${selected.with ? `${selected.with},` : ''}
        selected_job AS (${selected.rows})
-     INSERT INTO jobs (id, queue, payload, run_at, max_attempts, concurrency_key, created_at)
-     SELECT $${n + 1} || random_id_tail(), $${n + 2}, selected_job.payload, $${n + 3}, $${n + 4},
-            selected_job.concurrency_key, $${n + 5}
+     INSERT INTO jobs (id, queue, payload, run_at, max_attempts, dedupe_key, concurrency_key, created_at)
+     SELECT $${n + 1} || random_id_tail(), $${n + 2}, selected_job.payload,
+            ${selected.timed ? `COALESCE(selected_job.run_at, $${n + 3}::timestamptz)` : `$${n + 3}::timestamptz`}, $${n + 4},
+            ${selected.timed ? 'selected_job.dedupe_key' : 'NULL'}, selected_job.concurrency_key, $${n + 5}
        FROM selected_job CROSS JOIN pg_notify($${n + 6}, $${n + 2})
+     ON CONFLICT (dedupe_key) DO NOTHING
      RETURNING 1`,
     [...selected.params, job.idPrefix, job.queue, job.runAt, job.maxAttempts, job.createdAt, JOBS_CHANNEL],
   );
