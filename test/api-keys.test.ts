@@ -121,7 +121,7 @@ describe('API key management', () => {
     assert.equal(again.body.data.revokedAt, revoked.body.data.revokedAt);
   });
 
-  test('the scope catalog lists every scope of CONTRACT section 5', async () => {
+  test('the scope catalog lists every scope of CONTRACT sections 5 and 7', async () => {
     const res = await keys(owner.token, 'GET', '/scopes');
     assert.equal(res.status, 200);
     assert.deepEqual(
@@ -134,13 +134,19 @@ describe('API key management', () => {
         'campaigns:read',
         'campaigns:write',
         'calls:read',
+        'calls:write',
         'numbers:read',
+        'numbers:write',
+        'extensions:read',
+        'extensions:write',
         'voicemails:read',
         'recordings:read',
         'agents:read',
         'agents:write',
         'webhooks:read',
         'webhooks:write',
+        'exports:read',
+        'exports:write',
         '*',
       ],
     );

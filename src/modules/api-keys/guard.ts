@@ -1,6 +1,7 @@
 // The developer API's front door (`/api/v2`). Every request passes, in order:
 //   1. authentication by `x-api-key` (401 Shape B without code: spec, API key rule 4),
-//   2. the plan gate (starter has no API access: 403),
+//   2. the account state: suspended (403 ACCOUNT_SUSPENDED), a route of a product the organization lacks
+//      (402 SUBSCRIPTION_REQUIRED), then the plan gate (starter has no API access: 403),
 //   3. the request rate limits of the spec's Limits section (429, RateLimit-* headers),
 //   4. the route's scope (403 insufficient_scope; a key with no scopes can call nothing).
 // Each route declares what it needs in its config: `{ scope, rateLimit: 'messaging' | 'other', sendLimit }`.
@@ -17,7 +18,12 @@ import {
   rateLimitHeaders,
   SEND_RATE_RULE,
 } from '../../platform/rate-limit.ts';
-import type { Organization, OrganizationService, Plan } from '../organizations/index.ts';
+import {
+  accountRefusal,
+  type Organization,
+  type OrganizationService,
+  type Plan,
+} from '../organizations/index.ts';
 import { SCOPES, type Scope, scopeSatisfied } from './scopes.ts';
 import type { ApiKey, ApiKeyService } from './service.ts';
 
@@ -66,6 +72,9 @@ export class DeveloperGuard {
     const { key, organization: record } = await this.authenticate(request);
     // Read with the key, in the same statement: fresh on every request, as a read of its own would be.
     const organization = this.organizations.fromRecord(record);
+    // Suspended, or a route of a product the organization lacks: refused before anything is counted.
+    const refusal = accountRefusal(organization, { product: config.product });
+    if (refusal) throw refusal;
     if (organization.plan === 'starter') {
       throw ApiError.forbidden('Your plan does not include API access; upgrade to use the developer API');
     }

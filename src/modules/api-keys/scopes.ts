@@ -8,13 +8,22 @@ export const SCOPE_CATALOG = [
   { scope: 'campaigns:read', description: 'Read campaigns and their statistics' },
   { scope: 'campaigns:write', description: 'Create, change and launch campaigns' },
   { scope: 'calls:read', description: 'Read calls' },
+  { scope: 'calls:write', description: 'Place and hang up calls' },
   { scope: 'numbers:read', description: 'Read phone numbers' },
+  { scope: 'numbers:write', description: 'Buy, configure and release phone numbers' },
+  { scope: 'extensions:read', description: 'Read extensions' },
+  {
+    scope: 'extensions:write',
+    description: 'Create, change and delete extensions and rotate their SIP passwords',
+  },
   { scope: 'voicemails:read', description: 'Read voicemails' },
   { scope: 'recordings:read', description: 'Read call recordings' },
   { scope: 'agents:read', description: 'Read AI voice agents and their calls' },
   { scope: 'agents:write', description: 'Create and change AI voice agents' },
   { scope: 'webhooks:read', description: 'Read webhook endpoints' },
   { scope: 'webhooks:write', description: 'Manage webhook endpoints' },
+  { scope: 'exports:read', description: 'Read data exports and download them' },
+  { scope: 'exports:write', description: 'Start data exports' },
   { scope: '*', description: 'Every scope, including scopes added later' },
 ] as const;
 

@@ -30,7 +30,12 @@ import {
 } from '../../platform/time-zones.ts';
 import { type CampaignMessageInput, type MessagingService, render } from '../messaging/index.ts';
 import type { NumberService, PhoneNumber } from '../numbers/index.ts';
-import type { Organization, OrganizationService, Plan } from '../organizations/index.ts';
+import {
+  accountRefusal,
+  type Organization,
+  type OrganizationService,
+  type Plan,
+} from '../organizations/index.ts';
 import { CampaignCompleted } from './events.ts';
 import { type CampaignService, eventData, mergeContact, RUN_QUEUE, type RunPayload } from './service.ts';
 import type { CampaignRow, DueRecipient } from './store.ts';
@@ -94,6 +99,13 @@ export class CampaignEngine {
     campaign.run_token = newId('run', now.getTime());
     await store.setState(tx, campaign.id, { run_token: campaign.run_token }, now);
     const org = await this.organizations.get(campaign.organization_id, tx);
+    // Nothing runs for a suspended organization, nor one that gave up messaging (CONTRACT 7): the campaign
+    // pauses, and goes on when resumed after that changed.
+    const standing = accountRefusal(org, { product: 'messaging' });
+    if (standing) {
+      await this.campaigns.pauseLocked(tx, campaign, standing.code!);
+      return;
+    }
     const senders = new Map((await this.numbers.list(org.id, tx)).map((number) => [number.number, number]));
     const window = quietWindow(campaign);
 

@@ -28,8 +28,8 @@ export interface CampaignsServices {
 }
 
 const tags = ['Campaigns'];
-const read = { scope: 'campaigns:read', rateLimit: 'messaging' } as const;
-const write = { scope: 'campaigns:write', rateLimit: 'messaging' } as const;
+const read = { scope: 'campaigns:read', rateLimit: 'messaging', product: 'messaging' } as const;
+const write = { scope: 'campaigns:write', rateLimit: 'messaging', product: 'messaging' } as const;
 const limitStatuses = [402, 409, 422, 429, 503] as const;
 
 /** 2026-09-01 added the delivery statistics and redefined the rates over `attempted` (CONTRACT 8). */

@@ -7,6 +7,9 @@
 //   role: 'manager'            owner or admin (CONTRACT section 4), else 403 FORBIDDEN
 //   stepUp                     with 2FA on, a verification within 10 minutes, else 403 MFA_STEP_UP_REQUIRED
 //   sendLimit                  counts against the organization's 30 sends per minute (shared with the API)
+//   allowSuspended             answered while the organization is suspended (sign-in, me, logout); every other
+//                              route answers 403 ACCOUNT_SUSPENDED then
+//   product                    an organization without that product gets 402 SUBSCRIPTION_REQUIRED
 // The token comes from `Authorization: Bearer` or, failing that, the `portal_token` cookie (spec
 // "Authentication"). The 401 codes say exactly what happened (see SessionService.authenticate, docs/auth.md).
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -20,6 +23,7 @@ import {
   rateLimitHeaders,
   SEND_RATE_RULE,
 } from '../../platform/rate-limit.ts';
+import { accountRefusal } from '../organizations/index.ts';
 import {
   AUTH_MESSAGES,
   type AuthenticatedSession,
@@ -91,6 +95,8 @@ export class SessionGuard {
     const config = request.routeOptions.config;
     if (config.anonymous) return null;
     const session = await this.authenticate(request, config);
+    const refusal = accountRefusal(session, config);
+    if (refusal) throw refusal;
     if (config.role === 'manager' && session.role !== 'owner' && session.role !== 'admin') {
       throw ApiError.forbidden('This needs the role owner or admin in the organization');
     }

@@ -39,8 +39,11 @@ import { portalUser, type UserService } from './users.ts';
 const tags = ['Auth'];
 /** Sign-in routes answer 401 for wrong credentials and 429 past their limits, with or without a session. */
 const signIn = { anonymous: true, errorStatuses: [401, 409, 429] };
-/** What a user who must change their password may still do: change it, see who they are, sign out. */
-const pendingOk = { allowPendingPasswordChange: true, errorStatuses: [429] };
+/**
+ * What a user who must change their password may still do: change it, see who they are, sign out. A user of a
+ * suspended organization may do the same (their own account, not the organization's).
+ */
+const pendingOk = { allowPendingPasswordChange: true, allowSuspended: true, errorStatuses: [429] };
 
 /** The standard session response (spec "Login response"), with the cookie set. */
 function sendSession(reply: FastifyReply, guard: SessionGuard, result: SessionResult, status = 200) {
@@ -139,7 +142,7 @@ export const portalAuthRoutes: ModuleRoutes<IdentityServices> =
     app.post(
       '/auth/token/refresh',
       {
-        config: { allowExpired: true, allowPendingPasswordChange: true },
+        config: { allowExpired: true, allowPendingPasswordChange: true, allowSuspended: true },
         schema: {
           operationId: 'auth.refresh',
           tags,
@@ -191,6 +194,7 @@ export const portalAuthRoutes: ModuleRoutes<IdentityServices> =
     app.post(
       '/auth/logout-all',
       {
+        config: { allowSuspended: true },
         schema: {
           operationId: 'auth.logoutAll',
           tags,
@@ -208,6 +212,8 @@ export const portalAuthRoutes: ModuleRoutes<IdentityServices> =
     app.post(
       '/auth/switch-organization',
       {
+        // To another organization of the user: the way out of a suspended one.
+        config: { allowSuspended: true },
         schema: {
           operationId: 'auth.switchOrganization',
           tags,

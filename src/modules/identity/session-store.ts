@@ -22,6 +22,8 @@ export interface SessionLookupRow extends SessionRow {
   two_factor_enabled: boolean;
   role: Role | null;
   region: Region;
+  suspended: boolean;
+  products: string[];
 }
 
 export interface LoginChallengeRow {
@@ -72,7 +74,7 @@ export class SessionStore {
   async lookup(db: Queryable, sessionId: string): Promise<SessionLookupRow | undefined> {
     const [row] = await db.query<SessionLookupRow>(
       `SELECT s.*, u.require_password_change, (tf.enabled_at IS NOT NULL) AS two_factor_enabled, m.role,
-              o.region
+              o.region, o.suspended, o.products
          FROM sessions s
          JOIN users u ON u.id = s.user_id
          JOIN organizations o ON o.id = s.organization_id

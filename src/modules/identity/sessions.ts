@@ -37,6 +37,9 @@ export interface AuthenticatedSession {
   role: Role | undefined;
   /** The organization's region, for reading phone numbers the caller writes. */
   region: Region;
+  /** The organization's account state, read with the session: what the guard refuses (CONTRACT 7). */
+  suspended: boolean;
+  products: string[];
   remember: boolean;
   mfaVerifiedAt: Date | null;
   twoFactorEnabled: boolean;
@@ -145,6 +148,8 @@ export class SessionService {
       organizationId: row.organization_id,
       role: row.role ?? undefined,
       region: row.region,
+      suspended: row.suspended,
+      products: row.products,
       remember: row.remember,
       mfaVerifiedAt: row.mfa_verified_at,
       twoFactorEnabled: row.two_factor_enabled,

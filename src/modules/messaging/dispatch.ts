@@ -87,8 +87,17 @@ export class MessageDispatcher {
 
   /** The dispatch job: hands a queued message to the carrier and records what it said. Idempotent. */
   async dispatch(messageId: string): Promise<void> {
-    const row = await this.store.find(this.db, messageId);
+    const row = await this.store.findForDispatch(this.db, messageId);
     if (row?.status !== 'queued') return;
+    // Nothing leaves for a suspended organization (CONTRACT 7), save the confirmations of STOP and HELP that
+    // carriers require whatever the account's standing.
+    if (row.organization_suspended && row.origin !== 'auto_reply') {
+      await this.finish(row, 'cancelled', {
+        errorCode: 'ACCOUNT_SUSPENDED',
+        errorMessage: 'The account was suspended before the message was sent',
+      });
+      return;
+    }
     // A STOP that arrived after the message was queued still wins (automatic replies excepted: they are
     // the confirmation of that STOP).
     if (row.origin !== 'auto_reply' && (await this.contacts.isOptedOut(row.organization_id, row.to_number))) {

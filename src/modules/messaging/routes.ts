@@ -22,10 +22,15 @@ import type { MessagingServices } from './service.ts';
 
 const tags = ['Messages'];
 /** The messaging product counts per organization on the developer API (CONTRACT section 6). */
-const send = { scope: 'messages:send', rateLimit: 'messaging', sendLimit: true } as const;
+const send = {
+  scope: 'messages:send',
+  rateLimit: 'messaging',
+  sendLimit: true,
+  product: 'messaging',
+} as const;
 /** The segment counter needs the send scope but sends nothing, so it spends no send. */
-const count = { scope: 'messages:send', rateLimit: 'messaging' } as const;
-const read = { scope: 'messages:read', rateLimit: 'messaging' } as const;
+const count = { scope: 'messages:send', rateLimit: 'messaging', product: 'messaging' } as const;
+const read = { scope: 'messages:read', rateLimit: 'messaging', product: 'messaging' } as const;
 
 const IdempotencyHeaders = Type.Object({
   'idempotency-key': Type.Optional(

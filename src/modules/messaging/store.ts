@@ -142,6 +142,19 @@ export class MessageStore {
     return row;
   }
 
+  /** A message with its organization's suspension, for the dispatcher (one read for both). */
+  async findForDispatch(
+    db: Queryable,
+    id: string,
+  ): Promise<(MessageRow & { organization_suspended: boolean }) | undefined> {
+    const [row] = await db.query<MessageRow & { organization_suspended: boolean }>(
+      `SELECT m.*, o.suspended AS organization_suspended
+         FROM messages m JOIN organizations o ON o.id = m.organization_id WHERE m.id = $1`,
+      [id],
+    );
+    return row;
+  }
+
   async findInOrganization(
     db: Queryable,
     organizationId: string,

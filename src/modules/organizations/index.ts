@@ -3,10 +3,10 @@ import { defineModule } from '../../platform/module.ts';
 import { organizationOperatorRoutes } from './routes.ts';
 import { OrganizationService } from './service.ts';
 
-export type { Plan, Region } from './schemas.ts';
-export { PLANS, REGIONS, SUBSCRIPTION_STATES } from './schemas.ts';
+export type { Plan, Product, Region } from './schemas.ts';
+export { PLANS, PRODUCTS, REGIONS, SUBSCRIPTION_STATES } from './schemas.ts';
 export type { Organization } from './service.ts';
-export { OrganizationService } from './service.ts';
+export { accountRefusal, OrganizationService } from './service.ts';
 
 export const organizationsModule = defineModule({
   name: 'organizations',

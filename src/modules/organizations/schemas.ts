@@ -5,9 +5,12 @@ import { REGIONS, type Region } from '../../platform/http/caller.ts';
 
 export const PLANS = ['starter', 'pro', 'ultra', 'enterprise'] as const;
 export const SUBSCRIPTION_STATES = ['trial', 'paid', 'past_due', 'scheduled_to_cancel'] as const;
+/** The products an organization may subscribe to (CONTRACT section 7). */
+export const PRODUCTS = ['messaging', 'voice', 'agents'] as const;
 export { REGIONS, type Region };
 export type Plan = (typeof PLANS)[number];
 export type SubscriptionState = (typeof SUBSCRIPTION_STATES)[number];
+export type Product = (typeof PRODUCTS)[number];
 
 export const OrganizationFields = {
   name: Type.String({ minLength: 1, maxLength: 200 }),
@@ -18,6 +21,8 @@ export const OrganizationFields = {
   monthlyAllowanceSegments: Type.Integer({ minimum: 0 }),
   dailyLimitSegments: Type.Integer({ minimum: 0 }),
   trialMessageLimit: Type.Integer({ minimum: 0 }),
+  products: Type.Array(Type.Enum(PRODUCTS), { uniqueItems: true, maxItems: PRODUCTS.length }),
+  suspended: Type.Boolean(),
   createdAt: Type.String({ format: 'date-time' }),
 };
 
@@ -38,6 +43,8 @@ export const OrganizationCreate = Type.Object(
     monthlyAllowanceSegments: Type.Optional(OrganizationFields.monthlyAllowanceSegments),
     dailyLimitSegments: Type.Optional(OrganizationFields.dailyLimitSegments),
     trialMessageLimit: Type.Optional(OrganizationFields.trialMessageLimit),
+    products: Type.Optional(OrganizationFields.products),
+    suspended: Type.Optional(OrganizationFields.suspended),
     createdAt: Type.Optional(OrganizationFields.createdAt),
   },
   { additionalProperties: false },

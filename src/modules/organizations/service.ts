@@ -5,7 +5,7 @@ import type { Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { Caller } from '../../platform/http/caller.ts';
 import { newId } from '../../platform/ids.ts';
-import type { OrganizationInput, Plan, Region, SubscriptionState } from './schemas.ts';
+import type { OrganizationInput, Plan, Product, Region, SubscriptionState } from './schemas.ts';
 import { type OrganizationRecord, type OrganizationRow, OrganizationStore, rowOfRecord } from './store.ts';
 
 export interface Organization {
@@ -18,6 +18,10 @@ export interface Organization {
   monthlyAllowanceSegments: number;
   dailyLimitSegments: number;
   trialMessageLimit: number;
+  /** The products it subscribes to; an endpoint of another answers 402 SUBSCRIPTION_REQUIRED. */
+  products: Product[];
+  /** Suspended by the operator: its requests answer 403 ACCOUNT_SUSPENDED and nothing runs for it. */
+  suspended: boolean;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -89,6 +93,30 @@ export class OrganizationService {
   }
 }
 
+/**
+ * Why an organization may not use a route (CONTRACT section 7), or undefined: 403 ACCOUNT_SUSPENDED while it is
+ * suspended, then 402 SUBSCRIPTION_REQUIRED (with `data.product`) for a route of a product it lacks. Both
+ * guards ask this, each with the organization as its authentication read it.
+ */
+export function accountRefusal(
+  org: { suspended: boolean; products: readonly string[] },
+  route: { product?: Product; allowSuspended?: boolean },
+): ApiError | undefined {
+  if (org.suspended && !route.allowSuspended) {
+    return new ApiError(403, 'This account is suspended; contact support to restore it', {
+      code: 'ACCOUNT_SUSPENDED',
+    });
+  }
+  if (route.product && !org.products.includes(route.product)) {
+    return new ApiError(
+      402,
+      `Your organization does not subscribe to the ${route.product} product; subscribe to use this endpoint`,
+      { code: 'SUBSCRIPTION_REQUIRED', data: { product: route.product } },
+    );
+  }
+  return undefined;
+}
+
 function parseInstant(value: string, field: string): Date {
   const date = new Date(value);
   if (Number.isNaN(date.getTime())) throw ApiError.badRequest(`${field} must be an ISO 8601 date-time`);
@@ -106,6 +134,8 @@ function toOrganization(row: OrganizationRow): Organization {
     monthlyAllowanceSegments: row.monthly_allowance_segments,
     dailyLimitSegments: row.daily_limit_segments,
     trialMessageLimit: row.trial_message_limit,
+    products: row.products,
+    suspended: row.suspended,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

@@ -1,7 +1,7 @@
 // The organizations module's SQL. Every method takes the Queryable to run on, so sign-up and the operator API
 // can create an organization inside their own transaction.
 import type { Queryable } from '../../platform/db/index.ts';
-import type { OrganizationInput, Plan, Region, SubscriptionState } from './schemas.ts';
+import type { OrganizationInput, Plan, Product, Region, SubscriptionState } from './schemas.ts';
 
 export interface OrganizationRow {
   id: string;
@@ -13,6 +13,8 @@ export interface OrganizationRow {
   monthly_allowance_segments: number;
   daily_limit_segments: number;
   trial_message_limit: number;
+  products: Product[];
+  suspended: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -45,6 +47,8 @@ const COLUMNS: Record<keyof OrganizationColumns, string> = {
   monthlyAllowanceSegments: 'monthly_allowance_segments',
   dailyLimitSegments: 'daily_limit_segments',
   trialMessageLimit: 'trial_message_limit',
+  products: 'products',
+  suspended: 'suspended',
 };
 
 /** The columns of `fields` that are given, in the order of COLUMNS. */

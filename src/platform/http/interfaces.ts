@@ -98,7 +98,11 @@ function markRoute(route: RouteOptions, iface: HttpInterface): void {
   const errorSchema: TSchema = iface.errorShape === 'A' ? ErrorShapeA : ErrorShapeB;
   const statuses = anonymous ? COMMON_ERROR_STATUSES : [...COMMON_ERROR_STATUSES, ...iface.guardStatuses];
   const response = { ...(schema.response ?? {}) };
-  for (const status of [...statuses, ...(config.errorStatuses ?? [])]) response[status] ??= errorSchema;
+  // A route of a product answers 402 SUBSCRIPTION_REQUIRED to an organization without it (CONTRACT 7).
+  const productStatuses = config.product && !anonymous ? [402] : [];
+  for (const status of [...statuses, ...productStatuses, ...(config.errorStatuses ?? [])]) {
+    response[status] ??= errorSchema;
+  }
   schema.response = response;
   route.schema = schema;
 }

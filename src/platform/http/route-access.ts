@@ -5,6 +5,8 @@
 import type { InterfaceName } from './caller.ts';
 
 export type RateLimitClass = 'messaging' | 'other';
+/** The products of CONTRACT section 7 (organizations/schemas.ts keeps the list an organization holds). */
+export type ProductName = 'messaging' | 'voice' | 'agents';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -18,6 +20,13 @@ declare module 'fastify' {
     role?: 'member' | 'manager';
     /** Session interfaces: a user with 2FA on needs a verification within the last 10 minutes. */
     stepUp?: boolean;
+    /**
+     * Every interface: the product this route belongs to; an organization without it gets 402
+     * SUBSCRIPTION_REQUIRED. Undefined: the account's own (contacts, keys, webhooks), open to every product.
+     */
+    product?: ProductName;
+    /** Session interfaces: answered for a suspended organization too (sign-in, me, logout). */
+    allowSuspended?: boolean;
     /** The guard lets the request through without a caller (sign-in, health, the version). */
     anonymous?: boolean;
     /** Session interfaces: accept a session token past its expiry (refresh only). */
