@@ -27,8 +27,40 @@ export type ReceiptStatus = 'delivered' | 'failed' | 'undelivered';
 export const TRUST_TIERS = ['low', 'basic', 'standard', 'high'] as const;
 export type TrustTier = (typeof TRUST_TIERS)[number];
 
+/** Countries whose numbers the platform buys (NANP: the US and Canada). */
+export const NUMBER_COUNTRIES = ['US', 'CA'] as const;
+export type NumberCountry = (typeof NUMBER_COUNTRIES)[number];
+
+/** A search of the carrier's inventory (GET /api/v2/numbers/available). */
+export interface NumberSearch {
+  country: NumberCountry;
+  type: 'local' | 'toll_free';
+  /** Three digits; when absent, the carrier's usual area codes of the country and type. */
+  areaCode?: string;
+  /** Digits the number must contain, anywhere in its national part. */
+  contains?: string;
+}
+
+/** A number the carrier offers. */
+export interface AvailableNumber {
+  number: string;
+  type: NumberType;
+  country: NumberCountry;
+  areaCode: string;
+}
+
 export interface Carrier {
   readonly name: string;
+  /**
+   * The carrier's numbers that match `search`, in the carrier's order, lazily (the caller takes as many as it
+   * needs and skips those it knows are taken). A search it cannot answer (an area code of another country or
+   * type) throws a 400 ApiError saying why.
+   */
+  availableNumbers(search: NumberSearch): Iterable<AvailableNumber>;
+  /** Orders a number for us: what it is, or undefined when the carrier does not offer it. */
+  orderNumber(number: string): Promise<AvailableNumber | undefined>;
+  /** Gives a number back to the carrier. */
+  releaseNumber(number: string): Promise<void>;
   /** Messages per second one sending number of this type may send. */
   messagesPerSecond(type: NumberType): number;
   send(message: OutboundForCarrier): Promise<CarrierSendResult>;

@@ -4,13 +4,16 @@
 // path can be seen in development (docs/messaging.md "The simulated carrier").
 import { createHash } from 'node:crypto';
 import type {
+  AvailableNumber,
   Carrier,
   CarrierSendResult,
+  NumberSearch,
   NumberType,
   OutboundForCarrier,
   ReceiptStatus,
   TrustTier,
 } from './carrier.ts';
+import { classify, inStock, searchInventory } from './simulated-inventory.ts';
 
 /** Last four digits of the recipient that pick the simulator's behaviour. */
 export const MAGIC_SUFFIXES = {
@@ -45,6 +48,19 @@ export class SimulatedCarrier implements Carrier {
       case 'local':
         return TEN_DLC_PER_MINUTE[this.tenDlcTier] / 60;
     }
+  }
+
+  availableNumbers(search: NumberSearch): Iterable<AvailableNumber> {
+    return searchInventory(search);
+  }
+
+  async orderNumber(number: string): Promise<AvailableNumber | undefined> {
+    const found = classify(number);
+    return found && inStock(number) ? found : undefined;
+  }
+
+  async releaseNumber(_number: string): Promise<void> {
+    // Back in stock: the simulated inventory is a property of the number, not a list that shrinks.
   }
 
   async send(message: OutboundForCarrier): Promise<CarrierSendResult> {

@@ -1,6 +1,5 @@
 // The messaging module: sending SMS/MMS with plan limits and idempotency, paced dispatch to the carrier,
 // receipts, inbound texts with STOP/START/HELP, and message history.
-import { SimulatedCarrier } from '../../carriers/simulated.ts';
 import { defineModule } from '../../platform/module.ts';
 import { contactsModule } from '../contacts/index.ts';
 import { numbersModule } from '../numbers/index.ts';
@@ -13,7 +12,7 @@ export const messagingModule = defineModule({
   name: 'messaging',
   create: ({ platform, use }): MessagingServices => {
     const { db, clock, jobs, events, pagination, idempotency, config } = platform;
-    const carrier = new SimulatedCarrier(config.carrierTrustTier);
+    const { numbers, carrier } = use(numbersModule);
     const messages = new MessagingService({
       db,
       clock,
@@ -22,12 +21,12 @@ export const messagingModule = defineModule({
       pagination,
       idempotency,
       organizations: use(organizationsModule).organizations,
-      numbers: use(numbersModule).numbers,
+      numbers,
       contacts: use(contactsModule).contacts,
       carrier,
       options: { automaticReceipts: config.appEnv !== 'test' },
     });
-    return { messages, carrier };
+    return { messages };
   },
   routes: { developer: [messageRoutes], portal: [messageRoutes] },
   testControls: [carrierTestControls],

@@ -190,5 +190,4 @@ export class MessagingService {
 
 export interface MessagingServices {
   messages: MessagingService;
-  carrier: Carrier;
 }

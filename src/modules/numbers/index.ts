@@ -1,15 +1,25 @@
-// The numbers module: the phone numbers an organization owns and sends from.
+// The numbers module: the phone numbers an organization owns and sends from and takes calls on, bought from the
+// carrier's inventory (the carrier is made here: messaging sends through the same one).
+import type { Carrier } from '../../carriers/carrier.ts';
+import { SimulatedCarrier } from '../../carriers/simulated.ts';
 import { defineModule } from '../../platform/module.ts';
-import { numberOperatorRoutes } from './routes.ts';
+import { numberOperatorRoutes, numberRoutes } from './routes.ts';
 import { NumberService } from './service.ts';
 
 export type { PhoneNumber } from './service.ts';
 export { NumberService } from './service.ts';
 
+export interface NumbersServices {
+  numbers: NumberService;
+  carrier: Carrier;
+}
+
 export const numbersModule = defineModule({
   name: 'numbers',
-  create: ({ platform }) => ({
-    numbers: new NumberService({ db: platform.db, clock: platform.clock }),
-  }),
-  routes: { operator: [numberOperatorRoutes] },
+  create: ({ platform }): NumbersServices => {
+    const { db, clock, pagination, config } = platform;
+    const carrier = new SimulatedCarrier(config.carrierTrustTier);
+    return { numbers: new NumberService({ db, clock, carrier, pagination }), carrier };
+  },
+  routes: { operator: [numberOperatorRoutes], developer: [numberRoutes], portal: [numberRoutes] },
 });

@@ -1,12 +1,23 @@
 // Phone numbers an organization owns, in E.164. The first number an organization gets is its default sender.
+// Numbers come from the carrier's inventory (search, buy, release; CONTRACT section 9) or from the operator;
+// each may carry a friendly name and a voice route. Bought numbers send SMS like any other.
 
-import { NUMBER_TYPES, type NumberType } from '../../carriers/carrier.ts';
+import { type AvailableNumber, type Carrier, NUMBER_TYPES, type NumberType } from '../../carriers/carrier.ts';
 import type { Clock } from '../../platform/clock.ts';
-import { isUniqueViolation, type Queryable } from '../../platform/db/index.ts';
+import { type Database, isUniqueViolation, type Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
+import type { PageQueryInput, Paginator } from '../../platform/pagination.ts';
 import { normalisePhone } from '../../platform/phone.ts';
-import type { NumberInput, PublicPhoneNumber } from './schemas.ts';
+import type { Organization } from '../organizations/index.ts';
+import type {
+  AvailableQueryInput,
+  NumberBuyInput,
+  NumberInput,
+  NumberPatchInput,
+  PublicPhoneNumber,
+  VoiceRoute,
+} from './schemas.ts';
 import { NumberStore, type PhoneNumberRow } from './store.ts';
 
 export { NUMBER_TYPES, type NumberType };
@@ -17,17 +28,154 @@ export interface PhoneNumber {
   number: string;
   type: NumberType;
   isDefault: boolean;
+  friendlyName: string | null;
+  voiceRoute: VoiceRoute | null;
   createdAt: Date;
 }
 
+/** How many candidates a search asks the carrier for at a time, to drop those already owned in one query. */
+const SEARCH_CHUNK = 50;
+
 export class NumberService {
-  private readonly db: Queryable;
+  private readonly db: Database;
   private readonly clock: Clock;
+  private readonly carrier: Carrier;
+  private readonly pagination: Paginator;
   private readonly store = new NumberStore();
 
-  constructor(deps: { db: Queryable; clock: Clock }) {
+  constructor(deps: { db: Database; clock: Clock; carrier: Carrier; pagination: Paginator }) {
     this.db = deps.db;
     this.clock = deps.clock;
+    this.carrier = deps.carrier;
+    this.pagination = deps.pagination;
+  }
+
+  /** The carrier's numbers matching `query` that no organization owns, at most `limit`. */
+  async available(query: AvailableQueryInput): Promise<AvailableNumber[]> {
+    const limit = query.limit ?? 20;
+    const found: AvailableNumber[] = [];
+    let chunk: AvailableNumber[] = [];
+    const keepFree = async () => {
+      const owned = await this.store.owned(
+        this.db,
+        chunk.map((candidate) => candidate.number),
+      );
+      for (const candidate of chunk)
+        if (!owned.has(candidate.number) && found.length < limit) found.push(candidate);
+      chunk = [];
+    };
+    for (const candidate of this.carrier.availableNumbers({
+      country: query.country ?? 'US',
+      type: query.type ?? 'local',
+      areaCode: query.areaCode,
+      contains: query.contains || undefined,
+    })) {
+      chunk.push(candidate);
+      if (chunk.length < SEARCH_CHUNK) continue;
+      await keepFree();
+      if (found.length >= limit) break;
+    }
+    if (found.length < limit) await keepFree();
+    return found;
+  }
+
+  /**
+   * Buys `input.number` from the carrier for `org` (CONTRACT 9). 402 BILLING_REQUIRED while past due, or for a
+   * second number in trial; 409 NUMBER_UNAVAILABLE when the carrier does not offer it or another organization
+   * owns it. The organization's buys take turns on its row, so two at once cannot both be a trial's first.
+   */
+  async buy(org: Organization, input: NumberBuyInput): Promise<PhoneNumber> {
+    const number = normalisePhone(input.number, org.region);
+    if (!number) throw ApiError.badRequest('number must be a valid phone number, e.g. +14155550123');
+    const unavailable = () =>
+      new ApiError(409, `${number} is not available; search GET /api/v2/numbers/available for one that is`, {
+        code: 'NUMBER_UNAVAILABLE',
+      });
+    const bought = await this.db.transaction(async (tx) => {
+      const held = await this.store.lockAndCount(tx, org.id);
+      if (org.subscriptionState === 'past_due') {
+        throw new ApiError(
+          402,
+          'Buying a number needs a subscription in good standing; pay the open invoice first',
+          {
+            code: 'BILLING_REQUIRED',
+          },
+        );
+      }
+      if (org.subscriptionState === 'trial' && held >= 1) {
+        throw new ApiError(402, 'A trial has one phone number; subscribe to buy more', {
+          code: 'BILLING_REQUIRED',
+        });
+      }
+      if (await this.store.findByNumber(tx, number)) throw unavailable();
+      const offered = await this.carrier.orderNumber(number);
+      if (!offered) throw unavailable();
+      const now = this.clock.now();
+      try {
+        return await this.store.insert(tx, {
+          id: newId('num', now.getTime()),
+          organizationId: org.id,
+          number,
+          type: offered.type,
+          friendlyName: input.friendlyName,
+          now,
+        });
+      } catch (error) {
+        if (isUniqueViolation(error)) throw unavailable();
+        throw error;
+      }
+    });
+    return toPhoneNumber(bought);
+  }
+
+  async get(organizationId: string, id: string): Promise<PhoneNumber> {
+    const row = await this.store.find(this.db, organizationId, id);
+    if (!row) throw ApiError.notFound('Phone number');
+    return toPhoneNumber(row);
+  }
+
+  /** One page of the organization's numbers, newest first (offset paging). */
+  page(organizationId: string, query: PageQueryInput, surface: string) {
+    return this.pagination.list(this.db, query, {
+      endpoint: `${surface}.numbers.list`,
+      keyset: false,
+      organizationId,
+      ...this.store.listQuery(organizationId),
+      map: (row: PhoneNumberRow) => publicPhoneNumber(toPhoneNumber(row)),
+    });
+  }
+
+  /**
+   * Changes the friendly name or the voice route. A route's target must exist in the organization: a phone
+   * number to forward to, an extension (for `extension` and `voicemail`) or an agent.
+   */
+  async update(org: Organization, id: string, patch: NumberPatchInput): Promise<PhoneNumber> {
+    let voiceRoute = patch.voiceRoute;
+    if (voiceRoute) voiceRoute = await this.checkRoute(org, id, voiceRoute);
+    const row = await this.store.update(this.db, org.id, id, { ...patch, voiceRoute });
+    if (!row) throw ApiError.notFound('Phone number');
+    return toPhoneNumber(row);
+  }
+
+  private async checkRoute(org: Organization, id: string, route: VoiceRoute): Promise<VoiceRoute> {
+    if (route.type === 'forward') {
+      const target = normalisePhone(route.target, org.region);
+      if (!target) throw ApiError.badRequest('voiceRoute.target must be a valid phone number to forward to');
+      const self = await this.store.find(this.db, org.id, id);
+      if (self?.number === target)
+        throw ApiError.badRequest('voiceRoute.target: a number cannot forward to itself');
+      return { type: 'forward', target };
+    }
+    // Extensions and agents are the voice issue's next parts: until they exist, no id names one.
+    const what = route.type === 'agent' ? 'agent' : 'extension';
+    throw ApiError.badRequest(`voiceRoute.target: no ${what} ${route.target} in this organization`);
+  }
+
+  /** Releases the number back to the carrier; its messages stay in the history. */
+  async release(organizationId: string, id: string): Promise<void> {
+    const row = await this.db.transaction((tx) => this.store.remove(tx, organizationId, id));
+    if (!row) throw ApiError.notFound('Phone number');
+    await this.carrier.releaseNumber(row.number);
   }
 
   /** Adds a number; the organization must exist (callers check, so they can answer 404 in their shape). */
@@ -68,6 +216,8 @@ export function publicPhoneNumber(n: PhoneNumber): PublicPhoneNumber {
     number: n.number,
     type: n.type,
     isDefault: n.isDefault,
+    friendlyName: n.friendlyName,
+    voiceRoute: n.voiceRoute,
     createdAt: n.createdAt.toISOString(),
   };
 }
@@ -79,6 +229,11 @@ function toPhoneNumber(row: PhoneNumberRow): PhoneNumber {
     number: row.number,
     type: row.type,
     isDefault: row.is_default,
+    friendlyName: row.friendly_name,
+    voiceRoute:
+      row.voice_route_type && row.voice_route_target
+        ? { type: row.voice_route_type, target: row.voice_route_target }
+        : null,
     createdAt: row.created_at,
   };
 }
