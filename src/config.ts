@@ -45,6 +45,8 @@ export interface Config {
   workerConcurrency: number;
   /** Connections in the PostgreSQL pool (DATABASE_POOL_SIZE); PGlite has one connection. */
   databasePoolSize: number;
+  /** The SIP domain extensions register to (SIP_DOMAIN); shown with their credentials. Default `localhost`. */
+  sipDomain: string;
 }
 
 export class ConfigError extends Error {}
@@ -161,6 +163,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     requestTimeoutSeconds,
     workerConcurrency,
     databasePoolSize,
+    sipDomain: env.SIP_DOMAIN || 'localhost',
   };
 }
 

@@ -9,6 +9,7 @@ import { numbersModule } from './modules/numbers/index.ts';
 import { organizationsModule } from './modules/organizations/index.ts';
 import { roadmapModule } from './modules/roadmap/index.ts';
 import { systemModule } from './modules/system/index.ts';
+import { voiceModule } from './modules/voice/index.ts';
 import { webhooksModule } from './modules/webhooks/index.ts';
 
 export const MODULES = [
@@ -20,6 +21,7 @@ export const MODULES = [
   contactsModule,
   messagingModule,
   campaignsModule,
+  voiceModule,
   webhooksModule,
   roadmapModule,
 ] as const;

@@ -67,6 +67,10 @@ describe('rotating ENCRYPTION_KEY on a running database', () => {
     });
     const user = await createUser(first, { organizationIds: [org.id] });
     await first.ctx.twoFactor.setup(user.id, user.email);
+    const extension = await first.ctx.extensions.create(await first.ctx.organizations.get(org.id), {
+      extension: '101',
+      name: 'Desk',
+    });
     const jwtSecret = first.ctx.config.jwtSecret;
 
     // Step 1: the first key. Existing secrets still open; new ones are sealed with it.
@@ -98,6 +102,7 @@ describe('rotating ENCRYPTION_KEY on a running database', () => {
       (m) => m.sealed ?? [],
     );
     assert.deepEqual(declarations.map((d) => `${d.table}:${d.columns.join(',')}`).sort(), [
+      'extensions:sip_password_sealed',
       'user_two_factor:secret_sealed',
       'webhook_endpoints:secret_sealed,previous_secret_sealed',
     ]);
@@ -106,6 +111,7 @@ describe('rotating ENCRYPTION_KEY on a running database', () => {
     );
     const resealed = Object.fromEntries(reports.map((r) => [`${r.table}.${r.column}`, r.resealed]));
     assert.deepEqual(resealed, {
+      'extensions.sip_password_sealed': 1,
       'user_two_factor.secret_sealed': 1,
       'webhook_endpoints.secret_sealed': 1,
       'webhook_endpoints.previous_secret_sealed': 1,
@@ -134,6 +140,8 @@ describe('rotating ENCRYPTION_KEY on a running database', () => {
         [user.id],
       );
       assert.match(onlyNew.ctx.secretBox('totp-secret').open(totp!.secret_sealed, user.id), /^[A-Z2-7]+=*$/);
+      const [sip] = await onlyNew.ctx.db.query('SELECT * FROM extensions WHERE id = $1', [extension.id]);
+      assert.equal(onlyNew.ctx.extensions.sipPassword(sip as never), extension.sip.password);
     } finally {
       await onlyNew.close();
     }

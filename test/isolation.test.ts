@@ -92,6 +92,8 @@ describe('organization A can reach none of organization B’s resources', () => 
       contactListIds: [list.body.data.id],
     });
     assert.equal(campaign.status, 201, campaign.text);
+    const extension = await asB('POST', '/api/v2/extensions', { extension: '101', name: 'B desk' });
+    assert.equal(extension.status, 201, extension.text);
     const sent = await asB('POST', '/api/v2/messages/send', { to: '+12025550111', message: 'hi' });
     assert.equal(sent.status, 202, sent.text);
     const hook = await asB('POST', '/api/webhooks', {

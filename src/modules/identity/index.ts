@@ -17,6 +17,7 @@ import { UserService } from './users.ts';
 const EXPIRED_IDENTITY_RETENTION_MS = 24 * 60 * 60 * 1000;
 
 export { currentSession } from './guard.ts';
+export type { UserService } from './users.ts';
 
 export const identityModule = defineModule({
   name: 'identity',

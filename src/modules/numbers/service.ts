@@ -33,6 +33,14 @@ export interface PhoneNumber {
   createdAt: Date;
 }
 
+/**
+ * Which route targets exist: the voice module (built after this one) knows its extensions, and agents when
+ * they exist. Until one is given, no extension or agent exists.
+ */
+export interface VoiceRouteTargets {
+  exists(organizationId: string, route: VoiceRoute): Promise<boolean>;
+}
+
 /** How many candidates a search asks the carrier for at a time, to drop those already owned in one query. */
 const SEARCH_CHUNK = 50;
 
@@ -42,12 +50,23 @@ export class NumberService {
   private readonly carrier: Carrier;
   private readonly pagination: Paginator;
   private readonly store = new NumberStore();
+  private targets: VoiceRouteTargets | undefined;
 
   constructor(deps: { db: Database; clock: Clock; carrier: Carrier; pagination: Paginator }) {
     this.db = deps.db;
     this.clock = deps.clock;
     this.carrier = deps.carrier;
     this.pagination = deps.pagination;
+  }
+
+  /** Tells the service which extensions and agents a voice route may name. */
+  useRouteTargets(targets: VoiceRouteTargets): void {
+    this.targets = targets;
+  }
+
+  /** Clears the voice route of the organization's numbers that send calls to `target` by one of `types`. */
+  async clearRoutesTo(tx: Queryable, organizationId: string, types: VoiceRoute['type'][], target: string) {
+    await this.store.clearRoutes(tx, organizationId, types, target);
   }
 
   /** The carrier's numbers matching `query` that no organization owns, at most `limit`. */
@@ -166,9 +185,11 @@ export class NumberService {
         throw ApiError.badRequest('voiceRoute.target: a number cannot forward to itself');
       return { type: 'forward', target };
     }
-    // Extensions and agents are the voice issue's next parts: until they exist, no id names one.
-    const what = route.type === 'agent' ? 'agent' : 'extension';
-    throw ApiError.badRequest(`voiceRoute.target: no ${what} ${route.target} in this organization`);
+    if (!(await this.targets?.exists(org.id, route))) {
+      const what = route.type === 'agent' ? 'agent' : 'extension';
+      throw ApiError.badRequest(`voiceRoute.target: no ${what} ${route.target} in this organization`);
+    }
+    return route;
   }
 
   /** Releases the number back to the carrier; its messages stay in the history. */

@@ -108,6 +108,14 @@ export class NumberStore {
     return row;
   }
 
+  async clearRoutes(db: Queryable, organizationId: string, types: string[], target: string): Promise<void> {
+    await db.query(
+      `UPDATE phone_numbers SET voice_route_type = NULL, voice_route_target = NULL
+        WHERE organization_id = $1 AND voice_route_type = ANY($2::text[]) AND voice_route_target = $3`,
+      [organizationId, types, target],
+    );
+  }
+
   /**
    * Removes the number; when it was the default sender, the oldest number left becomes the default. Returns the
    * removed row, or undefined when it is not the organization's.

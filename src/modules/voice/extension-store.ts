@@ -1,0 +1,103 @@
+// The SQL of extensions. Every method takes the Queryable to run on.
+import type { Queryable } from '../../platform/db/index.ts';
+import type { ListQuery } from '../../platform/pagination.ts';
+
+export interface ExtensionRow {
+  id: string;
+  organization_id: string;
+  extension: string;
+  name: string;
+  user_id: string | null;
+  voicemail_enabled: boolean;
+  voicemail_greeting: string | null;
+  forward_to: string | null;
+  ring_seconds: number;
+  sip_username: string;
+  sip_password_sealed: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** The columns a create or change sets, by name; undefined leaves a column as it is. */
+export interface ExtensionColumns {
+  extension?: string;
+  name?: string;
+  user_id?: string | null;
+  voicemail_enabled?: boolean;
+  voicemail_greeting?: string | null;
+  forward_to?: string | null;
+  ring_seconds?: number;
+  sip_password_sealed?: string;
+}
+
+export class ExtensionStore {
+  async insert(
+    db: Queryable,
+    row: Required<Pick<ExtensionColumns, 'extension' | 'name' | 'sip_password_sealed'>> &
+      ExtensionColumns & { id: string; organization_id: string; sip_username: string; now: Date },
+  ): Promise<ExtensionRow> {
+    const [inserted] = await db.query<ExtensionRow>(
+      `INSERT INTO extensions (id, organization_id, extension, name, user_id, voicemail_enabled, voicemail_greeting,
+                               forward_to, ring_seconds, sip_username, sip_password_sealed, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, COALESCE($6, true), $7, $8, COALESCE($9, 20), $10, $11, $12, $12)
+       RETURNING *`,
+      [
+        row.id,
+        row.organization_id,
+        row.extension,
+        row.name,
+        row.user_id ?? null,
+        row.voicemail_enabled ?? null,
+        row.voicemail_greeting ?? null,
+        row.forward_to ?? null,
+        row.ring_seconds ?? null,
+        row.sip_username,
+        row.sip_password_sealed,
+        row.now,
+      ],
+    );
+    return inserted!;
+  }
+
+  async find(db: Queryable, organizationId: string, id: string): Promise<ExtensionRow | undefined> {
+    const [row] = await db.query<ExtensionRow>(
+      'SELECT * FROM extensions WHERE id = $1 AND organization_id = $2',
+      [id, organizationId],
+    );
+    return row;
+  }
+
+  listQuery(
+    organizationId: string,
+  ): Pick<ListQuery<ExtensionRow, unknown>, 'select' | 'from' | 'where' | 'params'> {
+    return { select: '*', from: 'extensions', where: 'organization_id = $1', params: [organizationId] };
+  }
+
+  /** Sets the columns given; undefined when the extension is not the organization's. */
+  async update(
+    db: Queryable,
+    organizationId: string,
+    id: string,
+    columns: ExtensionColumns,
+    now: Date,
+  ): Promise<ExtensionRow | undefined> {
+    const params: unknown[] = [id, organizationId, now];
+    const sets = ['updated_at = $3'];
+    for (const [column, value] of Object.entries(columns)) {
+      if (value !== undefined) sets.push(`${column} = $${params.push(value)}`);
+    }
+    const [row] = await db.query<ExtensionRow>(
+      `UPDATE extensions SET ${sets.join(', ')} WHERE id = $1 AND organization_id = $2 RETURNING *`,
+      params,
+    );
+    return row;
+  }
+
+  async remove(db: Queryable, organizationId: string, id: string): Promise<boolean> {
+    const rows = await db.query(
+      'DELETE FROM extensions WHERE id = $1 AND organization_id = $2 RETURNING id',
+      [id, organizationId],
+    );
+    return rows.length > 0;
+  }
+}
