@@ -136,26 +136,31 @@ export class CampaignEngine {
     }
 
     // Plan slots, one per message from the organization's next free one (its row stays locked until the batch
-    // commits, so its campaigns take turns), as far as the lookahead and one beyond it.
-    const interval = 1000 / PLAN_MESSAGES_PER_SECOND[org.plan];
+    // commits, so its campaigns take turns), as far as the lookahead and one beyond it. A run with nothing to
+    // send (every recipient deferred or skipped) leaves the row alone.
     const horizon = new Date(now.getTime() + LOOKAHEAD_MS);
-    const planFrom = (await store.lockPlanPacing(tx, org.id, now)).getTime();
     const batch: { position: number; input: CampaignMessageInput }[] = [];
-    for (const [index, { recipient, sender }] of sendable.entries()) {
-      const notBefore = new Date(planFrom + index * interval);
-      batch.push({
-        position: recipient.position,
-        input: {
-          from: sender,
-          to: recipient.phone,
-          body: render(campaign.message, mergeContact(recipient)),
-          notBefore,
-        },
-      });
-      if (notBefore > horizon) break;
+    let made: { messageId: string; slot: Date }[] = [];
+    let refusal: ApiError | undefined;
+    if (sendable.length > 0) {
+      const interval = 1000 / PLAN_MESSAGES_PER_SECOND[org.plan];
+      const planFrom = (await store.lockPlanPacing(tx, org.id, now)).getTime();
+      for (const [index, { recipient, sender }] of sendable.entries()) {
+        const notBefore = new Date(planFrom + index * interval);
+        batch.push({
+          position: recipient.position,
+          input: {
+            from: sender,
+            to: recipient.phone,
+            body: render(campaign.message, mergeContact(recipient)),
+            notBefore,
+          },
+        });
+        if (notBefore > horizon) break;
+      }
+      ({ made, refusal } = await this.make(tx, org, campaign, batch, horizon));
+      await store.setPlanPacing(tx, org.id, new Date(planFrom + made.length * interval));
     }
-    const { made, refusal } = await this.make(tx, org, campaign, batch, horizon);
-    await store.setPlanPacing(tx, org.id, new Date(planFrom + made.length * interval));
     await store.markQueued(
       tx,
       campaign.id,
