@@ -40,10 +40,16 @@ export function classify(number: string): AvailableNumber | undefined {
   return { number, type: country === 'CA' ? 'ca_local' : 'local', country, areaCode };
 }
 
+// libphonenumber builds its patterns anew on every parse; there are a few hundred area codes, so each is asked once.
+const areaCountries = new Map<string, NumberCountry | undefined>();
+
 function areaCountry(areaCode: string): NumberCountry | undefined {
-  const parsed = parsePhoneNumberFromString(`+1${areaCode}2345678`);
-  if (!parsed?.isValid()) return undefined;
-  return parsed.country === 'US' || parsed.country === 'CA' ? parsed.country : undefined;
+  if (!areaCountries.has(areaCode)) {
+    const parsed = parsePhoneNumberFromString(`+1${areaCode}2345678`);
+    const country = parsed?.isValid() ? parsed.country : undefined;
+    areaCountries.set(areaCode, country === 'US' || country === 'CA' ? country : undefined);
+  }
+  return areaCountries.get(areaCode);
 }
 
 /** The area codes a search covers, after checking the one asked for belongs to its country and type. */

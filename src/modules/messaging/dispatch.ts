@@ -16,6 +16,9 @@ export const DISPATCH_QUEUE = 'messages.dispatch';
 export const RECEIPT_QUEUE = 'messages.receipt';
 export const DISPATCH_ATTEMPTS = 8;
 
+/** A message's dispatch job is unique by this key: a second enqueue of it is ignored. */
+const dispatchKey = (messageId: string) => `dispatch:${messageId}`;
+
 export class MessageDispatcher {
   private readonly db: Database;
   private readonly clock: Clock;
@@ -52,20 +55,17 @@ export class MessageDispatcher {
 
   /**
    * Books the sending number's next free slot at the carrier's throughput for its type and enqueues the
-   * dispatch for that moment: excess is queued, never dropped. `notBefore` (a campaign's plan slot) holds it
-   * back further. Returns the slot.
+   * dispatch for that moment: excess is queued, never dropped. (A campaign books a whole batch at once:
+   * bookSlots and enqueueDispatches.)
    */
-  async schedule(tx: Queryable, messageId: string, sender: PacedNumber, notBefore?: Date): Promise<Date> {
-    const now = this.clock.now();
-    const from = notBefore && notBefore > now ? notBefore : now;
-    const slot = await this.pacing.bookSlot(tx, sender, from);
+  async schedule(tx: Queryable, messageId: string, sender: PacedNumber): Promise<void> {
+    const slot = await this.pacing.bookSlot(tx, sender, this.clock.now());
     await this.jobs.enqueue(
       tx,
       DISPATCH_QUEUE,
       { messageId },
-      { runAt: slot, dedupeKey: `dispatch:${messageId}` },
+      { runAt: slot, dedupeKey: dispatchKey(messageId) },
     );
-    return slot;
   }
 
   /** Books slots for a batch of messages in order, up to the first after `until` (CarrierPacing.bookSlots). */
@@ -78,9 +78,13 @@ export class MessageDispatcher {
     if (booked.length === 0) return;
     await this.jobs.enqueueSelected(tx, DISPATCH_QUEUE, {
       rows: `SELECT jsonb_build_object('messageId', booked.id) AS payload, NULL::text AS concurrency_key,
-                    booked.slot AS run_at, 'dispatch:' || booked.id AS dedupe_key
-               FROM unnest($1::text[], $2::timestamptz[]) AS booked(id, slot)`,
-      params: [booked.map((item) => item.messageId), booked.map((item) => item.slot.toISOString())],
+                    booked.slot AS run_at, booked.dedupe_key
+               FROM unnest($1::text[], $2::timestamptz[], $3::text[]) AS booked(id, slot, dedupe_key)`,
+      params: [
+        booked.map((item) => item.messageId),
+        booked.map((item) => item.slot.toISOString()),
+        booked.map((item) => dispatchKey(item.messageId)),
+      ],
       timed: true,
     });
   }

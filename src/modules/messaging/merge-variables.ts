@@ -110,23 +110,18 @@ export type MergeFieldLengths = Record<'firstName' | 'lastName' | 'company' | 'e
  * than `longest`: each tag becomes its value or its fallback, and a character takes at most two code units.
  */
 export function renderedUnitsAtMost(text: string, longest: MergeFieldLengths): number {
+  // A contact whose every field is as long as the longest: each tag's value is then as long as it can be.
+  const widest: MergeContact = {
+    firstName: 'x'.repeat(longest.firstName),
+    lastName: 'x'.repeat(longest.lastName),
+    company: 'x'.repeat(longest.company),
+    email: 'x'.repeat(longest.email),
+    phone: 'x'.repeat(longest.phone),
+  };
   let units = text.length;
   for (const tag of parseMergeTags(text)) {
     if (!isSupported(tag.name)) continue;
-    const value =
-      tag.name === 'full_name'
-        ? longest.firstName + 1 + longest.lastName
-        : longest[
-            (
-              {
-                first_name: 'firstName',
-                last_name: 'lastName',
-                company: 'company',
-                email: 'email',
-                phone: 'phone',
-              } as const
-            )[tag.name]
-          ];
+    const value = contactValue(tag.name, widest).length;
     units += 2 * Math.max(value, tag.fallback?.length ?? 0) - tag.raw.length;
   }
   return units;
