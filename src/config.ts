@@ -47,6 +47,15 @@ export interface Config {
   databasePoolSize: number;
   /** The SIP domain extensions register to (SIP_DOMAIN); shown with their credentials. Default `localhost`. */
   sipDomain: string;
+  /**
+   * TRANSCRIPTION_URL: the base URL of an OpenAI-compatible transcription service (`…/v1`); voicemails and
+   * recordings are transcribed there. Unset: the offline pocketsphinx engine where installed, else none.
+   */
+  transcriptionUrl?: string;
+  /** TRANSCRIPTION_API_KEY: its bearer token, if it needs one. */
+  transcriptionApiKey?: string;
+  /** TRANSCRIPTION_MODEL: the model asked for (default `whisper-1`). */
+  transcriptionModel: string;
 }
 
 export class ConfigError extends Error {}
@@ -122,6 +131,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push('DATABASE_POOL_SIZE must be a whole number from 1 to 1000');
   }
 
+  const transcriptionUrl = env.TRANSCRIPTION_URL || undefined;
+  if (transcriptionUrl && !/^https?:\/\/[^/]/.test(transcriptionUrl)) {
+    problems.push('TRANSCRIPTION_URL must be an http:// or https:// URL');
+  }
+
   const encryptionKeys = (env.ENCRYPTION_KEY ?? '')
     .split(',')
     .map((secret) => secret.trim())
@@ -164,6 +178,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerConcurrency,
     databasePoolSize,
     sipDomain: env.SIP_DOMAIN || 'localhost',
+    transcriptionUrl,
+    transcriptionApiKey: env.TRANSCRIPTION_API_KEY || undefined,
+    transcriptionModel: env.TRANSCRIPTION_MODEL || 'whisper-1',
   };
 }
 

@@ -71,7 +71,8 @@ describe('organization A can reach none of organization B’s resources', () => 
   }
 
   before(async () => {
-    t = await startTestApp();
+    // A transcription service nobody answers: transcriptions are queued (and stay so), whatever is installed.
+    t = await startTestApp({ config: { transcriptionUrl: 'http://127.0.0.1:9/v1' } });
     a = await party();
     b = await party();
     const bOrg = (await t.request('GET', '/api/v2/me', { apiKey: b.apiKey })).body.data.organization.id;
@@ -94,6 +95,22 @@ describe('organization A can reach none of organization B’s resources', () => 
     assert.equal(campaign.status, 201, campaign.text);
     const extension = await asB('POST', '/api/v2/extensions', { extension: '101', name: 'B desk' });
     assert.equal(extension.status, 201, extension.text);
+    const [number] = (await asB('GET', '/api/v2/numbers')).body.data;
+    await asB('PATCH', `/api/v2/numbers/${number.id}`, {
+      voiceRoute: { type: 'extension', target: extension.body.data.id },
+    });
+    const missed = await t.admin('POST', '/test/pbx/inbound', {
+      from: '+12025550112',
+      to: number.number,
+      outcome: 'no_answer',
+    });
+    assert.match(missed.body.data?.voicemailId ?? '', /^vm_/, missed.text);
+    const call = await asB('POST', '/api/v2/calls', { from: number.number, to: '+12025550113', record: true });
+    assert.equal(call.status, 202, call.text);
+    await t.admin('POST', `/test/pbx/calls/${call.body.data.id}`, { event: 'answered' });
+    await t.admin('POST', `/test/pbx/calls/${call.body.data.id}`, { event: 'completed' });
+    // A call still under way, for the hang-up route.
+    await asB('POST', '/api/v2/calls', { from: number.number, to: '+12025550114' });
     const sent = await asB('POST', '/api/v2/messages/send', { to: '+12025550111', message: 'hi' });
     assert.equal(sent.status, 202, sent.text);
     const hook = await asB('POST', '/api/webhooks', {

@@ -143,8 +143,10 @@ describe('webhook management', () => {
       'contact.opted_in',
       'contact.import_completed',
       'webhook.test',
+      'call.ringing',
+      'call.answered',
       'call.completed',
-      'voicemail.received',
+      'voicemail.created',
       'recording.completed',
       'transcription.completed',
       'campaign.completed',
@@ -158,7 +160,8 @@ describe('webhook management', () => {
       assert.ok(Object.keys(entry.fields).length > 0, entry.type);
       assert.deepEqual(Object.keys(entry.example).sort(), Object.keys(entry.fields).sort(), entry.type);
     }
-    assert.equal(res.body.data.find((e: any) => e.type === 'call.completed').status, 'coming');
+    assert.equal(res.body.data.find((e: any) => e.type === 'call.completed').status, 'available');
+    assert.equal(res.body.data.find((e: any) => e.type === 'agent_call.completed').status, 'coming');
     assert.equal(res.body.data.find((e: any) => e.type === 'contact.opted_out').status, 'available');
     // Needs a session like everything here.
     const anonymous = await t.request('GET', '/api/webhooks/events');

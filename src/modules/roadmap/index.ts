@@ -1,16 +1,10 @@
 // The roadmap module: events of products not built yet, subscribable now (see events.ts). It has no
-// services, routes or tables, and shrinks to nothing as voice and agents land.
+// services, routes or tables, and shrinks to nothing as agents land.
 import { defineModule } from '../../platform/module.ts';
-import {
-  AgentCallCompleted,
-  CallCompleted,
-  RecordingCompleted,
-  TranscriptionCompleted,
-  VoicemailReceived,
-} from './events.ts';
+import { AgentCallCompleted } from './events.ts';
 
 export const roadmapModule = defineModule({
   name: 'roadmap',
   create: () => ({}),
-  events: [CallCompleted, VoicemailReceived, RecordingCompleted, TranscriptionCompleted, AgentCallCompleted],
+  events: [AgentCallCompleted],
 });

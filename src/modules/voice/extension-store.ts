@@ -67,6 +67,19 @@ export class ExtensionStore {
     return row;
   }
 
+  /** The organization's extension with this number (an internal call's ends). */
+  async findByNumber(
+    db: Queryable,
+    organizationId: string,
+    extension: string,
+  ): Promise<ExtensionRow | undefined> {
+    const [row] = await db.query<ExtensionRow>(
+      'SELECT * FROM extensions WHERE organization_id = $1 AND extension = $2',
+      [organizationId, extension],
+    );
+    return row;
+  }
+
   listQuery(
     organizationId: string,
   ): Pick<ListQuery<ExtensionRow, unknown>, 'select' | 'from' | 'where' | 'params'> {

@@ -1,34 +1,89 @@
-// The voice module: the phone system of CONTRACT section 9 as it is built. Today its extensions (with SIP
-// credentials); the PBX, calls, voicemail, recordings and transcriptions join it (docs/voice.md).
+// The voice module: the phone system of CONTRACT section 9. Extensions (with SIP credentials), calls on a
+// PBX (the simulated one: simulated-pbx.ts), each region's capacity, voicemails, recordings and their
+// transcriptions (docs/voice.md).
 import { defineModule } from '../../platform/module.ts';
 import { identityModule } from '../identity/index.ts';
 import { numbersModule } from '../numbers/index.ts';
+import { organizationsModule } from '../organizations/index.ts';
+import { callRoutes, pbxTestControls, regionOperatorRoutes } from './call-routes.ts';
+import { CallService } from './calls.ts';
+import { VOICE_EVENTS } from './events.ts';
 import { ExtensionService } from './extensions.ts';
+import { CallMedia, TRANSCRIBE_QUEUE } from './media.ts';
+import { mediaRoutes } from './media-routes.ts';
 import { extensionRoutes } from './routes.ts';
+import { SimulatedPbx } from './simulated-pbx.ts';
+import { type Transcriber, transcriberFrom } from './transcribers.ts';
 
 export type { ExtensionService } from './extensions.ts';
 
+export interface VoiceServices {
+  extensions: ExtensionService;
+  calls: CallService;
+  media: CallMedia;
+  /** The PBX calls run on; its test controls drive it step by step under APP_ENV=test. */
+  simulatedPbx: SimulatedPbx;
+}
+
 export const voiceModule = defineModule({
   name: 'voice',
-  create: ({ platform, use }) => {
+  create: ({ platform, use }): VoiceServices => {
+    const { db, clock, pagination, events, jobs, config, log } = platform;
     const { numbers } = use(numbersModule);
     const extensions = new ExtensionService({
-      db: platform.db,
-      clock: platform.clock,
-      pagination: platform.pagination,
+      db,
+      clock,
+      pagination,
       box: platform.secretBox('sip-password'),
       users: use(identityModule).users,
       numbers,
-      sipDomain: platform.config.sipDomain,
+      sipDomain: config.sipDomain,
     });
     // A number's voice route may name an extension (or its voicemail box); agents arrive with their module.
     numbers.useRouteTargets({
       exists: async (organizationId, route) =>
         route.type !== 'agent' && (await extensions.exists(organizationId, route.target)),
     });
-    return { extensions };
+    let transcriber: Promise<Transcriber | undefined> | undefined;
+    const media = new CallMedia({
+      db,
+      clock,
+      pagination,
+      events,
+      jobs,
+      transcriber: () => {
+        transcriber ??= transcriberFrom(config);
+        return transcriber;
+      },
+    });
+    const simulatedPbx = new SimulatedPbx(clock, config.appEnv === 'test' ? 'manual' : 'auto');
+    const calls = new CallService({
+      db,
+      clock,
+      pagination,
+      events,
+      pbx: simulatedPbx,
+      extensions,
+      numbers,
+      organizations: use(organizationsModule).organizations,
+      media,
+      log,
+    });
+    return { extensions, calls, media, simulatedPbx };
   },
-  routes: { developer: [extensionRoutes], portal: [extensionRoutes] },
+  routes: {
+    developer: [extensionRoutes, callRoutes, mediaRoutes],
+    portal: [extensionRoutes, callRoutes, mediaRoutes],
+    operator: [regionOperatorRoutes],
+  },
+  testControls: [pbxTestControls],
+  events: VOICE_EVENTS,
+  jobs: ({ media }) => ({
+    [TRANSCRIBE_QUEUE]: {
+      handler: (payload: { transcriptionId: string }, job) => media.transcribe(payload, job),
+      options: { maxAttempts: 5, retryDelaysSeconds: [10, 60, 300, 900], leaseSeconds: 180 },
+    },
+  }),
   sealed: [
     {
       table: 'extensions',

@@ -7,14 +7,14 @@ import { envelope, IdParams } from '../../platform/http/schemas.ts';
 import type { ModuleRoutes } from '../../platform/module.ts';
 import { OffsetPageQuery, PageEnvelope, pageResponse } from '../../platform/pagination.ts';
 import { organizationsModule } from '../organizations/index.ts';
-import type { ExtensionService } from './extensions.ts';
+import type { VoiceServices } from './index.ts';
 import { ExtensionCreate, ExtensionPatch, ExtensionSchema } from './schemas.ts';
 
 const tags = ['Extensions'];
 const read = { scope: 'extensions:read', product: 'voice' } as const;
 const write = { scope: 'extensions:write', product: 'voice', role: 'manager' } as const;
 
-export const extensionRoutes: ModuleRoutes<{ extensions: ExtensionService }> =
+export const extensionRoutes: ModuleRoutes<VoiceServices> =
   ({ extensions }, _platform, use) =>
   async (app: App) => {
     const { organizations } = use(organizationsModule);

@@ -67,3 +67,128 @@ export const ExtensionSchema = Type.Object({
   updatedAt: Type.String(),
 });
 export type PublicExtension = Static<typeof ExtensionSchema>;
+
+// Calls, voicemails, recordings, transcriptions. Their descriptions document the webhook events too
+// (events.ts), whose `data` is the same record.
+
+const text = (description: string) => Type.String({ description });
+const nullable = (description: string) => Type.Union([Type.String(), Type.Null()], { description });
+
+export const CallSchema = Type.Object({
+  id: text('Call id (`call_…`)'),
+  direction: Type.Enum(['inbound', 'outbound', 'internal'], {
+    description: '`inbound` to one of your numbers, `outbound` to a phone, `internal` extension to extension',
+  }),
+  from: text('Caller: E.164, or an extension number on internal calls'),
+  to: text('Callee: E.164, or an extension number on internal calls'),
+  status: Type.Enum(
+    ['queued', 'ringing', 'in_progress', 'completed', 'busy', 'no_answer', 'failed', 'canceled'],
+    {
+      description: 'queued, ringing, in_progress; then completed, busy, no_answer, failed or canceled',
+    },
+  ),
+  startedAt: text('When the call was placed or arrived'),
+  answeredAt: nullable('When it was answered (by a person or a voicemail box), or null'),
+  endedAt: nullable('When it ended, or null while it lasts'),
+  durationSeconds: Type.Integer({
+    description: 'Talk time: from the answer to the end; 0 if never answered',
+  }),
+  hangupCause: nullable('Why it ended (docs/voice.md "Hang-up causes"), or null while it lasts'),
+  extensionId: nullable('The extension that placed or took it, or null'),
+  agentId: nullable('The AI agent that took it, or null'),
+  recordingId: nullable('Its recording, or null'),
+  voicemailId: nullable('The voicemail the caller left, or null'),
+});
+export type PublicCall = Static<typeof CallSchema>;
+
+export const CallCreate = Type.Object(
+  {
+    from: Type.String({
+      minLength: 1,
+      maxLength: 40,
+      description: 'One of your numbers (caller id), or for an internal call the calling extension number',
+    }),
+    to: Type.String({
+      minLength: 1,
+      maxLength: 40,
+      description: 'A phone number, or an extension number of your organization (an internal call)',
+    }),
+    extensionId: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description: 'Click-to-call: this extension rings first, and the callee is dialled once it answers',
+      }),
+    ),
+    record: Type.Optional(Type.Boolean({ description: 'Record the conversation (default false)' })),
+  },
+  { additionalProperties: false },
+);
+export type CallCreateInput = Static<typeof CallCreate>;
+
+export const VoicemailSchema = Type.Object({
+  id: text('Voicemail id (`vm_…`)'),
+  callId: text('The call it was left on'),
+  extensionId: nullable('The extension whose box took it'),
+  from: text('Caller, E.164'),
+  to: text('The number or extension called'),
+  durationSeconds: Type.Integer({ description: 'Length of the audio' }),
+  voice: text('What made the sound: `espeak-ng` or `tone` (simulated PBX), `rtp` (a real call)'),
+  read: Type.Boolean({ description: 'Marked read' }),
+  createdAt: text('When it was left'),
+});
+export type PublicVoicemail = Static<typeof VoicemailSchema>;
+
+export const VoicemailPatch = Type.Object({ read: Type.Boolean() }, { additionalProperties: false });
+
+export const RecordingSchema = Type.Object({
+  id: text('Recording id (`rec_…`)'),
+  callId: text('The recorded call'),
+  durationSeconds: Type.Integer({ description: 'Length of the audio' }),
+  voice: text('What made the sound: `espeak-ng` or `tone` (simulated PBX), `rtp` (a real call)'),
+  createdAt: text('When it was ready'),
+});
+export type PublicRecording = Static<typeof RecordingSchema>;
+
+export const TranscriptionSchema = Type.Object({
+  id: text('Transcription id (`tr_…`)'),
+  recordingId: nullable('The recording transcribed, or null'),
+  voicemailId: nullable('The voicemail transcribed, or null'),
+  status: Type.Enum(['queued', 'completed', 'failed'], { description: 'queued, then completed or failed' }),
+  text: nullable('What the engine heard; null until completed'),
+  engine: text('The engine that transcribes it (`openai-compatible:<model>`, `pocketsphinx`)'),
+  createdAt: text('When it was asked for'),
+  completedAt: nullable('When it completed or failed'),
+});
+export type PublicTranscription = Static<typeof TranscriptionSchema>;
+
+// The operator's side: each region's PBX capacity, and the simulated PBX's test controls.
+
+export const RegionSchema = Type.Object({
+  region: Type.String(),
+  maxConcurrentCalls: Type.Integer(),
+  activeCalls: Type.Integer({ description: 'Calls holding a place now' }),
+});
+export const RegionParams = Type.Object({ region: Type.Enum(['us', 'ca', 'eu']) });
+export const RegionUpdate = Type.Object(
+  { maxConcurrentCalls: Type.Integer({ minimum: 0, maximum: 1_000_000 }) },
+  { additionalProperties: false },
+);
+
+export const TestInbound = Type.Object(
+  {
+    from: Type.String({ minLength: 1, maxLength: 40 }),
+    to: Type.String({ minLength: 1, maxLength: 40 }),
+    outcome: Type.Optional(Type.Enum(['answered', 'no_answer', 'busy'])),
+    voicemailText: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
+    speech: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
+    durationSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 600 })),
+  },
+  { additionalProperties: false },
+);
+export type TestInboundInput = Static<typeof TestInbound>;
+
+export const TestCallEvent = Type.Object(
+  { event: Type.Enum(['ringing', 'answered', 'completed', 'busy', 'no_answer', 'failed']) },
+  { additionalProperties: false },
+);

@@ -1,0 +1,180 @@
+// The audio of calls: WAV files of 8 kHz, mono, 16-bit linear PCM, the sample rate of G.711 telephone audio
+// (a G.711 codec encodes exactly these samples). The simulated PBX makes what its callers "say" here: speech
+// synthesised by espeak-ng when it is installed, else a plainly synthetic tone, and it says which.
+import { execFile } from 'node:child_process';
+
+export const SAMPLE_RATE = 8000;
+/** The longest a synthesised text may be; espeak-ng takes about a second per 15 characters. */
+const MAX_TEXT = 2000;
+/** The longest simulated audio: ten minutes (9.6 MB). */
+const MAX_SECONDS = 600;
+const ESPEAK_TIMEOUT_MS = 10_000;
+
+export interface DecodedWav {
+  sampleRate: number;
+  channels: number;
+  bitsPerSample: number;
+  /** Interleaved when there are several channels. */
+  samples: Int16Array;
+}
+
+/** A canonical 44-byte RIFF/WAVE header (PCM, mono, 8 kHz, 16 bits) followed by the samples. */
+export function encodeWav(samples: Int16Array): Buffer {
+  const dataBytes = samples.length * 2;
+  const wav = Buffer.alloc(44 + dataBytes);
+  wav.write('RIFF', 0, 'ascii');
+  wav.writeUInt32LE(36 + dataBytes, 4);
+  wav.write('WAVE', 8, 'ascii');
+  wav.write('fmt ', 12, 'ascii');
+  wav.writeUInt32LE(16, 16); // fmt chunk size
+  wav.writeUInt16LE(1, 20); // PCM
+  wav.writeUInt16LE(1, 22); // mono
+  wav.writeUInt32LE(SAMPLE_RATE, 24);
+  wav.writeUInt32LE(SAMPLE_RATE * 2, 28); // byte rate
+  wav.writeUInt16LE(2, 32); // block align
+  wav.writeUInt16LE(16, 34); // bits per sample
+  wav.write('data', 36, 'ascii');
+  wav.writeUInt32LE(dataBytes, 40);
+  for (let i = 0; i < samples.length; i++) wav.writeInt16LE(samples[i]!, 44 + i * 2);
+  return wav;
+}
+
+/**
+ * Reads a 16-bit PCM WAV, walking its chunks (unknown ones such as LIST are skipped). A data chunk that claims
+ * more than the file holds is read to the file's end: programs writing to a pipe (espeak-ng --stdout) cannot
+ * go back to fill the size in.
+ */
+export function decodeWav(bytes: Buffer): DecodedWav {
+  if (
+    bytes.length < 12 ||
+    bytes.toString('ascii', 0, 4) !== 'RIFF' ||
+    bytes.toString('ascii', 8, 12) !== 'WAVE'
+  ) {
+    throw new Error('Not a WAV file: no RIFF/WAVE header');
+  }
+  let format: Omit<DecodedWav, 'samples'> | undefined;
+  let offset = 12;
+  while (offset + 8 <= bytes.length) {
+    const id = bytes.toString('ascii', offset, offset + 4);
+    const size = bytes.readUInt32LE(offset + 4);
+    const body = offset + 8;
+    if (id === 'fmt ') {
+      if (size < 16 || body + 16 > bytes.length) throw new Error('WAV fmt chunk is truncated');
+      const code = bytes.readUInt16LE(body);
+      if (code !== 1) throw new Error(`WAV format ${code} is not linear PCM`);
+      format = {
+        channels: bytes.readUInt16LE(body + 2),
+        sampleRate: bytes.readUInt32LE(body + 4),
+        bitsPerSample: bytes.readUInt16LE(body + 14),
+      };
+      if (format.bitsPerSample !== 16) throw new Error(`WAV has ${format.bitsPerSample}-bit samples, not 16`);
+      if (format.channels < 1 || format.sampleRate < 1) throw new Error('WAV fmt chunk is invalid');
+    } else if (id === 'data') {
+      if (!format) throw new Error('WAV data comes before its fmt chunk');
+      const end = Math.min(bytes.length, body + size);
+      const count = Math.floor((end - body) / 2);
+      const samples = new Int16Array(count);
+      for (let i = 0; i < count; i++) samples[i] = bytes.readInt16LE(body + i * 2);
+      return { ...format, samples };
+    }
+    offset = body + size + (size % 2); // chunks are padded to an even length
+  }
+  throw new Error('WAV file is truncated: no data chunk');
+}
+
+export function silence(seconds: number): Int16Array {
+  return new Int16Array(Math.round(seconds * SAMPLE_RATE));
+}
+
+export function tone(seconds: number, frequencyHz = 440): Int16Array {
+  const samples = new Int16Array(Math.round(seconds * SAMPLE_RATE));
+  for (let i = 0; i < samples.length; i++) {
+    samples[i] = Math.round(8000 * Math.sin((2 * Math.PI * frequencyHz * i) / SAMPLE_RATE));
+  }
+  return samples;
+}
+
+/**
+ * Changes the sample rate. Going down, each output sample is the mean of the input samples it covers (a box
+ * low-pass as wide as the ratio, so 22,050 → 8,000 does not fold the high frequencies back); going up, linear
+ * interpolation.
+ */
+export function resample(samples: Int16Array, fromRate: number, toRate: number): Int16Array {
+  if (fromRate === toRate) return samples.slice();
+  const ratio = fromRate / toRate;
+  const out = new Int16Array(Math.floor(samples.length / ratio));
+  for (let i = 0; i < out.length; i++) {
+    const position = i * ratio;
+    if (ratio > 1) {
+      const start = Math.floor(position);
+      const end = Math.min(samples.length, Math.max(start + 1, Math.floor(position + ratio)));
+      let sum = 0;
+      for (let j = start; j < end; j++) sum += samples[j]!;
+      out[i] = Math.round(sum / (end - start));
+    } else {
+      const left = Math.floor(position);
+      const right = Math.min(samples.length - 1, left + 1);
+      const fraction = position - left;
+      out[i] = Math.round(samples[left]! * (1 - fraction) + samples[right]! * fraction);
+    }
+  }
+  return out;
+}
+
+let espeakMissing = false;
+
+/** Speech for `text` at 8 kHz from espeak-ng; undefined when it is not installed (looked for once). */
+export async function synthesise(text: string): Promise<Int16Array | undefined> {
+  if (espeakMissing) return undefined;
+  const output = await new Promise<Buffer | undefined>((resolve, reject) => {
+    execFile(
+      'espeak-ng',
+      ['--stdout', '-v', 'en-us', '-s', '150', '--', text.slice(0, MAX_TEXT)],
+      { encoding: 'buffer', timeout: ESPEAK_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout) => {
+        if (error && (error as NodeJS.ErrnoException).code === 'ENOENT') {
+          espeakMissing = true;
+          resolve(undefined);
+        } else if (error) reject(new Error(`espeak-ng failed: ${error.message}`));
+        else resolve(stdout);
+      },
+    );
+  });
+  if (!output) return undefined;
+  const wav = decodeWav(output);
+  const mono =
+    wav.channels === 1 ? wav.samples : wav.samples.filter((_sample, index) => index % wav.channels === 0);
+  return resample(mono, wav.sampleRate, SAMPLE_RATE);
+}
+
+/**
+ * What a simulated caller says into a voicemail box or a recorded call lasting `seconds`: the speech of `text`
+ * then silence (the whole speech when it is longer), or without words or espeak-ng a tone a second on and a
+ * second off. `durationSeconds` is the WAV's real length, rounded up.
+ */
+export async function recordedAudio(options: {
+  text?: string | null;
+  seconds: number;
+}): Promise<{ wav: Buffer; durationSeconds: number; voice: 'espeak-ng' | 'tone' }> {
+  const seconds = Math.min(MAX_SECONDS, Math.max(1, Math.round(options.seconds)));
+  const speech = options.text ? await synthesise(options.text) : undefined;
+  let samples: Int16Array;
+  if (speech) {
+    samples = new Int16Array(Math.max(speech.length, seconds * SAMPLE_RATE));
+    samples.set(speech);
+  } else {
+    samples = new Int16Array(seconds * SAMPLE_RATE);
+    const beep = tone(1);
+    for (let second = 0; second < seconds; second += 2) {
+      samples.set(
+        beep.subarray(0, Math.min(beep.length, samples.length - second * SAMPLE_RATE)),
+        second * SAMPLE_RATE,
+      );
+    }
+  }
+  return {
+    wav: encodeWav(samples),
+    durationSeconds: Math.ceil(samples.length / SAMPLE_RATE),
+    voice: speech ? 'espeak-ng' : 'tone',
+  };
+}

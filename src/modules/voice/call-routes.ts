@@ -1,0 +1,194 @@
+// Calls on the developer API and the portal (CONTRACT section 9): scopes calls:read and calls:write, the voice
+// product; in the portal any member places and hangs up calls. The operator's region capacity and the
+// simulated PBX's test controls are here too.
+import { Type } from 'typebox';
+import type { App } from '../../platform/http/app-type.ts';
+import { callerOf, cursorScope } from '../../platform/http/caller.ts';
+import { envelope, IdParams } from '../../platform/http/schemas.ts';
+import type { ModuleRoutes } from '../../platform/module.ts';
+import { PageEnvelope, PageQuery, pageResponse } from '../../platform/pagination.ts';
+import { organizationsModule } from '../organizations/index.ts';
+import { toCall } from './calls.ts';
+import type { VoiceServices } from './index.ts';
+import {
+  CallCreate,
+  CallSchema,
+  RegionParams,
+  RegionSchema,
+  RegionUpdate,
+  TestCallEvent,
+  TestInbound,
+} from './schemas.ts';
+
+const tags = ['Calls'];
+const read = { scope: 'calls:read', product: 'voice' } as const;
+const write = { scope: 'calls:write', product: 'voice' } as const;
+
+export const callRoutes: ModuleRoutes<VoiceServices> =
+  ({ calls }, _platform, use) =>
+  async (app: App) => {
+    const { organizations } = use(organizationsModule);
+
+    app.get(
+      '/calls',
+      {
+        config: read,
+        schema: {
+          operationId: 'calls.list',
+          tags,
+          summary: "The organization's calls, newest first (offset, or keyset with `cursor`)",
+          querystring: PageQuery,
+          response: { 200: PageEnvelope(CallSchema) },
+        },
+      },
+      async (request) => {
+        const caller = callerOf(request);
+        return pageResponse(await calls.page(caller.organizationId, request.query, cursorScope(caller)));
+      },
+    );
+
+    app.post(
+      '/calls',
+      {
+        config: { ...write, errorStatuses: [409] },
+        schema: {
+          operationId: 'calls.create',
+          tags,
+          summary:
+            'Place a call: click-to-call (ring `extensionId`, then the callee), to a phone, or extension to ' +
+            'extension. 202: it plays out from here; follow it with GET or the call.* events',
+          body: CallCreate,
+          response: { 202: envelope(CallSchema) },
+        },
+      },
+      async (request, reply) => {
+        const org = await organizations.ofCaller(callerOf(request));
+        return reply.status(202).send({ success: true, data: await calls.place(org, request.body) });
+      },
+    );
+
+    app.get(
+      '/calls/:id',
+      {
+        config: read,
+        schema: {
+          operationId: 'calls.get',
+          tags,
+          summary: 'One call',
+          params: IdParams,
+          response: { 200: envelope(CallSchema) },
+        },
+      },
+      async (request) => ({
+        success: true as const,
+        data: await calls.get(callerOf(request).organizationId, request.params.id),
+      }),
+    );
+
+    app.post(
+      '/calls/:id/hangup',
+      {
+        config: { ...write, errorStatuses: [409] },
+        schema: {
+          operationId: 'calls.hangup',
+          tags,
+          summary:
+            'End a call now (canceled before an answer, completed after); an ended call is answered as is',
+          params: IdParams,
+          response: { 200: envelope(CallSchema) },
+        },
+      },
+      async (request) => ({
+        success: true as const,
+        data: await calls.hangup(callerOf(request).organizationId, request.params.id),
+      }),
+    );
+  };
+
+/** Each region's PBX capacity (operator API). */
+export const regionOperatorRoutes: ModuleRoutes<VoiceServices> =
+  ({ calls }) =>
+  async (app: App) => {
+    app.get(
+      '/regions',
+      {
+        schema: {
+          operationId: 'operator.regions.list',
+          tags: ['Regions'],
+          summary: "Each data-residency region's PBX capacity and the calls holding a place now",
+          response: { 200: envelope(Type.Array(RegionSchema)) },
+        },
+      },
+      async () => ({ success: true as const, data: await calls.regions() }),
+    );
+
+    app.put(
+      '/regions/:region',
+      {
+        schema: {
+          operationId: 'operator.regions.update',
+          tags: ['Regions'],
+          summary: "Set a region's capacity in concurrent calls (0 stops new calls; calls under way go on)",
+          params: RegionParams,
+          body: RegionUpdate,
+          response: { 200: envelope(RegionSchema) },
+        },
+      },
+      async (request) => ({
+        success: true as const,
+        data: await calls.setRegion(request.params.region, request.body.maxConcurrentCalls),
+      }),
+    );
+  };
+
+/** The simulated PBX's test controls (operator API, APP_ENV=test only). */
+export const pbxTestControls: ModuleRoutes<VoiceServices> =
+  ({ calls, simulatedPbx }) =>
+  async (app: App) => {
+    app.post(
+      '/test/pbx/inbound',
+      {
+        config: { errorStatuses: [409] },
+        schema: {
+          operationId: 'test.pbx.inbound',
+          tags: ['Test controls'],
+          summary:
+            'A call arrives at one of our numbers (APP_ENV=test only). With `outcome` it plays through at ' +
+            'once; without, it waits for POST /test/pbx/calls/{id}',
+          body: TestInbound,
+          response: { 201: envelope(CallSchema) },
+        },
+      },
+      async (request, reply) => {
+        const { from, to, ...behaviour } = request.body;
+        const instant = behaviour.outcome !== undefined;
+        let settled: Promise<void> = Promise.resolve();
+        const arrival = await calls.arrive({ from, to }, (callId) => {
+          simulatedPbx.script(callId, behaviour, instant);
+          settled = simulatedPbx.settled(callId);
+        });
+        await (instant ? arrival.program : settled);
+        return reply.status(201).send({ success: true, data: toCall(await calls.getAny(arrival.call.id)) });
+      },
+    );
+
+    app.post(
+      '/test/pbx/calls/:id',
+      {
+        config: { errorStatuses: [409] },
+        schema: {
+          operationId: 'test.pbx.call',
+          tags: ['Test controls'],
+          summary: 'Say what happens next on a simulated call (APP_ENV=test only); answers its new state',
+          params: IdParams,
+          body: TestCallEvent,
+          response: { 200: envelope(CallSchema) },
+        },
+      },
+      async (request) => {
+        await calls.getAny(request.params.id);
+        await simulatedPbx.drive(request.params.id, request.body.event);
+        return { success: true as const, data: toCall(await calls.getAny(request.params.id)) };
+      },
+    );
+  };

@@ -1,0 +1,184 @@
+// The SQL of calls and of each region's PBX capacity. Every method takes the Queryable to run on.
+import type { Queryable } from '../../platform/db/index.ts';
+import type { ListQuery } from '../../platform/pagination.ts';
+
+export const CALL_STATUSES = [
+  'queued',
+  'ringing',
+  'in_progress',
+  'completed',
+  'busy',
+  'no_answer',
+  'failed',
+  'canceled',
+] as const;
+export type CallStatus = (typeof CALL_STATUSES)[number];
+export type CallDirection = 'inbound' | 'outbound' | 'internal';
+
+export interface CallRow {
+  id: string;
+  organization_id: string;
+  region: string;
+  direction: CallDirection;
+  from_number: string;
+  to_number: string;
+  status: CallStatus;
+  started_at: Date;
+  answered_at: Date | null;
+  ended_at: Date | null;
+  duration_seconds: number;
+  hangup_cause: string | null;
+  extension_id: string | null;
+  agent_id: string | null;
+  recording_id: string | null;
+  voicemail_id: string | null;
+  record: boolean;
+  lease_expires_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface NewCall {
+  id: string;
+  organizationId: string;
+  region: string;
+  direction: CallDirection;
+  from: string;
+  to: string;
+  extensionId: string | null;
+  record: boolean;
+  /** Null for a call that ends as it arrives (a refused inbound call holds no place). */
+  leaseExpiresAt: Date | null;
+  /** Set for a call refused on arrival: it is recorded already ended. */
+  ended?: { status: CallStatus; cause: string };
+  now: Date;
+}
+
+/** The columns a step of a call changes. */
+export interface CallChange {
+  status?: CallStatus;
+  answered_at?: Date;
+  ended_at?: Date;
+  duration_seconds?: number;
+  hangup_cause?: string;
+  extension_id?: string;
+  recording_id?: string;
+  voicemail_id?: string;
+  lease_expires_at?: Date | null;
+}
+
+export class CallStore {
+  async insert(db: Queryable, call: NewCall): Promise<CallRow> {
+    const [row] = await db.query<CallRow>(
+      `INSERT INTO calls (id, organization_id, region, direction, from_number, to_number, status, started_at,
+                          ended_at, hangup_cause, extension_id, record, lease_expires_at, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, COALESCE($7, 'queued'), $8, $9, $10, $11, $12, $13, $8, $8)
+       RETURNING *`,
+      [
+        call.id,
+        call.organizationId,
+        call.region,
+        call.direction,
+        call.from,
+        call.to,
+        call.ended?.status ?? null,
+        call.now,
+        call.ended ? call.now : null,
+        call.ended?.cause ?? null,
+        call.extensionId,
+        call.record,
+        call.leaseExpiresAt,
+      ],
+    );
+    return row!;
+  }
+
+  async find(db: Queryable, organizationId: string, id: string): Promise<CallRow | undefined> {
+    const [row] = await db.query<CallRow>('SELECT * FROM calls WHERE id = $1 AND organization_id = $2', [
+      id,
+      organizationId,
+    ]);
+    return row;
+  }
+
+  /** Any organization's call: the operator's test controls name calls by id alone. */
+  async findAny(db: Queryable, id: string): Promise<CallRow | undefined> {
+    const [row] = await db.query<CallRow>('SELECT * FROM calls WHERE id = $1', [id]);
+    return row;
+  }
+
+  listQuery(
+    organizationId: string,
+  ): Pick<ListQuery<CallRow, unknown>, 'select' | 'from' | 'where' | 'params'> {
+    return { select: '*', from: 'calls', where: 'organization_id = $1', params: [organizationId] };
+  }
+
+  /**
+   * Applies a step to a call that has not ended (a step that arrives after the end, such as a late ring
+   * timeout, changes nothing: undefined).
+   */
+  async change(db: Queryable, id: string, change: CallChange, now: Date): Promise<CallRow | undefined> {
+    const params: unknown[] = [id, now];
+    const sets = ['updated_at = $2'];
+    for (const [column, value] of Object.entries(change)) {
+      if (value !== undefined) sets.push(`${column} = $${params.push(value)}`);
+    }
+    const [row] = await db.query<CallRow>(
+      `UPDATE calls SET ${sets.join(', ')} WHERE id = $1 AND ended_at IS NULL RETURNING *`,
+      params,
+    );
+    return row;
+  }
+
+  /** Extends the capacity leases of live calls this process holds. */
+  async renewLeases(db: Queryable, ids: string[], until: Date): Promise<void> {
+    await db.query('UPDATE calls SET lease_expires_at = $2 WHERE id = ANY($1::text[]) AND ended_at IS NULL', [
+      ids,
+      until,
+    ]);
+  }
+
+  // Region capacity
+
+  /** The region's capacity, its row locked: admissions to one region take turns, so none overshoots. */
+  async lockRegion(db: Queryable, region: string): Promise<number> {
+    const [row] = await db.query<{ max_concurrent_calls: number }>(
+      'SELECT max_concurrent_calls FROM voice_regions WHERE region = $1 FOR UPDATE',
+      [region],
+    );
+    return row?.max_concurrent_calls ?? 0;
+  }
+
+  /** Live calls of the region whose lease ran out: their PBX stopped renewing (it died). */
+  async expiredLeases(db: Queryable, region: string, now: Date): Promise<CallRow[]> {
+    return db.query<CallRow>(
+      'SELECT * FROM calls WHERE region = $1 AND ended_at IS NULL AND lease_expires_at <= $2',
+      [region, now],
+    );
+  }
+
+  /** Calls holding a place in the region. */
+  async countLive(db: Queryable, region: string): Promise<number> {
+    const [row] = await db.query<{ count: number }>(
+      'SELECT count(*)::int AS count FROM calls WHERE region = $1 AND ended_at IS NULL',
+      [region],
+    );
+    return row?.count ?? 0;
+  }
+
+  async regions(db: Queryable): Promise<{ region: string; max_concurrent_calls: number; live: number }[]> {
+    return db.query(
+      `SELECT r.region, r.max_concurrent_calls,
+              (SELECT count(*)::int FROM calls c WHERE c.region = r.region AND c.ended_at IS NULL) AS live
+         FROM voice_regions r ORDER BY r.region`,
+    );
+  }
+
+  async setRegion(db: Queryable, region: string, maxConcurrentCalls: number, now: Date): Promise<void> {
+    await db.query('UPDATE voice_regions SET max_concurrent_calls = $2, updated_at = $3 WHERE region = $1', [
+      region,
+      maxConcurrentCalls,
+      now,
+    ]);
+  }
+}

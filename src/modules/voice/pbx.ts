@@ -1,0 +1,63 @@
+// The seam between the platform and whatever carries the calls' signalling and media. The platform keeps the
+// records, the capacity and the dial plan (ring the extension, then its forward, then its voicemail); the PBX
+// carries out one step at a time and says how it went, like the verbs of jambonz or FreeSWITCH's dialplan
+// applications. The simulated PBX (simulated-pbx.ts) behaves like a real one without a network; a SIP PBX
+// (SIP_PORT, a later part) answers the same calls with phones and a trunk.
+
+/** A call as the PBX knows it. */
+export interface PbxCall {
+  id: string;
+  direction: 'inbound' | 'outbound' | 'internal';
+  /** E.164, or an extension number on internal calls. */
+  from: string;
+  to: string;
+}
+
+/** Who a leg rings: the phones registered to an extension, or a phone number through the trunk. */
+export type Party =
+  | { kind: 'extension'; extensionId: string; extension: string }
+  | { kind: 'phone'; number: string };
+
+/** How ringing a party ended. `canceled`: the call was hung up (by either side or the API) before an answer. */
+export type RingOutcome = 'answered' | 'busy' | 'no_answer' | 'failed' | 'canceled';
+
+export interface RingResult {
+  outcome: RingOutcome;
+  at: Date;
+  /** Why, in the words of docs/voice.md "Hang-up causes" (`hangup_requested`, `caller_hangup`, …). */
+  cause: string;
+}
+
+/** A recording: 8 kHz mono 16-bit PCM WAV. `voice` says what made the sound (`espeak-ng`, `tone`, `rtp`). */
+export interface CallAudio {
+  wav: Buffer;
+  durationSeconds: number;
+  voice: string;
+}
+
+export interface CallEnd {
+  at: Date;
+  cause: string;
+}
+
+export interface Pbx {
+  readonly name: string;
+  /**
+   * Rings `party` on the call for at most `ringSeconds` (then `no_answer`, cause `ring_timeout`). `onRinging`
+   * is awaited when it starts to ring.
+   */
+  ring(
+    call: PbxCall,
+    party: Party,
+    ringSeconds: number,
+    onRinging: (at: Date) => Promise<void>,
+  ): Promise<RingResult>;
+  /** Holds an answered call until a side hangs up; with `record`, the audio of the conversation. */
+  converse(call: PbxCall, options: { record: boolean }): Promise<CallEnd & { recording?: CallAudio }>;
+  /** Plays the greeting, then records the caller until they hang up. */
+  takeVoicemail(call: PbxCall, greeting: string): Promise<CallEnd & { audio: CallAudio }>;
+  /** Ends what the call is doing now; the pending step resolves with cause `hangup_requested`. */
+  hangup(callId: string): boolean;
+  /** The platform is done with the call (it ended): the PBX forgets it. */
+  release(callId: string): void;
+}

@@ -1,0 +1,311 @@
+// A PBX that behaves like a real one without a network. Each step of a call plays out as a real PBX's
+// would: a leg rings, then is answered, busy, unanswered at its ring timeout, or fails; a conversation lasts
+// until a side hangs up; a voicemail box records what the caller says (speech synthesised by espeak-ng when
+// installed, else a plain tone, and the record says which: audio.ts).
+//
+// Who decides what happens:
+//   auto     (outside APP_ENV=test) the simulator plays every call out by itself on timers, like the simulated
+//            carrier's receipts: phones answer after a few seconds unless the number's last four digits say
+//            otherwise (MAGIC_CALL_SUFFIXES), conversations last a caller's `durationSeconds` or 30 s.
+//   manual   (APP_ENV=test) nothing moves until the operator's test control says what happens next
+//            (POST /admin/v1/test/pbx/calls/{id} {event}), so a test sees every state.
+//   instant  a test inbound call given an `outcome` is played through at once, its times as the script sets
+//            them (the clock is not moved: `endedAt` may lie after the clock's now).
+import type { Clock } from '../../platform/clock.ts';
+import { ApiError } from '../../platform/errors.ts';
+import { recordedAudio } from './audio.ts';
+import type { CallAudio, CallEnd, Party, Pbx, PbxCall, RingOutcome, RingResult } from './pbx.ts';
+
+/** What the operator's test control may say happens next on a call. */
+export const PBX_EVENTS = ['ringing', 'answered', 'completed', 'busy', 'no_answer', 'failed'] as const;
+export type PbxEvent = (typeof PBX_EVENTS)[number];
+
+/** Last four digits of a phone number that make the simulator's legs to it end that way. */
+export const MAGIC_CALL_SUFFIXES = {
+  /** SIP 486 Busy Here. */
+  busy: '0486',
+  /** SIP 480 Temporarily Unavailable: rings until the ring timeout. */
+  no_answer: '0480',
+  /** SIP 503 Service Unavailable: the leg fails at once. */
+  failed: '0503',
+} as const;
+
+/** What the simulated far end does: the callee's answer, the caller's words and the talk time. */
+export interface SimulatedBehaviour {
+  outcome?: 'answered' | 'no_answer' | 'busy';
+  voicemailText?: string;
+  speech?: string;
+  durationSeconds?: number;
+}
+
+export type SimulationMode = 'auto' | 'manual';
+
+/** Seconds a phone rings before the simulator answers it in `auto` and `instant`. */
+const ANSWER_AFTER_SECONDS = 3;
+/** Talk time when the behaviour does not say. */
+const DEFAULT_TALK_SECONDS = 30;
+/** A caller without words leaves this much tone. */
+const WORDLESS_VOICEMAIL_SECONDS = 5;
+
+type Step = 'ring' | 'converse' | 'voicemail';
+
+/** The events each step takes; anything else from a test control is a 409 that says what it takes. */
+const ACCEPTS: Record<Step, readonly PbxEvent[]> = {
+  ring: ['ringing', 'answered', 'busy', 'no_answer', 'failed', 'completed'],
+  converse: ['completed'],
+  voicemail: ['completed'],
+};
+
+interface Waiter {
+  step: Step;
+  deliver(event: PbxEvent, at: Date): Promise<void>;
+  hangup(at: Date): void;
+}
+
+interface SimulatedCall {
+  behaviour: SimulatedBehaviour;
+  instant: boolean;
+  /** The script's own time, in `instant` play. */
+  virtualNow?: Date;
+  waiter?: Waiter;
+  timers: Set<NodeJS.Timeout>;
+  /** Resolved when the platform next waits on the PBX or releases the call: a test control then answers. */
+  onSettle: (() => void)[];
+}
+
+export class SimulatedPbx implements Pbx {
+  readonly name = 'simulated';
+  private readonly calls = new Map<string, SimulatedCall>();
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly mode: SimulationMode,
+  ) {}
+
+  /** Says what the far end of a call will do; `instant` plays it through without waiting on anyone. */
+  script(callId: string, behaviour: SimulatedBehaviour, instant: boolean): void {
+    const call = this.call(callId);
+    call.behaviour = behaviour;
+    call.instant = instant;
+    if (instant) call.virtualNow = this.clock.now();
+  }
+
+  ring(
+    call: PbxCall,
+    party: Party,
+    ringSeconds: number,
+    onRinging: (at: Date) => Promise<void>,
+  ): Promise<RingResult> {
+    return this.wait<RingResult>(
+      call.id,
+      (settle) => ({
+        step: 'ring',
+        deliver: async (event, at) => {
+          if (event === 'ringing') return onRinging(at);
+          if (event === 'completed') return settle({ outcome: 'canceled', at, cause: 'caller_hangup' });
+          const outcome = event as Exclude<RingOutcome, 'canceled'>;
+          settle({ outcome, at, cause: outcome === 'no_answer' ? 'ring_timeout' : outcome });
+        },
+        hangup: (at) => settle({ outcome: 'canceled', at, cause: 'hangup_requested' }),
+      }),
+      (simulated) => this.ringPlan(simulated, party, ringSeconds),
+    );
+  }
+
+  converse(call: PbxCall, options: { record: boolean }): Promise<CallEnd & { recording?: CallAudio }> {
+    const simulated = this.call(call.id);
+    const answeredAt = this.now(simulated);
+    const end = async (at: Date, cause: string) => ({
+      at,
+      cause,
+      ...(options.record
+        ? {
+            recording: await recordedAudio({
+              text: simulated.behaviour.speech,
+              seconds: secondsBetween(answeredAt, at),
+            }),
+          }
+        : {}),
+    });
+    return this.wait(
+      call.id,
+      (settle) => ({
+        step: 'converse',
+        deliver: async (_event, at) => settle(await end(at, 'normal_clearing')),
+        hangup: (at) => void end(at, 'hangup_requested').then(settle),
+      }),
+      () => [[simulated.behaviour.durationSeconds ?? DEFAULT_TALK_SECONDS, 'completed']],
+    );
+  }
+
+  takeVoicemail(call: PbxCall, _greeting: string): Promise<CallEnd & { audio: CallAudio }> {
+    const simulated = this.call(call.id);
+    const startedAt = this.now(simulated);
+    const text = simulated.behaviour.voicemailText;
+    const end = async (at: Date, cause: string) => ({
+      at,
+      cause,
+      audio: await recordedAudio({ text, seconds: secondsBetween(startedAt, at) }),
+    });
+    // Speech at espeak-ng's pace is about 2.5 words a second; the audio says how long it really is.
+    const speaking = text ? Math.ceil(text.split(/\s+/).length / 2.5) + 1 : WORDLESS_VOICEMAIL_SECONDS;
+    return this.wait(
+      call.id,
+      (settle) => ({
+        step: 'voicemail',
+        deliver: async (_event, at) => settle(await end(at, 'normal_clearing')),
+        hangup: (at) => void end(at, 'hangup_requested').then(settle),
+      }),
+      () => [[speaking, 'completed']],
+    );
+  }
+
+  hangup(callId: string): boolean {
+    const call = this.calls.get(callId);
+    if (!call) return false;
+    this.clearTimers(call);
+    call.waiter?.hangup(this.now(call));
+    return true;
+  }
+
+  release(callId: string): void {
+    const call = this.calls.get(callId);
+    if (!call) return;
+    this.clearTimers(call);
+    this.calls.delete(callId);
+    for (const settled of call.onSettle.splice(0)) settled();
+  }
+
+  /**
+   * The test control: what happens next on a call. Answers once the platform has taken the event in (it waits
+   * on the PBX again or has ended the call), so the caller reads the call's new state. A 409 when the call is
+   * not waiting on anything that takes `event`.
+   */
+  async drive(callId: string, event: PbxEvent): Promise<void> {
+    const call = this.calls.get(callId);
+    const waiter = call?.waiter;
+    if (!call || !waiter)
+      throw new ApiError(409, 'The call is not waiting on the PBX', { code: 'CALL_NOT_ACTIVE' });
+    if (!ACCEPTS[waiter.step].includes(event)) {
+      throw new ApiError(
+        409,
+        `The call is in its ${waiter.step} step, which takes ${ACCEPTS[waiter.step].join(', ')}; not ${event}`,
+        { code: 'CALL_NOT_ACTIVE' },
+      );
+    }
+    if (event === 'ringing') return waiter.deliver(event, this.clock.now());
+    const settled = this.settled(call);
+    await waiter.deliver(event, this.clock.now());
+    await settled;
+  }
+
+  /** Resolves when the platform next waits on the PBX for this call, or releases it. */
+  settled(callId: string | SimulatedCall): Promise<void> {
+    const call = typeof callId === 'string' ? this.calls.get(callId) : callId;
+    if (!call) return Promise.resolve();
+    return new Promise((resolve) => call.onSettle.push(resolve));
+  }
+
+  /** Registers the step's waiter, then lets the script (auto, instant) play its planned events. */
+  private wait<T>(
+    callId: string,
+    makeWaiter: (settle: (result: T) => void) => Waiter,
+    plan: (call: SimulatedCall) => [number, PbxEvent][],
+  ): Promise<T> {
+    const call = this.call(callId);
+    return new Promise<T>((resolve) => {
+      let done = false;
+      const waiter = makeWaiter((result) => {
+        if (done) return;
+        done = true;
+        if (call.waiter === waiter) call.waiter = undefined;
+        this.clearTimers(call);
+        resolve(result);
+      });
+      call.waiter = waiter;
+      for (const settled of call.onSettle.splice(0)) settled();
+      if (call.instant) void this.playInstantly(call, waiter, plan(call));
+      else if (this.mode === 'auto') this.playOnTimers(call, waiter, plan(call));
+    });
+  }
+
+  private playOnTimers(call: SimulatedCall, waiter: Waiter, plan: [number, PbxEvent][]): void {
+    let at = 0;
+    for (const [delaySeconds, event] of plan) {
+      at += delaySeconds;
+      const timer = setTimeout(() => {
+        call.timers.delete(timer);
+        if (call.waiter === waiter) void waiter.deliver(event, this.clock.now());
+      }, at * 1000);
+      timer.unref();
+      call.timers.add(timer);
+    }
+  }
+
+  private async playInstantly(
+    call: SimulatedCall,
+    waiter: Waiter,
+    plan: [number, PbxEvent][],
+  ): Promise<void> {
+    // After the step's promise is handed back, so the platform is listening before the first event.
+    await Promise.resolve();
+    for (const [delaySeconds, event] of plan) {
+      if (call.waiter !== waiter) return;
+      call.virtualNow = new Date(this.now(call).getTime() + delaySeconds * 1000);
+      await waiter.deliver(event, call.virtualNow);
+    }
+  }
+
+  private ringPlan(call: SimulatedCall, party: Party, ringSeconds: number): [number, PbxEvent][] {
+    const outcome =
+      (party.kind === 'phone' ? magicOutcome(party.number) : undefined) ??
+      call.behaviour.outcome ??
+      'answered';
+    switch (outcome) {
+      case 'answered':
+        return [
+          [1, 'ringing'],
+          [Math.min(ANSWER_AFTER_SECONDS, ringSeconds - 1), 'answered'],
+        ];
+      case 'no_answer':
+        return [
+          [1, 'ringing'],
+          [ringSeconds - 1, 'no_answer'],
+        ];
+      case 'busy':
+        return [[1, 'busy']];
+      case 'failed':
+        return [[0.5, 'failed']];
+    }
+  }
+
+  private call(callId: string): SimulatedCall {
+    let call = this.calls.get(callId);
+    if (!call) {
+      call = { behaviour: {}, instant: false, timers: new Set(), onSettle: [] };
+      this.calls.set(callId, call);
+    }
+    return call;
+  }
+
+  private now(call: SimulatedCall): Date {
+    return call.instant && call.virtualNow ? call.virtualNow : this.clock.now();
+  }
+
+  private clearTimers(call: SimulatedCall): void {
+    for (const timer of call.timers) clearTimeout(timer);
+    call.timers.clear();
+  }
+}
+
+function magicOutcome(number: string): 'busy' | 'no_answer' | 'failed' | undefined {
+  for (const [outcome, suffix] of Object.entries(MAGIC_CALL_SUFFIXES)) {
+    if (number.endsWith(suffix)) return outcome as 'busy' | 'no_answer' | 'failed';
+  }
+  return undefined;
+}
+
+/** Whole seconds from `from` to `to`, at least one (a recording is never empty). */
+function secondsBetween(from: Date, to: Date): number {
+  return Math.max(1, Math.round((to.getTime() - from.getTime()) / 1000));
+}
