@@ -98,6 +98,28 @@ async function waitForNoLiveCalls(): Promise<void> {
   }
 }
 
+// 2. HOLD concurrent calls, first: the process as it is after start, not after the load of part 1.
+global.gc?.();
+await sleep(2000);
+const rssBefore = process.memoryUsage().rss;
+progress(`placing ${HOLD} calls`);
+const placedAt = Date.now();
+const placed = await load(url, { amount: HOLD, requests: callRequest });
+const placingSeconds = (Date.now() - placedAt) / 1000;
+let peakLive = 0;
+let peakRss = 0;
+// Every call is up from 4 s after it was placed until 34 s after: sample through that window.
+for (let i = 0; i < 12; i++) {
+  await sleep(2000);
+  peakLive = Math.max(peakLive, await liveCalls());
+  peakRss = Math.max(peakRss, process.memoryUsage().rss);
+}
+await waitForNoLiveCalls();
+const [ended] = await db.query<{ completed: number; other: number }>(
+  `SELECT count(*) FILTER (WHERE status = 'completed')::int AS completed,
+          count(*) FILTER (WHERE status <> 'completed')::int AS other FROM calls`,
+);
+
 // 1. Calls started per second, beside bare Fastify doing one INSERT per request.
 await db.query(
   `CREATE TABLE bench_calls (id text PRIMARY KEY, organization_id text, direction text, from_number text,
@@ -124,28 +146,6 @@ const started = await load(url, { duration: RATE_SECONDS, requests: callRequest 
 await bare.close();
 progress('waiting for those calls to end');
 await waitForNoLiveCalls();
-
-// 2. HOLD concurrent calls.
-global.gc?.();
-await sleep(2000);
-const rssBefore = process.memoryUsage().rss;
-progress(`placing ${HOLD} calls`);
-const placedAt = Date.now();
-const placed = await load(url, { amount: HOLD, requests: callRequest });
-const placingSeconds = (Date.now() - placedAt) / 1000;
-let peakLive = 0;
-let peakRss = 0;
-// Every call is up from 4 s after it was placed until 34 s after: sample through that window.
-for (let i = 0; i < 12; i++) {
-  await sleep(2000);
-  peakLive = Math.max(peakLive, await liveCalls());
-  peakRss = Math.max(peakRss, process.memoryUsage().rss);
-}
-await waitForNoLiveCalls();
-const [ended] = await db.query<{ completed: number; other: number }>(
-  `SELECT count(*) FILTER (WHERE status = 'completed')::int AS completed,
-          count(*) FILTER (WHERE status <> 'completed')::int AS other FROM calls`,
-);
 
 const lines = [
   `Voice bench, ${new Date().toISOString()}, engine ${db.engine}, Node ${process.version}`,

@@ -105,7 +105,11 @@ describe('organization A can reach none of organization B’s resources', () => 
       outcome: 'no_answer',
     });
     assert.match(missed.body.data?.voicemailId ?? '', /^vm_/, missed.text);
-    const call = await asB('POST', '/api/v2/calls', { from: number.number, to: '+12025550113', record: true });
+    const call = await asB('POST', '/api/v2/calls', {
+      from: number.number,
+      to: '+12025550113',
+      record: true,
+    });
     assert.equal(call.status, 202, call.text);
     await t.admin('POST', `/test/pbx/calls/${call.body.data.id}`, { event: 'answered' });
     await t.admin('POST', `/test/pbx/calls/${call.body.data.id}`, { event: 'completed' });

@@ -129,10 +129,10 @@ export class SimulatedPbx implements Pbx {
     });
     return this.wait(
       call.id,
-      (settle) => ({
+      (settle, fail) => ({
         step: 'converse',
         deliver: async (_event, at) => settle(await end(at, 'normal_clearing')),
-        hangup: (at) => void end(at, 'hangup_requested').then(settle),
+        hangup: (at) => void end(at, 'hangup_requested').then(settle, fail),
       }),
       () => [[simulated.behaviour.durationSeconds ?? DEFAULT_TALK_SECONDS, 'completed']],
     );
@@ -151,10 +151,10 @@ export class SimulatedPbx implements Pbx {
     const speaking = text ? Math.ceil(text.split(/\s+/).length / 2.5) + 1 : WORDLESS_VOICEMAIL_SECONDS;
     return this.wait(
       call.id,
-      (settle) => ({
+      (settle, fail) => ({
         step: 'voicemail',
         deliver: async (_event, at) => settle(await end(at, 'normal_clearing')),
-        hangup: (at) => void end(at, 'hangup_requested').then(settle),
+        hangup: (at) => void end(at, 'hangup_requested').then(settle, fail),
       }),
       () => [[speaking, 'completed']],
     );
@@ -209,19 +209,25 @@ export class SimulatedPbx implements Pbx {
   /** Registers the step's waiter, then lets the script (auto, instant) play its planned events. */
   private wait<T>(
     callId: string,
-    makeWaiter: (settle: (result: T) => void) => Waiter,
+    makeWaiter: (settle: (result: T) => void, fail: (error: unknown) => void) => Waiter,
     plan: (call: SimulatedCall) => [number, PbxEvent][],
   ): Promise<T> {
     const call = this.call(callId);
-    return new Promise<T>((resolve) => {
+    return new Promise<T>((resolve, reject) => {
       let done = false;
-      const waiter = makeWaiter((result) => {
+      const finish = (then: () => void) => {
         if (done) return;
         done = true;
         if (call.waiter === waiter) call.waiter = undefined;
         this.clearTimers(call);
-        resolve(result);
-      });
+        then();
+      };
+      const fail = (error: unknown) => finish(() => reject(error));
+      const waiter = makeWaiter((result) => finish(() => resolve(result)), fail);
+      // Whoever delivers an event (a timer, the instant script, a test control), a failure to take it in
+      // (the database gone while writing `ringing`) fails the step, and the call's program ends the call.
+      const deliver = waiter.deliver;
+      waiter.deliver = (event, at) => deliver(event, at).catch(fail);
       call.waiter = waiter;
       for (const settled of call.onSettle.splice(0)) settled();
       if (call.instant) void this.playInstantly(call, waiter, plan(call));
