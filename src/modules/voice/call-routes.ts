@@ -9,7 +9,6 @@ import type { ModuleRoutes } from '../../platform/module.ts';
 import { PageEnvelope, PageQuery, pageResponse } from '../../platform/pagination.ts';
 import { organizationsModule } from '../organizations/index.ts';
 import { toCall } from './calls.ts';
-import type { VoiceServices } from './index.ts';
 import {
   CallCreate,
   CallSchema,
@@ -19,6 +18,7 @@ import {
   TestCallEvent,
   TestInbound,
 } from './schemas.ts';
+import type { VoiceServices } from './services.ts';
 
 const tags = ['Calls'];
 const read = { scope: 'calls:read', product: 'voice' } as const;

@@ -252,6 +252,9 @@ export class CallService {
     if (row.ended_at) return toCall(row);
     const program = this.running.get(id);
     if (!program || !this.pbx.hangup(id)) {
+      // It may have ended between the read and now.
+      const now = await this.store.find(this.db, organizationId, id);
+      if (now?.ended_at) return toCall(now);
       throw new ApiError(409, 'This call is held by another PBX node; hang it up there', {
         code: 'CALL_NOT_HELD',
       });

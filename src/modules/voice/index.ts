@@ -12,18 +12,12 @@ import { ExtensionService } from './extensions.ts';
 import { CallMedia, TRANSCRIBE_QUEUE } from './media.ts';
 import { mediaRoutes } from './media-routes.ts';
 import { extensionRoutes } from './routes.ts';
+import type { VoiceServices } from './services.ts';
 import { SimulatedPbx } from './simulated-pbx.ts';
 import { type Transcriber, transcriberFrom } from './transcribers.ts';
 
 export type { ExtensionService } from './extensions.ts';
-
-export interface VoiceServices {
-  extensions: ExtensionService;
-  calls: CallService;
-  media: CallMedia;
-  /** The PBX calls run on; its test controls drive it step by step under APP_ENV=test. */
-  simulatedPbx: SimulatedPbx;
-}
+export type { VoiceServices } from './services.ts';
 
 export const voiceModule = defineModule({
   name: 'voice',

@@ -9,8 +9,8 @@ import { callerOf, cursorScope } from '../../platform/http/caller.ts';
 import { envelope, IdParams } from '../../platform/http/schemas.ts';
 import type { ModuleRoutes } from '../../platform/module.ts';
 import { OffsetPageQuery, PageEnvelope, pageResponse } from '../../platform/pagination.ts';
-import type { VoiceServices } from './index.ts';
 import { RecordingSchema, TranscriptionSchema, VoicemailPatch, VoicemailSchema } from './schemas.ts';
+import type { VoiceServices } from './services.ts';
 
 const voicemails = { scope: 'voicemails:read', product: 'voice' } as const;
 const recordings = { scope: 'recordings:read', product: 'voice' } as const;

@@ -7,8 +7,8 @@ import { envelope, IdParams } from '../../platform/http/schemas.ts';
 import type { ModuleRoutes } from '../../platform/module.ts';
 import { OffsetPageQuery, PageEnvelope, pageResponse } from '../../platform/pagination.ts';
 import { organizationsModule } from '../organizations/index.ts';
-import type { VoiceServices } from './index.ts';
 import { ExtensionCreate, ExtensionPatch, ExtensionSchema } from './schemas.ts';
+import type { VoiceServices } from './services.ts';
 
 const tags = ['Extensions'];
 const read = { scope: 'extensions:read', product: 'voice' } as const;

@@ -1,0 +1,14 @@
+// What the voice module gives its routes and the other modules (its index builds them). A file of its own so
+// the routes can name it without importing the index that imports them.
+import type { CallService } from './calls.ts';
+import type { ExtensionService } from './extensions.ts';
+import type { CallMedia } from './media.ts';
+import type { SimulatedPbx } from './simulated-pbx.ts';
+
+export interface VoiceServices {
+  extensions: ExtensionService;
+  calls: CallService;
+  media: CallMedia;
+  /** The PBX calls run on; its test controls drive it step by step under APP_ENV=test. */
+  simulatedPbx: SimulatedPbx;
+}
