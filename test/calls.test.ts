@@ -397,6 +397,29 @@ describe('calls', () => {
     assert.equal(placed.status, 202, placed.text);
     assert.equal((await t.request('GET', '/v2/portal/calls', { token: member })).body.data.length, 1);
     await drive(placed.body.data.id, 'busy');
+
+    // A recorded call: a member reads the recording, only owners and admins delete it.
+    const recorded = (
+      await api(who, 'POST', '/calls', { from: who.number, to: '+14155550132', record: true })
+    ).body.data;
+    await drive(recorded.id, 'answered');
+    const { recordingId } = (await drive(recorded.id, 'completed')).body.data;
+    const listed = await t.request('GET', '/v2/portal/recordings', { token: member });
+    assert.deepEqual(
+      listed.body.data.map((r: { id: string }) => r.id),
+      [recordingId],
+    );
+    assert.equal(listed.body.pagination.total, 1);
+    const refused = await t.request('DELETE', `/v2/portal/recordings/${recordingId}`, { token: member });
+    assert.equal(refused.status, 403);
+    assert.equal((await api(who, 'GET', `/recordings/${recordingId}`)).status, 200);
+    const admin = await signIn(t, await createUser(t, { role: 'admin', organizationIds: [who.id] }));
+    const deleted = await t.request('DELETE', `/v2/portal/recordings/${recordingId}`, { token: admin });
+    assert.equal(deleted.status, 200, deleted.text);
+    assert.equal((await api(who, 'GET', `/recordings/${recordingId}`)).status, 404);
+    assert.equal((await api(who, 'GET', `/recordings/${recordingId}/audio`)).status, 404);
+    assert.equal((await api(who, 'GET', `/calls/${recorded.id}`)).body.data.recordingId, null);
+    assert.equal((await api(who, 'DELETE', `/recordings/${recordingId}`)).status, 404);
   });
 });
 
