@@ -47,6 +47,10 @@ export interface Config {
   databasePoolSize: number;
   /** The SIP domain extensions register to (SIP_DOMAIN); shown with their credentials. Default `localhost`. */
   sipDomain: string;
+  /** SIP_PORT: the SIP listener's port (UDP and TCP); unset: no SIP listener. */
+  sipPort?: number;
+  /** SIP_HOST: the address the SIP listener binds (default 0.0.0.0). */
+  sipHost: string;
   /**
    * TRANSCRIPTION_URL: the base URL of an OpenAI-compatible transcription service (`…/v1`); voicemails and
    * recordings are transcribed there. Unset: the offline pocketsphinx engine where installed, else none.
@@ -131,6 +135,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push('DATABASE_POOL_SIZE must be a whole number from 1 to 1000');
   }
 
+  const sipPort = env.SIP_PORT ? Number(env.SIP_PORT) : undefined;
+  if (sipPort !== undefined && (!Number.isInteger(sipPort) || sipPort < 1 || sipPort > 65535)) {
+    problems.push('SIP_PORT must be an integer 1-65535');
+  }
+
   const transcriptionUrl = env.TRANSCRIPTION_URL || undefined;
   if (transcriptionUrl && !/^https?:\/\/[^/]/.test(transcriptionUrl)) {
     problems.push('TRANSCRIPTION_URL must be an http:// or https:// URL');
@@ -178,6 +187,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerConcurrency,
     databasePoolSize,
     sipDomain: env.SIP_DOMAIN || 'localhost',
+    sipPort,
+    sipHost: env.SIP_HOST || '0.0.0.0',
     transcriptionUrl,
     transcriptionApiKey: env.TRANSCRIPTION_API_KEY || undefined,
     transcriptionModel: env.TRANSCRIPTION_MODEL || 'whisper-1',

@@ -32,6 +32,7 @@ async function main() {
   const demo = await seedDemoIfEmpty(ctx);
 
   if (app) await app.listen({ port: config.port, host: config.host });
+  if (config.sipPort) ctx.sipListener.start({ port: config.sipPort, host: config.sipHost });
   if (config.roles.includes('worker')) {
     // The clean-up of this hour, unless another instance already booked it; each run books the next hour.
     await ctx.retention.start();
@@ -49,6 +50,7 @@ async function main() {
     stopping = true;
     log.info({ signal }, 'shutting down');
     await app?.close();
+    ctx.sipListener.stop();
     await ctx.jobs.stop();
     await ctx.rateLimiter.store.close();
     await db.close();

@@ -45,14 +45,40 @@ describe('configuration', () => {
         REDIS_URL: 'http://x',
         SMTP_URL: 'ftp://x',
         ROLES: 'api,cron',
+        SIP_PORT: '70000',
+        TRANSCRIPTION_URL: 'ftp://x',
       });
       assert.fail('should have thrown');
     } catch (error) {
       assert.ok(error instanceof ConfigError);
-      for (const name of ['APP_ENV', 'PORT', 'DATABASE_URL', 'REDIS_URL', 'SMTP_URL', 'ROLES']) {
+      for (const name of [
+        'APP_ENV',
+        'PORT',
+        'DATABASE_URL',
+        'REDIS_URL',
+        'SMTP_URL',
+        'ROLES',
+        'SIP_PORT',
+        'TRANSCRIPTION_URL',
+      ]) {
         assert.match(error.message, new RegExp(name));
       }
     }
+  });
+
+  test('voice defaults: no SIP listener, no transcription service, the whisper-1 model', () => {
+    const config = loadConfig({ DATA_DIR: 'memory://' });
+    assert.equal(config.sipPort, undefined);
+    assert.equal(config.sipHost, '0.0.0.0');
+    assert.equal(config.transcriptionUrl, undefined);
+    assert.equal(config.transcriptionModel, 'whisper-1');
+    const set = loadConfig({
+      DATA_DIR: 'memory://',
+      SIP_PORT: '5060',
+      TRANSCRIPTION_URL: 'https://api.example.com/v1',
+    });
+    assert.equal(set.sipPort, 5060);
+    assert.equal(set.transcriptionUrl, 'https://api.example.com/v1');
   });
 
   test('memory:// keeps no secret on disk', () => {

@@ -67,6 +67,14 @@ export class ExtensionStore {
     return row;
   }
 
+  /** The extension whose phones authenticate as `username` (unique across the platform): the registrar's. */
+  async findBySipUsername(db: Queryable, username: string): Promise<ExtensionRow | undefined> {
+    const [row] = await db.query<ExtensionRow>('SELECT * FROM extensions WHERE sip_username = $1', [
+      username,
+    ]);
+    return row;
+  }
+
   /** The organization's extension with this number (an internal call's ends). */
   async findByNumber(
     db: Queryable,

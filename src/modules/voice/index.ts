@@ -14,6 +14,9 @@ import { mediaRoutes } from './media-routes.ts';
 import { extensionRoutes } from './routes.ts';
 import type { VoiceServices } from './services.ts';
 import { SimulatedPbx } from './simulated-pbx.ts';
+import { DigestAuth } from './sip/digest.ts';
+import { SipListener } from './sip/listener.ts';
+import { Registrar } from './sip/registrar.ts';
 import { type Transcriber, transcriberFrom } from './transcribers.ts';
 
 export type { ExtensionService } from './extensions.ts';
@@ -63,7 +66,14 @@ export const voiceModule = defineModule({
       media,
       log,
     });
-    return { extensions, calls, media, simulatedPbx };
+    const registrar = new Registrar({
+      db,
+      clock,
+      digest: new DigestAuth(config.jwtSecret, config.sipDomain),
+      extensions,
+      rateLimiter: platform.rateLimiter,
+    });
+    return { extensions, calls, media, simulatedPbx, sipListener: new SipListener(registrar, log) };
   },
   routes: {
     developer: [extensionRoutes, callRoutes, mediaRoutes],

@@ -4,6 +4,7 @@ import type { CallService } from './calls.ts';
 import type { ExtensionService } from './extensions.ts';
 import type { CallMedia } from './media.ts';
 import type { SimulatedPbx } from './simulated-pbx.ts';
+import type { SipListener } from './sip/listener.ts';
 
 export interface VoiceServices {
   extensions: ExtensionService;
@@ -11,4 +12,6 @@ export interface VoiceServices {
   media: CallMedia;
   /** The PBX calls run on; its test controls drive it step by step under APP_ENV=test. */
   simulatedPbx: SimulatedPbx;
+  /** The SIP listener (the registrar today); started by the server when SIP_PORT is set. */
+  sipListener: SipListener;
 }

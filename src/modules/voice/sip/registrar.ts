@@ -1,0 +1,146 @@
+// The SIP registrar (RFC 3261 section 10): extensions' phones REGISTER with their SIP credentials (digest
+// authentication), and the registrar keeps where each can be reached, in the database so that every instance
+// sees every binding. Scanners try passwords on every SIP port they find: failed authentications are counted
+// per source address (the shared counters: Redis when configured), and an address over the limit is refused
+// without a challenge until its window passes.
+import type { SipMessage, SipRemote } from 'sip';
+import type { Clock } from '../../../platform/clock.ts';
+import type { Database } from '../../../platform/db/index.ts';
+import type { RateLimiter, RateLimitRule } from '../../../platform/rate-limit.ts';
+import type { ExtensionService } from '../extensions.ts';
+import { type DigestAuth, type DigestCredentials, unquote } from './digest.ts';
+import { RegistrationStore } from './registration-store.ts';
+
+/** Failed authentications one address may make in a window before it is refused outright. */
+export const SIP_AUTH_FAILURE_RULE: RateLimitRule = {
+  name: 'sip-auth-failure',
+  limit: 10,
+  windowSeconds: 300,
+};
+/** Bounds of a registration's lifetime in seconds (a phone asking for less than the minimum gets 423). */
+export const MIN_EXPIRES = 60;
+export const MAX_EXPIRES = 3600;
+const DEFAULT_EXPIRES = 3600;
+
+/** What the registrar answers: a status, its reason phrase and extra headers. */
+export interface RegistrarAnswer {
+  status: number;
+  reason: string;
+  headers?: Record<string, unknown>;
+}
+
+export class Registrar {
+  private readonly store = new RegistrationStore();
+
+  constructor(
+    private readonly deps: {
+      db: Database;
+      clock: Clock;
+      digest: DigestAuth;
+      extensions: ExtensionService;
+      rateLimiter: RateLimiter;
+    },
+  ) {}
+
+  async register(request: SipMessage, remote: SipRemote): Promise<RegistrarAnswer> {
+    const { clock, digest, rateLimiter } = this.deps;
+    const nowMs = clock.nowMs();
+    if (!(await rateLimiter.peek(SIP_AUTH_FAILURE_RULE, remote.address)).allowed) {
+      return { status: 403, reason: 'Too Many Failed Attempts' };
+    }
+    const credentials = request.headers.authorization?.find(
+      (header) => header.scheme?.toLowerCase() === 'digest' && unquote(header.realm ?? '') === digest.realm,
+    ) as unknown as DigestCredentials | undefined;
+    if (!credentials?.username || !credentials.response || !credentials.nonce || !credentials.uri) {
+      return this.challenge(nowMs);
+    }
+    const username = unquote(credentials.username);
+    const extension = await this.deps.extensions.store.findBySipUsername(this.deps.db, username);
+    // An unknown user is checked against a password nobody has, so it costs what a wrong password costs.
+    const password = extension ? this.deps.extensions.sipPassword(extension) : '\u0000';
+    const verdict = digest.verify(credentials, request.method ?? 'REGISTER', password, nowMs);
+    if (verdict === 'stale' && extension) return this.challenge(nowMs, true);
+    if (verdict !== 'ok' || !extension) return this.failed(remote);
+    // A phone registers its own address of record, never another extension's.
+    const toUser = sipUser(request.headers.to.uri);
+    if (toUser !== username) return { status: 403, reason: 'Forbidden: To Is Not Yours' };
+
+    const now = new Date(nowMs);
+    const asked = Number(request.headers.expires ?? DEFAULT_EXPIRES);
+    const contacts = request.headers.contact;
+    if (contacts === '*') {
+      if (asked !== 0) return { status: 400, reason: 'Bad Request: Contact * Needs Expires 0' };
+      await this.store.remove(this.deps.db, extension.id);
+      return this.bindings(extension.id, now);
+    }
+    for (const contact of contacts ?? []) {
+      const expires = Number(contact.params.expires ?? asked);
+      if (!Number.isFinite(expires) || expires < 0) return { status: 400, reason: 'Bad Request: Expires' };
+      if (expires === 0) {
+        await this.store.remove(this.deps.db, extension.id, contact.uri);
+        continue;
+      }
+      if (expires < MIN_EXPIRES) {
+        return { status: 423, reason: 'Interval Too Brief', headers: { 'min-expires': String(MIN_EXPIRES) } };
+      }
+      await this.store.upsert(
+        this.deps.db,
+        {
+          extension_id: extension.id,
+          contact: contact.uri,
+          source: `${remote.protocol.toLowerCase()}:${remote.address}:${remote.port}`,
+          user_agent:
+            typeof request.headers['user-agent'] === 'string' ? request.headers['user-agent'] : null,
+          expires_at: new Date(nowMs + Math.min(expires, MAX_EXPIRES) * 1000),
+        },
+        now,
+      );
+    }
+    return this.bindings(extension.id, now);
+  }
+
+  /** The extension's live contacts (a call to it rings these). */
+  contacts(extensionId: string) {
+    return this.store.live(this.deps.db, extensionId, this.deps.clock.now());
+  }
+
+  private challenge(nowMs: number, stale = false): RegistrarAnswer {
+    return {
+      status: 401,
+      reason: 'Unauthorized',
+      headers: { 'www-authenticate': [this.deps.digest.challenge(nowMs, stale)] },
+    };
+  }
+
+  private async failed(remote: SipRemote): Promise<RegistrarAnswer> {
+    await this.deps.rateLimiter.consume(SIP_AUTH_FAILURE_RULE, remote.address);
+    return { status: 403, reason: 'Forbidden' };
+  }
+
+  /** 200 with every live binding and its remaining lifetime, as RFC 3261 section 10.3 asks. */
+  private async bindings(extensionId: string, now: Date): Promise<RegistrarAnswer> {
+    const rows = await this.store.live(this.deps.db, extensionId, now);
+    return {
+      status: 200,
+      reason: 'OK',
+      headers: {
+        // No Contact at all when nothing is bound (an empty list would be written as `Contact: *`).
+        ...(rows.length > 0
+          ? {
+              contact: rows.map((row) => ({
+                uri: row.contact,
+                params: {
+                  expires: String(Math.max(0, Math.round((row.expires_at.getTime() - now.getTime()) / 1000))),
+                },
+              })),
+            }
+          : {}),
+        date: now.toUTCString(),
+      },
+    };
+  }
+}
+
+function sipUser(uri: string): string | undefined {
+  return /^sips?:([^@;]+)@/i.exec(uri)?.[1];
+}

@@ -1,0 +1,43 @@
+// The SQL of SIP registrations. Every method takes the Queryable to run on.
+import type { Queryable } from '../../../platform/db/index.ts';
+
+export interface RegistrationRow {
+  extension_id: string;
+  contact: string;
+  source: string;
+  user_agent: string | null;
+  expires_at: Date;
+  updated_at: Date;
+}
+
+export class RegistrationStore {
+  /** Adds or refreshes a binding. */
+  async upsert(db: Queryable, row: Omit<RegistrationRow, 'updated_at'>, now: Date): Promise<void> {
+    await db.query(
+      `INSERT INTO sip_registrations (extension_id, contact, source, user_agent, expires_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (extension_id, contact)
+       DO UPDATE SET source = $3, user_agent = $4, expires_at = $5, updated_at = $6`,
+      [row.extension_id, row.contact, row.source, row.user_agent, row.expires_at, now],
+    );
+  }
+
+  async remove(db: Queryable, extensionId: string, contact?: string): Promise<void> {
+    await db.query(
+      'DELETE FROM sip_registrations WHERE extension_id = $1 AND ($2::text IS NULL OR contact = $2)',
+      [extensionId, contact ?? null],
+    );
+  }
+
+  /** The extension's live bindings (expired ones are deleted first). */
+  async live(db: Queryable, extensionId: string, now: Date): Promise<RegistrationRow[]> {
+    await db.query('DELETE FROM sip_registrations WHERE extension_id = $1 AND expires_at <= $2', [
+      extensionId,
+      now,
+    ]);
+    return db.query<RegistrationRow>(
+      'SELECT * FROM sip_registrations WHERE extension_id = $1 ORDER BY contact',
+      [extensionId],
+    );
+  }
+}

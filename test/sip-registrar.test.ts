@@ -1,0 +1,263 @@
+// The SIP registrar on a real socket, proven with a real SIP peer (SIPp, Debian's `sip-tester`): a phone
+// registers with its extension's digest credentials and the binding is in the database; a wrong password, a
+// stranger's address of record and a forged nonce are refused; a scanner's burst of failed REGISTERs gets the
+// address refused outright. The digest arithmetic is checked on its own against RFC 2617's formulas.
+import assert from 'node:assert/strict';
+import { execFile, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { createSocket } from 'node:dgram';
+import { writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { DigestAuth } from '../src/modules/voice/sip/digest.ts';
+import { startTestApp, type TestApp } from './helpers/app.ts';
+import { type Sender, sender } from './helpers/messaging.ts';
+
+const sipp = spawnSync('sipp', ['-v']).error === undefined;
+
+/** A port free on both UDP and TCP on loopback. */
+async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as { port: number };
+        server.close(() => resolve(port));
+      });
+    });
+    const free = await new Promise<boolean>((resolve) => {
+      const socket = createSocket('udp4');
+      socket.once('error', () => resolve(false));
+      socket.bind(port, '127.0.0.1', () => socket.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+}
+
+/** A REGISTER scenario: with `authenticate`, the 401 challenge then REGISTER with credentials, expecting `final`. */
+function scenario(final: number, authenticate: boolean, aor = '[service]'): string {
+  const register = (cseq: number, auth: string) => `
+  <send retrans="500"><![CDATA[
+      REGISTER sip:[field0] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
+      From: <sip:${aor}@[field0]>;tag=[pid]SIPpTag[call_number]
+      To: <sip:${aor}@[field0]>
+      Call-ID: [call_id]
+      CSeq: ${cseq} REGISTER
+      Contact: <sip:[service]@[local_ip]:[local_port]>
+      Expires: 120
+      ${auth}
+      Max-Forwards: 70
+      User-Agent: SIPp
+      Content-Length: 0
+
+    ]]></send>`;
+  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
+<scenario name="register">
+  ${register(1, '')}
+  ${authenticate ? `<recv response="401" auth="true"/>${register(2, '[authentication]')}` : ''}
+  <recv response="${final}"/>
+</scenario>`;
+}
+
+/** Runs SIPp once against the registrar; resolves with its exit code (0: the scenario went as written). */
+async function runSipp(
+  port: number,
+  options: {
+    username: string;
+    password: string;
+    final: number;
+    authenticate?: boolean;
+    aor?: string;
+    calls?: number;
+  },
+): Promise<number> {
+  const file = join(tmpdir(), `sipp-${process.pid}-${Math.random().toString(36).slice(2)}.xml`);
+  await writeFile(file, scenario(options.final, options.authenticate ?? true, options.aor));
+  const fields = join(tmpdir(), `sipp-${process.pid}-${Math.random().toString(36).slice(2)}.csv`);
+  await writeFile(fields, 'SEQUENTIAL\nlocalhost;\n');
+  return new Promise((resolve) => {
+    execFile(
+      'sipp',
+      [
+        `127.0.0.1:${port}`,
+        '-sf',
+        file,
+        '-inf',
+        fields,
+        '-s',
+        options.username,
+        '-au',
+        options.username,
+        '-ap',
+        options.password,
+        '-m',
+        String(options.calls ?? 1),
+        '-i',
+        '127.0.0.1',
+        '-p',
+        '0',
+        '-timeout',
+        '15s',
+        '-timeout_error',
+        '-nostdin',
+      ],
+      { timeout: 30_000 },
+      (error) => resolve(error ? ((error as { code?: number }).code ?? 1) : 0),
+    );
+  });
+}
+
+describe('digest authentication', () => {
+  const digest = new DigestAuth('a root secret of at least thirty-two characters', 'sip.example.com');
+  const md5 = (...parts: string[]) => createHash('md5').update(parts.join(':')).digest('hex');
+  const answer = (nonce: string, password: string, qop = true) => {
+    const ha1 = md5('101_abc', 'sip.example.com', password);
+    const ha2 = md5('REGISTER', 'sip:sip.example.com');
+    return {
+      username: '"101_abc"',
+      realm: '"sip.example.com"',
+      nonce: `"${nonce}"`,
+      uri: '"sip:sip.example.com"',
+      ...(qop
+        ? {
+            qop: 'auth',
+            nc: '00000001',
+            cnonce: '"xyz"',
+            response: `"${md5(ha1, nonce, '00000001', 'xyz', 'auth', ha2)}"`,
+          }
+        : { response: `"${md5(ha1, nonce, ha2)}"` }),
+    };
+  };
+
+  test('the right password passes, with or without qop; a wrong one, another realm or a forged nonce do not', () => {
+    const now = Date.now();
+    const nonce = digest.nonce(now);
+    assert.equal(digest.verify(answer(nonce, 'secret'), 'REGISTER', 'secret', now), 'ok');
+    assert.equal(digest.verify(answer(nonce, 'secret', false), 'REGISTER', 'secret', now), 'ok');
+    assert.equal(digest.verify(answer(nonce, 'guess'), 'REGISTER', 'secret', now), 'invalid');
+    assert.equal(
+      digest.verify({ ...answer(nonce, 'secret'), realm: '"other"' }, 'REGISTER', 'secret', now),
+      'invalid',
+    );
+    const forged = Buffer.from(nonce, 'base64url');
+    forged[0] = forged[0]! ^ 1;
+    const forgedNonce = forged.toString('base64url');
+    assert.equal(digest.verify(answer(forgedNonce, 'secret'), 'REGISTER', 'secret', now), 'invalid');
+    const otherServer = new DigestAuth('another root secret of thirty-two characters!', 'sip.example.com');
+    assert.equal(otherServer.verify(answer(nonce, 'secret'), 'REGISTER', 'secret', now), 'invalid');
+    assert.equal(
+      digest.verify({ ...answer(nonce, 'secret'), algorithm: 'SHA-256' }, 'REGISTER', 'secret', now),
+      'invalid',
+    );
+  });
+
+  test('a nonce older than five minutes is stale: the phone is challenged again, not refused', () => {
+    const issued = Date.now() - 6 * 60_000;
+    const nonce = digest.nonce(issued);
+    assert.equal(digest.verify(answer(nonce, 'secret'), 'REGISTER', 'secret', Date.now()), 'stale');
+    assert.equal(digest.verify(answer(nonce, 'guess'), 'REGISTER', 'secret', Date.now()), 'invalid');
+    assert.equal(digest.challenge(Date.now(), true).stale, 'true');
+  });
+});
+
+describe('the SIP registrar with SIPp', { skip: !sipp && 'SIPp (sip-tester) not installed' }, () => {
+  let t: TestApp;
+  let port: number;
+  let office: Sender;
+  let extension: { id: string; sip: { username: string; password: string } };
+  before(async () => {
+    t = await startTestApp();
+    port = await freePort();
+    t.ctx.sipListener.start({ port, host: '127.0.0.1' });
+    office = await sender(t);
+    const created = await t.request('POST', '/api/v2/extensions', {
+      apiKey: office.key,
+      body: { extension: '101', name: 'Desk' },
+    });
+    extension = created.body.data;
+  });
+  after(async () => {
+    t.ctx.sipListener.stop();
+    await t.close();
+  });
+
+  const bindings = () =>
+    t.ctx.db.query<{ contact: string; source: string; user_agent: string; expires_at: Date }>(
+      'SELECT contact, source, user_agent, expires_at FROM sip_registrations WHERE extension_id = $1',
+      [extension.id],
+    );
+
+  test('a phone registers with its credentials; the binding is kept with its expiry', async () => {
+    const { username, password } = extension.sip;
+    assert.equal(await runSipp(port, { username, password, final: 200 }), 0);
+    // SIPp holds the registrar to the script: the same phone expecting a refusal fails its run.
+    assert.notEqual(await runSipp(port, { username, password, final: 403 }), 0);
+    const [binding] = await bindings();
+    assert.ok(binding, 'a binding');
+    assert.match(binding.contact, new RegExp(`^sip:${username}@127\\.0\\.0\\.1:\\d+$`));
+    assert.match(binding.source, /^udp:127\.0\.0\.1:\d+$/);
+    assert.equal(binding.user_agent, 'SIPp');
+    const lifetime = (binding.expires_at.getTime() - t.ctx.clock.nowMs()) / 1000;
+    assert.ok(lifetime > 100 && lifetime <= 120, String(lifetime));
+    // A rotated password stops working at once.
+    const rotated = await t.request('POST', `/api/v2/extensions/${extension.id}/rotate-password`, {
+      apiKey: office.key,
+    });
+    assert.equal(await runSipp(port, { username, password, final: 403 }), 0);
+    extension.sip.password = rotated.body.data.sip.password;
+    assert.equal(await runSipp(port, { username, password: extension.sip.password, final: 200 }), 0);
+  });
+
+  test('refused: a wrong password, an unknown user, another extension’s address of record', async () => {
+    const other = (
+      await t.request('POST', '/api/v2/extensions', {
+        apiKey: office.key,
+        body: { extension: '102', name: 'B' },
+      })
+    ).body.data;
+    const before = (await bindings()).length;
+    assert.equal(await runSipp(port, { username: extension.sip.username, password: 'guess', final: 403 }), 0);
+    assert.equal(await runSipp(port, { username: '999_0000000000', password: 'guess', final: 403 }), 0);
+    // Right credentials, but registering extension 102's address.
+    assert.equal(
+      await runSipp(port, {
+        username: extension.sip.username,
+        password: extension.sip.password,
+        final: 403,
+        aor: other.sip.username,
+      }),
+      0,
+    );
+    assert.equal((await bindings()).length, before);
+    const [row] = await t.ctx.db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM sip_registrations WHERE extension_id = $1',
+      [other.id],
+    );
+    assert.equal(row!.n, 0);
+  });
+
+  test("a scanner's burst of failed REGISTERs gets its address refused without a challenge", async () => {
+    // Three failures so far from 127.0.0.1 (the test above); the limit is 10 in five minutes.
+    assert.equal(
+      await runSipp(port, { username: extension.sip.username, password: 'guess', final: 403, calls: 7 }),
+      0,
+    );
+    // Now even the right password from this address is refused, and no challenge is given.
+    assert.equal(
+      await runSipp(port, {
+        username: extension.sip.username,
+        password: extension.sip.password,
+        final: 403,
+        authenticate: false,
+      }),
+      0,
+    );
+    t.ctx.clock.advance(301);
+    assert.equal(
+      await runSipp(port, { username: extension.sip.username, password: extension.sip.password, final: 200 }),
+      0,
+    );
+  });
+});
