@@ -511,4 +511,23 @@ describe('region capacity', () => {
     assert.equal((await api(who, 'GET', `/calls/${taken.body.data.id}`)).body.data.status, 'queued');
     await t.admin('PUT', '/regions/us', { maxConcurrentCalls: 100 });
   });
+
+  test('the hourly sweep ends lost calls in a region nobody calls in', async () => {
+    const who = await sender(t);
+    const doomed = await startTestApp({ database: t.database });
+    doomed.ctx.clock.set(t.ctx.clock.now()); // the earlier tests moved this server's clock
+    const lost = (
+      await doomed.request('POST', '/api/v2/calls', {
+        apiKey: who.key,
+        body: { from: who.number, to: '+14155550174' },
+      })
+    ).body.data;
+    await doomed.close();
+    assert.equal(await t.ctx.calls.endLost(t.ctx.clock.now()), 0, 'its lease has not run out yet');
+    t.ctx.clock.advance(61);
+    assert.equal(await t.ctx.calls.endLost(t.ctx.clock.now()), 1);
+    const ended = (await api(who, 'GET', `/calls/${lost.id}`)).body.data;
+    assert.equal(ended.status, 'failed');
+    assert.equal(ended.hangupCause, 'pbx_lost');
+  });
 });

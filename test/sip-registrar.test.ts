@@ -259,5 +259,9 @@ describe('the SIP registrar with SIPp', { skip: !sipp && 'SIPp (sip-tester) not 
       await runSipp(port, { username: extension.sip.username, password: extension.sip.password, final: 200 }),
       0,
     );
+    // Bindings run out with their Expires; the hourly clean-up deletes them.
+    t.ctx.clock.advance(121);
+    assert.ok((await t.ctx.registrar.removeExpired(t.ctx.clock.now())) >= 1);
+    assert.deepEqual(await bindings(), []);
   });
 });

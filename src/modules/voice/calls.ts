@@ -306,10 +306,25 @@ export class CallService {
     });
   }
 
+  /**
+   * The hourly sweep (retention): ends every region's lost calls, so a region nobody calls in does not show
+   * calls of a dead process as live for long. Returns how many it ended.
+   */
+  async endLost(now: Date): Promise<number> {
+    let ended = 0;
+    for (const { region } of await this.store.regions(this.db)) {
+      ended += await this.db.transaction(async (tx) => {
+        await this.store.lockRegion(tx, region);
+        return this.endLostCalls(tx, region, now);
+      });
+    }
+    return ended;
+  }
+
   /** Ends the region's calls whose lease ran out; this process's own (a clock moved far) are renewed. */
-  private async endLostCalls(tx: Queryable, region: string, now: Date): Promise<void> {
+  private async endLostCalls(tx: Queryable, region: string, now: Date): Promise<number> {
     const expired = await this.store.expiredLeases(tx, region, now);
-    if (expired.length === 0) return;
+    if (expired.length === 0) return 0;
     const ours = expired.filter((row) => this.running.has(row.id)).map((row) => row.id);
     if (ours.length > 0)
       await this.store.renewLeases(tx, ours, new Date(now.getTime() + LEASE_SECONDS * 1000));
@@ -322,6 +337,7 @@ export class CallService {
         cause: 'pbx_lost',
       });
     }
+    return expired.length - ours.length;
   }
 
   /** An inbound call that could not be taken: recorded ended, `failed`, holding no place. */

@@ -73,7 +73,14 @@ export const voiceModule = defineModule({
       extensions,
       rateLimiter: platform.rateLimiter,
     });
-    return { extensions, calls, media, simulatedPbx, sipListener: new SipListener(registrar, log) };
+    return {
+      extensions,
+      calls,
+      media,
+      simulatedPbx,
+      registrar,
+      sipListener: new SipListener(registrar, log),
+    };
   },
   routes: {
     developer: [extensionRoutes, callRoutes, mediaRoutes],
@@ -88,6 +95,11 @@ export const voiceModule = defineModule({
       options: { maxAttempts: 5, retryDelaysSeconds: [10, 60, 300, 900], leaseSeconds: 180 },
     },
   }),
+  // Hourly: calls whose PBX died are ended even in a region nobody calls in; expired SIP bindings go.
+  retention: ({ calls, registrar }) => [
+    { name: 'voice.lost-calls', run: (now) => calls.endLost(now) },
+    { name: 'voice.sip-registrations', run: (now) => registrar.removeExpired(now) },
+  ],
   sealed: [
     {
       table: 'extensions',

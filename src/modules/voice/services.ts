@@ -5,6 +5,7 @@ import type { ExtensionService } from './extensions.ts';
 import type { CallMedia } from './media.ts';
 import type { SimulatedPbx } from './simulated-pbx.ts';
 import type { SipListener } from './sip/listener.ts';
+import type { Registrar } from './sip/registrar.ts';
 
 export interface VoiceServices {
   extensions: ExtensionService;
@@ -14,4 +15,5 @@ export interface VoiceServices {
   simulatedPbx: SimulatedPbx;
   /** The SIP listener (the registrar today); started by the server when SIP_PORT is set. */
   sipListener: SipListener;
+  registrar: Registrar;
 }

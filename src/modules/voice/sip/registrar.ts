@@ -99,6 +99,11 @@ export class Registrar {
     return this.bindings(extension.id, now);
   }
 
+  /** Deletes expired bindings (the hourly clean-up). */
+  removeExpired(now: Date): Promise<number> {
+    return this.store.removeExpired(this.deps.db, now);
+  }
+
   /** The extension's live contacts (a call to it rings these). */
   contacts(extensionId: string) {
     return this.store.live(this.deps.db, extensionId, this.deps.clock.now());

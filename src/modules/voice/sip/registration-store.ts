@@ -29,6 +29,14 @@ export class RegistrationStore {
     );
   }
 
+  /** Deletes every expired binding (the hourly clean-up); returns how many. */
+  async removeExpired(db: Queryable, now: Date): Promise<number> {
+    const rows = await db.query('DELETE FROM sip_registrations WHERE expires_at <= $1 RETURNING contact', [
+      now,
+    ]);
+    return rows.length;
+  }
+
   /** The extension's live bindings (expired ones are deleted first). */
   async live(db: Queryable, extensionId: string, now: Date): Promise<RegistrationRow[]> {
     await db.query('DELETE FROM sip_registrations WHERE extension_id = $1 AND expires_at <= $2', [
