@@ -512,6 +512,26 @@ describe('region capacity', () => {
     await t.admin('PUT', '/regions/us', { maxConcurrentCalls: 100 });
   });
 
+  test('a hang-up served by another process reaches the one holding the call', async () => {
+    const who = await sender(t);
+    const holder = await startTestApp({ database: t.database });
+    try {
+      const call = (
+        await holder.request('POST', '/api/v2/calls', {
+          apiKey: who.key,
+          body: { from: who.number, to: '+14155550175' },
+        })
+      ).body.data;
+      await holder.admin('POST', `/test/pbx/calls/${call.id}`, { event: 'answered' });
+      const ended = await api(who, 'POST', `/calls/${call.id}/hangup`);
+      assert.equal(ended.status, 200, ended.text);
+      assert.equal(ended.body.data.status, 'completed');
+      assert.equal(ended.body.data.hangupCause, 'hangup_requested');
+    } finally {
+      await holder.close();
+    }
+  });
+
   test('the hourly sweep ends lost calls in a region nobody calls in', async () => {
     const who = await sender(t);
     const doomed = await startTestApp({ database: t.database });

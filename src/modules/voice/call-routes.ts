@@ -28,6 +28,8 @@ export const callRoutes: ModuleRoutes<VoiceServices> =
   ({ calls }, _platform, use) =>
   async (app: App) => {
     const { organizations } = use(organizationsModule);
+    // The server is closing: the calls' hang-up listener lets go of its connection (twice is harmless).
+    app.addHook('onClose', () => calls.close());
 
     app.get(
       '/calls',

@@ -130,6 +130,11 @@ export class CallStore {
     return row;
   }
 
+  /** Asks whichever process holds the call to hang it up (each listens on `channel`). */
+  async askToHangUp(db: Queryable, channel: string, id: string): Promise<void> {
+    await db.query('SELECT pg_notify($1, $2)', [channel, id]);
+  }
+
   /** Extends the capacity leases of live calls this process holds. */
   async renewLeases(db: Queryable, ids: string[], until: Date): Promise<void> {
     await db.query('UPDATE calls SET lease_expires_at = $2 WHERE id = ANY($1::text[]) AND ended_at IS NULL', [

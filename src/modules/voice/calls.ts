@@ -8,6 +8,7 @@
 // step to the record with its event (call.ringing, call.answered, call.completed) in one transaction.
 // Capacity: a live call holds a place in its region by a lease that this process renews while the program
 // runs (migrations/021_calls.sql); a process that dies leaves leases that run out instead of places that leak.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
@@ -30,6 +31,10 @@ import type { CallCreateInput, PublicCall } from './schemas.ts';
 export const LEASE_SECONDS = 60;
 /** Seconds a phone number (a callee, a forward) rings before the call gives up on it. */
 export const PHONE_RING_SECONDS = 30;
+/** The NOTIFY channel on which a process asks the one holding a call to hang it up. */
+const HANGUP_CHANNEL = 'voice_hangup';
+const HANGUP_WAIT_MS = 5000;
+const HANGUP_POLL_MS = 100;
 const DEFAULT_GREETING =
   'The person you are calling is not available. Please leave a message after the tone.';
 
@@ -78,6 +83,7 @@ export class CallService {
   /** The programs of the calls this process holds, by call id. */
   private readonly running = new Map<string, Promise<void>>();
   private leaseTimer?: NodeJS.Timeout;
+  private hangups?: Promise<(() => Promise<void>) | undefined>;
 
   constructor(deps: {
     db: Database;
@@ -251,16 +257,50 @@ export class CallService {
     if (!row) throw ApiError.notFound('Call');
     if (row.ended_at) return toCall(row);
     const program = this.running.get(id);
-    if (!program || !this.pbx.hangup(id)) {
-      // It may have ended between the read and now.
+    if (program && this.pbx.hangup(id)) {
+      await program;
+      return this.get(organizationId, id);
+    }
+    // Another process holds the call (several API processes share the database): it is asked over
+    // NOTIFY and hangs up if it holds it; the answer is the call once its record says it ended.
+    await this.store.askToHangUp(this.db, HANGUP_CHANNEL, id);
+    for (let waited = 0; waited < HANGUP_WAIT_MS; waited += HANGUP_POLL_MS) {
       const now = await this.store.find(this.db, organizationId, id);
       if (now?.ended_at) return toCall(now);
-      throw new ApiError(409, 'This call is held by another PBX node; hang it up there', {
-        code: 'CALL_NOT_HELD',
-      });
+      await sleep(HANGUP_POLL_MS);
     }
-    await program;
-    return this.get(organizationId, id);
+    throw new ApiError(409, 'No PBX process answered for this call; try again shortly', {
+      code: 'CALL_NOT_HELD',
+    });
+  }
+
+  /**
+   * Listens for hang-ups asked of this process (POST /calls/{id}/hangup served by another one); from its first
+   * call on, so a process that never holds a call holds no listening connection either.
+   */
+  private listenForHangups(): void {
+    if (this.hangups || !this.db.listen) return;
+    this.hangups = this.db
+      .listen({
+        channel: HANGUP_CHANNEL,
+        onNotify: (callId) => {
+          if (callId && this.running.has(callId)) this.pbx.hangup(callId);
+        },
+        onError: (error) => this.log.warn({ err: error }, 'lost the hang-up listener; reconnecting'),
+      })
+      .catch((error) => {
+        this.log.error({ err: error }, 'could not listen for hang-ups');
+        return undefined;
+      });
+  }
+
+  /** Stops listening (the server is closing). */
+  async close(): Promise<void> {
+    const hangups = this.hangups;
+    this.hangups = undefined;
+    const stop = await hangups;
+    await stop?.();
+    this.stopLeases();
   }
 
   // Capacity
@@ -380,6 +420,7 @@ export class CallService {
     })();
     this.running.set(row.id, run);
     this.renewLeases();
+    this.listenForHangups();
     return run;
   }
 
