@@ -3,111 +3,12 @@
 // stranger's address of record and a forged nonce are refused; a scanner's burst of failed REGISTERs gets the
 // address refused outright. The digest arithmetic is checked on its own against RFC 2617's formulas.
 import assert from 'node:assert/strict';
-import { execFile, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createSocket } from 'node:dgram';
-import { writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { DigestAuth } from '../src/modules/voice/sip/digest.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { type Sender, sender } from './helpers/messaging.ts';
-
-const sipp = spawnSync('sipp', ['-v']).error === undefined;
-
-/** A port free on both UDP and TCP on loopback. */
-async function freePort(): Promise<number> {
-  for (;;) {
-    const port = await new Promise<number>((resolve) => {
-      const server = createServer().listen(0, '127.0.0.1', () => {
-        const { port } = server.address() as { port: number };
-        server.close(() => resolve(port));
-      });
-    });
-    const free = await new Promise<boolean>((resolve) => {
-      const socket = createSocket('udp4');
-      socket.once('error', () => resolve(false));
-      socket.bind(port, '127.0.0.1', () => socket.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
-}
-
-/** A REGISTER scenario: with `authenticate`, the 401 challenge then REGISTER with credentials, expecting `final`. */
-function scenario(final: number, authenticate: boolean, aor = '[service]'): string {
-  const register = (cseq: number, auth: string) => `
-  <send retrans="500"><![CDATA[
-      REGISTER sip:[field0] SIP/2.0
-      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
-      From: <sip:${aor}@[field0]>;tag=[pid]SIPpTag[call_number]
-      To: <sip:${aor}@[field0]>
-      Call-ID: [call_id]
-      CSeq: ${cseq} REGISTER
-      Contact: <sip:[service]@[local_ip]:[local_port]>
-      Expires: 120
-      ${auth}
-      Max-Forwards: 70
-      User-Agent: SIPp
-      Content-Length: 0
-
-    ]]></send>`;
-  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
-<scenario name="register">
-  ${register(1, '')}
-  ${authenticate ? `<recv response="401" auth="true"/>${register(2, '[authentication]')}` : ''}
-  <recv response="${final}"/>
-</scenario>`;
-}
-
-/** Runs SIPp once against the registrar; resolves with its exit code (0: the scenario went as written). */
-async function runSipp(
-  port: number,
-  options: {
-    username: string;
-    password: string;
-    final: number;
-    authenticate?: boolean;
-    aor?: string;
-    calls?: number;
-  },
-): Promise<number> {
-  const file = join(tmpdir(), `sipp-${process.pid}-${Math.random().toString(36).slice(2)}.xml`);
-  await writeFile(file, scenario(options.final, options.authenticate ?? true, options.aor));
-  const fields = join(tmpdir(), `sipp-${process.pid}-${Math.random().toString(36).slice(2)}.csv`);
-  await writeFile(fields, 'SEQUENTIAL\nlocalhost;\n');
-  return new Promise((resolve) => {
-    execFile(
-      'sipp',
-      [
-        `127.0.0.1:${port}`,
-        '-sf',
-        file,
-        '-inf',
-        fields,
-        '-s',
-        options.username,
-        '-au',
-        options.username,
-        '-ap',
-        options.password,
-        '-m',
-        String(options.calls ?? 1),
-        '-i',
-        '127.0.0.1',
-        '-p',
-        '0',
-        '-timeout',
-        '15s',
-        '-timeout_error',
-        '-nostdin',
-      ],
-      { timeout: 30_000 },
-      (error) => resolve(error ? ((error as { code?: number }).code ?? 1) : 0),
-    );
-  });
-}
+import { freePort, runSipp, sippInstalled as sipp } from './helpers/sipp.ts';
 
 describe('digest authentication', () => {
   const digest = new DigestAuth('a root secret of at least thirty-two characters', 'sip.example.com');

@@ -18,7 +18,7 @@ import { newId } from '../../platform/ids.ts';
 import type { PageQueryInput, Paginator } from '../../platform/pagination.ts';
 import { normalisePhone } from '../../platform/phone.ts';
 import type { NumberService } from '../numbers/index.ts';
-import type { Organization, OrganizationService } from '../organizations/index.ts';
+import { accountRefusal, type Organization, type OrganizationService } from '../organizations/index.ts';
 import { type CallChange, type CallRow, type CallStatus, CallStore, type NewCall } from './call-store.ts';
 import { CallAnswered, CallCompleted, CallRinging } from './events.ts';
 import type { ExtensionRow } from './extension-store.ts';
@@ -65,7 +65,10 @@ interface Leftovers {
 /** What a running call knows of itself between steps. */
 interface Live {
   row: CallRow;
-  pbx: PbxCall;
+  /** The call as its PBX knows it. */
+  leg: PbxCall;
+  /** The PBX carrying it: the simulated one, or the SIP one for a call a phone placed. */
+  engine: Pbx;
 }
 
 export class CallService {
@@ -80,8 +83,9 @@ export class CallService {
   private readonly media: CallMedia;
   private readonly log: FastifyBaseLogger;
   readonly store = new CallStore();
-  /** The programs of the calls this process holds, by call id. */
+  /** The programs of the calls this process holds, by call id, with the PBX carrying each. */
   private readonly running = new Map<string, Promise<void>>();
+  private readonly engines = new Map<string, Pbx>();
   private leaseTimer?: NodeJS.Timeout;
   private hangups?: Promise<(() => Promise<void>) | undefined>;
 
@@ -161,6 +165,34 @@ export class CallService {
     });
     this.start(row, (live) => this.outbound(live, named));
     return toCall(row);
+  }
+
+  /**
+   * An internal call a phone placed (a SIP INVITE from extension `caller` to extension `callee`): the caller is
+   * on the line already, so the callee is reached at once, on `engine` (the SIP PBX). `beforeStart` runs once
+   * the record exists, before the first step (the SIP PBX ties its dialog to the call id).
+   */
+  async fromPhone(
+    org: Organization,
+    caller: ExtensionRow,
+    callee: ExtensionRow,
+    engine: Pbx,
+    beforeStart: (callId: string) => void,
+  ): Promise<CallRow> {
+    const refusal = accountRefusal(org, { product: 'voice' });
+    if (refusal) throw refusal;
+    const row = await this.admit({
+      organizationId: org.id,
+      region: org.region,
+      direction: 'internal',
+      from: caller.extension,
+      to: callee.extension,
+      extensionId: caller.id,
+      record: false,
+    });
+    beforeStart(row.id);
+    this.start(row, (live) => this.reachExtension(live, callee), engine);
+    return row;
   }
 
   /**
@@ -257,7 +289,7 @@ export class CallService {
     if (!row) throw ApiError.notFound('Call');
     if (row.ended_at) return toCall(row);
     const program = this.running.get(id);
-    if (program && this.pbx.hangup(id)) {
+    if (program && this.engines.get(id)?.hangup(id)) {
       await program;
       return this.get(organizationId, id);
     }
@@ -284,7 +316,7 @@ export class CallService {
       .listen({
         channel: HANGUP_CHANNEL,
         onNotify: (callId) => {
-          if (callId && this.running.has(callId)) this.pbx.hangup(callId);
+          if (callId) this.engines.get(callId)?.hangup(callId);
         },
         onError: (error) => this.log.warn({ err: error }, 'lost the hang-up listener; reconnecting'),
       })
@@ -399,10 +431,11 @@ export class CallService {
   // The programs
 
   /** Runs a call's program in the background; whatever it leaves unfinished ends the call `failed`. */
-  private start(row: CallRow, program: (live: Live) => Promise<void>): Promise<void> {
+  private start(row: CallRow, program: (live: Live) => Promise<void>, engine: Pbx = this.pbx): Promise<void> {
     const live: Live = {
       row,
-      pbx: { id: row.id, direction: row.direction, from: row.from_number, to: row.to_number },
+      leg: { id: row.id, direction: row.direction, from: row.from_number, to: row.to_number },
+      engine,
     };
     const run = (async () => {
       try {
@@ -413,12 +446,14 @@ export class CallService {
           (endError) => this.log.error({ err: endError, callId: row.id }, 'could not end a failed call'),
         );
       } finally {
-        this.pbx.release(row.id);
+        engine.release(row.id);
         this.running.delete(row.id);
+        this.engines.delete(row.id);
         if (this.running.size === 0) this.stopLeases();
       }
     })();
     this.running.set(row.id, run);
+    this.engines.set(row.id, engine);
     this.renewLeases();
     this.listenForHangups();
     return run;
@@ -452,7 +487,8 @@ export class CallService {
       if (result.outcome === 'answered') return this.talk(live, result.at);
       if (result.outcome === 'canceled') return this.finish(live, notAnswered(result));
     }
-    if (extension.voicemail_enabled) return this.voicemail(live, extension, result.at);
+    if (extension.voicemail_enabled && live.engine.takesVoicemail)
+      return this.voicemail(live, extension, result.at);
     return this.finish(live, notAnswered(result));
   }
 
@@ -465,7 +501,10 @@ export class CallService {
   /** The voicemail box answers: the greeting, then the caller's message until they hang up. */
   private async voicemail(live: Live, extension: ExtensionRow, at: Date): Promise<void> {
     await this.answered(live, at, live.row.extension_id ? {} : { extension_id: extension.id });
-    const message = await this.pbx.takeVoicemail(live.pbx, extension.voicemail_greeting ?? DEFAULT_GREETING);
+    const message = await live.engine.takeVoicemail(
+      live.leg,
+      extension.voicemail_greeting ?? DEFAULT_GREETING,
+    );
     await this.finish(
       live,
       { status: 'completed', at: message.at, cause: message.cause },
@@ -476,7 +515,7 @@ export class CallService {
   /** The callee answered: the call is in progress until a side hangs up. */
   private async talk(live: Live, answeredAt: Date): Promise<void> {
     await this.answered(live, answeredAt);
-    const end = await this.pbx.converse(live.pbx, { record: live.row.record });
+    const end = await live.engine.converse(live.leg, { record: live.row.record });
     await this.finish(
       live,
       { status: 'completed', at: end.at, cause: end.cause },
@@ -485,7 +524,7 @@ export class CallService {
   }
 
   private ring(live: Live, party: Party, ringSeconds: number): Promise<RingResult> {
-    return this.pbx.ring(live.pbx, party, ringSeconds, async (at) => {
+    return live.engine.ring(live.leg, party, ringSeconds, async (at) => {
       if (live.row.status !== 'queued') return;
       await this.step(live, { status: 'ringing' }, at, CallRinging);
     });

@@ -17,6 +17,7 @@ import { SimulatedPbx } from './simulated-pbx.ts';
 import { DigestAuth } from './sip/digest.ts';
 import { SipListener } from './sip/listener.ts';
 import { Registrar } from './sip/registrar.ts';
+import { SipPbx } from './sip/sip-pbx.ts';
 import { type Transcriber, transcriberFrom } from './transcribers.ts';
 
 export type { ExtensionService } from './extensions.ts';
@@ -73,14 +74,21 @@ export const voiceModule = defineModule({
       extensions,
       rateLimiter: platform.rateLimiter,
     });
-    return {
-      extensions,
-      calls,
-      media,
-      simulatedPbx,
+    let sipListener: SipListener | undefined;
+    const sipPbx = new SipPbx({
+      db,
+      clock,
       registrar,
-      sipListener: new SipListener(registrar, log),
-    };
+      extensions,
+      organizations: use(organizationsModule).organizations,
+      domain: config.sipDomain,
+      stack: () => sipListener?.sipStack,
+      address: () => sipListener?.contactAddress ?? config.sipDomain,
+      log,
+    });
+    sipPbx.useCalls(calls);
+    sipListener = new SipListener(registrar, sipPbx, config.sipDomain, log);
+    return { extensions, calls, media, simulatedPbx, registrar, sipListener };
   },
   routes: {
     developer: [extensionRoutes, callRoutes, mediaRoutes],

@@ -42,6 +42,8 @@ export interface CallEnd {
 
 export interface Pbx {
   readonly name: string;
+  /** Whether it can take voicemail (record a caller's audio); without, unanswered calls end unanswered. */
+  readonly takesVoicemail: boolean;
   /**
    * Rings `party` on the call for at most `ringSeconds` (then `no_answer`, cause `ring_timeout`). `onRinging`
    * is awaited when it starts to ring.

@@ -75,6 +75,7 @@ interface SimulatedCall {
 
 export class SimulatedPbx implements Pbx {
   readonly name = 'simulated';
+  readonly takesVoicemail = true;
   private readonly calls = new Map<string, SimulatedCall>();
 
   constructor(

@@ -1,19 +1,33 @@
 // The SIP listener (SIP_PORT): a user-agent server on UDP and TCP beside the HTTP server, on the `sip` package
 // (kirm/sip.js: message parsing, transports and the transaction layer; docs/architecture.md says why). Today it
-// is the registrar: REGISTER with digest authentication, OPTIONS (phones' keep-alives) answered; calls over SIP
-// (INVITE) are the next part of the real-SIP issue and are answered 501 Not Implemented until then.
+// is the registrar (REGISTER with digest authentication), OPTIONS (phones' keep-alives), and calls between
+// extensions' phones (INVITE, CANCEL, BYE: sip-pbx.ts). Other methods are answered 501 Not Implemented.
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import * as sip from 'sip';
 import type { Registrar } from './registrar.ts';
+import type { SipPbx } from './sip-pbx.ts';
 
 export class SipListener {
   private stack?: sip.SipStack;
+  private address?: string;
 
   constructor(
     private readonly registrar: Registrar,
+    private readonly pbx: SipPbx,
+    private readonly domain: string,
     private readonly log: FastifyBaseLogger,
   ) {}
+
+  /** The SIP stack while listening (the SIP PBX sends through it). */
+  get sipStack(): sip.SipStack | undefined {
+    return this.stack;
+  }
+
+  /** Our `host:port` as phones reach it, for Contact headers. */
+  get contactAddress(): string {
+    return this.address ?? this.domain;
+  }
 
   get listening(): boolean {
     return this.stack !== undefined;
@@ -21,10 +35,15 @@ export class SipListener {
 
   start(options: { port: number; host: string }): void {
     if (this.stack) return;
+    const host = options.host === '0.0.0.0' || options.host === '::' ? this.domain : options.host;
+    this.address = `${host}:${options.port}`;
     this.stack = sip.create(
       {
         port: options.port,
         address: options.host,
+        // The stack treats a request URI on its own host name as addressed to itself; our host name is the SIP
+        // domain, so a phone's contact on the same address as ours (loopback, one machine) is still reached.
+        publicAddress: this.domain,
         udp: true,
         tcp: true,
         logger: { error: (error) => this.log.warn({ err: error }, 'SIP stack error') },
@@ -50,7 +69,23 @@ export class SipListener {
           return;
         }
         case 'OPTIONS':
-          stack.send(this.respond(request, 200, 'OK', { allow: 'REGISTER, OPTIONS' }));
+          stack.send(
+            this.respond(request, 200, 'OK', { allow: 'REGISTER, OPTIONS, INVITE, ACK, BYE, CANCEL' }),
+          );
+          return;
+        case 'INVITE':
+          // A re-INVITE (inside a dialog) would change the media; the phones talk to each other directly.
+          if (request.headers.to.params.tag) {
+            stack.send(this.respond(request, 488, 'Not Acceptable Here'));
+            return;
+          }
+          await this.pbx.invite(request, remote, (response) => stack.send(response));
+          return;
+        case 'CANCEL':
+          this.pbx.cancel(request, (response) => stack.send(response));
+          return;
+        case 'BYE':
+          this.pbx.bye(request, (response) => stack.send(response));
           return;
         default:
           stack.send(this.respond(request, 501, 'Not Implemented'));

@@ -7,6 +7,7 @@ import type { SipMessage, SipRemote } from 'sip';
 import type { Clock } from '../../../platform/clock.ts';
 import type { Database } from '../../../platform/db/index.ts';
 import type { RateLimiter, RateLimitRule } from '../../../platform/rate-limit.ts';
+import type { ExtensionRow } from '../extension-store.ts';
 import type { ExtensionService } from '../extensions.ts';
 import { type DigestAuth, type DigestCredentials, unquote } from './digest.ts';
 import { RegistrationStore } from './registration-store.ts';
@@ -42,28 +43,43 @@ export class Registrar {
     },
   ) {}
 
-  async register(request: SipMessage, remote: SipRemote): Promise<RegistrarAnswer> {
+  /**
+   * Who sent the request: the extension whose digest credentials it carries, or the answer to give instead (a
+   * challenge, a refusal). Shared by REGISTER and INVITE; failures count against the address either way.
+   */
+  async authenticate(
+    request: SipMessage,
+    remote: SipRemote,
+  ): Promise<{ extension: ExtensionRow } | { answer: RegistrarAnswer }> {
     const { clock, digest, rateLimiter } = this.deps;
     const nowMs = clock.nowMs();
     if (!(await rateLimiter.peek(SIP_AUTH_FAILURE_RULE, remote.address)).allowed) {
-      return { status: 403, reason: 'Too Many Failed Attempts' };
+      return { answer: { status: 403, reason: 'Too Many Failed Attempts' } };
     }
     const credentials = request.headers.authorization?.find(
       (header) => header.scheme?.toLowerCase() === 'digest' && unquote(header.realm ?? '') === digest.realm,
     ) as unknown as DigestCredentials | undefined;
     if (!credentials?.username || !credentials.response || !credentials.nonce || !credentials.uri) {
-      return this.challenge(nowMs);
+      return { answer: this.challenge(nowMs) };
     }
     const username = unquote(credentials.username);
     const extension = await this.deps.extensions.store.findBySipUsername(this.deps.db, username);
     // An unknown user is checked against a password nobody has, so it costs what a wrong password costs.
     const password = extension ? this.deps.extensions.sipPassword(extension) : '\u0000';
     const verdict = digest.verify(credentials, request.method ?? 'REGISTER', password, nowMs);
-    if (verdict === 'stale' && extension) return this.challenge(nowMs, true);
-    if (verdict !== 'ok' || !extension) return this.failed(remote);
+    if (verdict === 'stale' && extension) return { answer: this.challenge(nowMs, true) };
+    if (verdict !== 'ok' || !extension) return { answer: await this.failed(remote) };
+    return { extension };
+  }
+
+  async register(request: SipMessage, remote: SipRemote): Promise<RegistrarAnswer> {
+    const authenticated = await this.authenticate(request, remote);
+    if ('answer' in authenticated) return authenticated.answer;
+    const { extension } = authenticated;
+    const nowMs = this.deps.clock.nowMs();
     // A phone registers its own address of record, never another extension's.
     const toUser = sipUser(request.headers.to.uri);
-    if (toUser !== username) return { status: 403, reason: 'Forbidden: To Is Not Yours' };
+    if (toUser !== extension.sip_username) return { status: 403, reason: 'Forbidden: To Is Not Yours' };
 
     const now = new Date(nowMs);
     const asked = Number(request.headers.expires ?? DEFAULT_EXPIRES);

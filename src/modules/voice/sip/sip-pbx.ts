@@ -1,0 +1,376 @@
+// The PBX on the wire: calls placed by SIP phones, carried as a back-to-back user agent. The caller's INVITE is
+// one dialog (we answer it), the leg to the callee's registered phone another (we place it), and the platform's
+// dial plan (calls.ts) drives them through the same steps as the simulated PBX, so a SIP call makes the same
+// records and events. Media flows between the phones as their SDP says (we pass each side's SDP to the other):
+// there is no RTP relay yet, so these calls are neither recorded nor sent to voicemail (`takesVoicemail` is
+// false: an unanswered extension ends the call unanswered), and calls to and from a trunk are not built.
+import { randomBytes } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import type { SipMessage, SipRemote, SipStack } from 'sip';
+import * as sip from 'sip';
+import type { Clock } from '../../../platform/clock.ts';
+import type { Database } from '../../../platform/db/index.ts';
+import { ApiError } from '../../../platform/errors.ts';
+import type { OrganizationService } from '../../organizations/index.ts';
+import type { CallService } from '../calls.ts';
+import type { ExtensionService } from '../extensions.ts';
+import type { CallAudio, CallEnd, Party, Pbx, PbxCall, RingOutcome, RingResult } from '../pbx.ts';
+import type { Registrar } from './registrar.ts';
+
+/** The final answer to the caller's INVITE when the call ended without an answer. */
+const FINAL_RESPONSE: Record<RingOutcome, [number, string]> = {
+  answered: [200, 'OK'],
+  busy: [486, 'Busy Here'],
+  no_answer: [480, 'Temporarily Unavailable'],
+  failed: [503, 'Service Unavailable'],
+  canceled: [487, 'Request Terminated'],
+};
+
+interface Dialog {
+  callId: string;
+  localTag: string;
+  remoteTag: string;
+  /** Where in-dialog requests go: the other side's Contact. */
+  remoteUri: string;
+  localUri: string;
+  remoteAor: string;
+  cseq: number;
+}
+
+interface SipCall {
+  /** The caller's INVITE (its server transaction answers through it). */
+  invite: SipMessage;
+  /** Our tag towards the caller. */
+  callerTag: string;
+  answered: boolean;
+  lastOutcome: RingOutcome;
+  /** The callee leg's INVITE while it rings (for CANCEL), then its dialog. */
+  calleeInvite?: SipMessage;
+  callee?: Dialog;
+  calleeSdp?: string;
+  /** What the current step waits for. */
+  onCancel?: (cause: string) => void;
+  onBye?: (from: 'caller' | 'callee' | 'api') => void;
+}
+
+export class SipPbx implements Pbx {
+  readonly name = 'sip';
+  readonly takesVoicemail = false;
+  private readonly calls = new Map<string, SipCall>();
+  /** SIP Call-ID of either leg → our call id. */
+  private readonly legs = new Map<string, string>();
+  private callService?: CallService;
+
+  constructor(
+    private readonly deps: {
+      db: Database;
+      clock: Clock;
+      registrar: Registrar;
+      extensions: ExtensionService;
+      organizations: OrganizationService;
+      domain: string;
+      stack: () => SipStack | undefined;
+      /** Our address as phones reach it (`host:port`), for Contact headers. */
+      address: () => string;
+      log: FastifyBaseLogger;
+    },
+  ) {}
+
+  /** The platform's calls (set once both exist: each needs the other). */
+  useCalls(calls: CallService): void {
+    this.callService = calls;
+  }
+
+  // Requests from phones
+
+  /** An INVITE outside a dialog: a phone places a call to another extension of its organization. */
+  async invite(
+    request: SipMessage,
+    remote: SipRemote,
+    respond: (message: SipMessage) => void,
+  ): Promise<void> {
+    const authenticated = await this.deps.registrar.authenticate(request, remote);
+    if ('answer' in authenticated) {
+      const { status, reason, headers } = authenticated.answer;
+      return respond(sip.makeResponse(request, status, reason, { headers }));
+    }
+    const caller = authenticated.extension;
+    const target = sip.parseUri(request.uri ?? '')?.user ?? '';
+    const callee = /^[0-9]{2,6}$/.test(target)
+      ? await this.deps.extensions.store.findByNumber(this.deps.db, caller.organization_id, target)
+      : undefined;
+    if (!callee) {
+      // Calls to phone numbers go out through a trunk, which is not built yet.
+      return respond(sip.makeResponse(request, 404, 'Not Found'));
+    }
+    if (callee.id === caller.id) return respond(sip.makeResponse(request, 486, 'Busy Here'));
+    respond(sip.makeResponse(request, 100, 'Trying'));
+    const org = await this.deps.organizations.get(caller.organization_id);
+    try {
+      await this.callService!.fromPhone(org, caller, callee, this, (callId) => {
+        this.calls.set(callId, {
+          invite: request,
+          callerTag: randomBytes(6).toString('hex'),
+          answered: false,
+          lastOutcome: 'failed',
+        });
+        this.legs.set(request.headers['call-id'], callId);
+      });
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      const busy = error.code === 'VOICE_REGION_UNAVAILABLE';
+      respond(
+        sip.makeResponse(request, busy ? 503 : 403, busy ? 'Service Unavailable' : 'Forbidden', {
+          headers: busy ? { 'retry-after': error.headers?.['Retry-After'] ?? '5' } : {},
+        }),
+      );
+    }
+  }
+
+  /** CANCEL of a caller's INVITE that has not been answered. */
+  cancel(request: SipMessage, respond: (message: SipMessage) => void): void {
+    respond(sip.makeResponse(request, 200, 'OK'));
+    const call = this.byLeg(request.headers['call-id']);
+    call?.onCancel?.('caller_hangup');
+  }
+
+  /** BYE from either leg. */
+  bye(request: SipMessage, respond: (message: SipMessage) => void): void {
+    const callId = this.legs.get(request.headers['call-id']);
+    const call = callId ? this.calls.get(callId) : undefined;
+    if (!call) {
+      respond(sip.makeResponse(request, 481, 'Call/Transaction Does Not Exist'));
+      return;
+    }
+    respond(sip.makeResponse(request, 200, 'OK'));
+    call.onBye?.(request.headers['call-id'] === call.invite.headers['call-id'] ? 'caller' : 'callee');
+  }
+
+  // The platform's steps
+
+  ring(
+    call: PbxCall,
+    party: Party,
+    ringSeconds: number,
+    onRinging: (at: Date) => Promise<void>,
+  ): Promise<RingResult> {
+    const sipCall = this.calls.get(call.id);
+    const now = () => this.deps.clock.now();
+    if (!sipCall || party.kind === 'phone') {
+      return Promise.resolve(this.outcome(sipCall, { outcome: 'failed', at: now(), cause: 'no_trunk' }));
+    }
+    return (async () => {
+      const contacts = await this.deps.registrar.contacts(party.extensionId);
+      const stack = this.deps.stack();
+      if (contacts.length === 0 || !stack) {
+        return this.outcome(sipCall, { outcome: 'no_answer', at: now(), cause: 'not_registered' });
+      }
+      const localTag = randomBytes(6).toString('hex');
+      const callerUser = sip.parseUri(sipCall.invite.headers.from.uri)?.user ?? 'anonymous';
+      const invite: SipMessage = {
+        method: 'INVITE',
+        uri: contacts[0]!.contact,
+        headers: {
+          to: { uri: `sip:${party.extension}@${this.deps.domain}`, params: {} },
+          from: { uri: `sip:${callerUser}@${this.deps.domain}`, params: { tag: localTag } },
+          'call-id': randomBytes(12).toString('hex'),
+          cseq: { method: 'INVITE', seq: 1 },
+          via: [],
+          contact: [{ uri: `sip:pbx@${this.deps.address()}`, params: {} }],
+          'max-forwards': '70',
+          ...(sipCall.invite.content ? { 'content-type': 'application/sdp' } : {}),
+        },
+        content: sipCall.invite.content ?? '',
+      };
+      this.legs.set(invite.headers['call-id'], call.id);
+      sipCall.calleeInvite = invite;
+      return new Promise<RingResult>((resolve) => {
+        let done = false;
+        const settle = (result: RingResult) => {
+          if (done) return;
+          done = true;
+          clearTimeout(timer);
+          sipCall.onCancel = undefined;
+          resolve(this.outcome(sipCall, result));
+        };
+        const cancelCallee = () => {
+          const cancel: SipMessage = {
+            method: 'CANCEL',
+            uri: invite.uri,
+            headers: {
+              to: invite.headers.to,
+              from: invite.headers.from,
+              'call-id': invite.headers['call-id'],
+              cseq: { method: 'CANCEL', seq: invite.headers.cseq.seq },
+              via: invite.headers.via,
+            },
+          };
+          stack.send(cancel);
+        };
+        const timer = setTimeout(() => {
+          cancelCallee();
+          settle({ outcome: 'no_answer', at: now(), cause: 'ring_timeout' });
+        }, ringSeconds * 1000);
+        timer.unref();
+        sipCall.onCancel = (cause) => {
+          cancelCallee();
+          settle({ outcome: 'canceled', at: now(), cause });
+        };
+        stack.send(invite, (response) => {
+          const status = response.status ?? 500;
+          if (done && status >= 200 && status < 300) {
+            // Answered after we gave up on it: acknowledge and end that leg.
+            this.acknowledge(response, invite);
+            this.sendBye(this.dialogOf(response, invite, localTag));
+            return;
+          }
+          if (status === 180 || status === 183) {
+            void onRinging(now()).catch((error) =>
+              this.deps.log.warn({ err: error }, 'ringing not recorded'),
+            );
+            this.respondToCaller(sipCall, 180, 'Ringing');
+          } else if (status >= 200 && status < 300) {
+            this.acknowledge(response, invite);
+            sipCall.callee = this.dialogOf(response, invite, localTag);
+            sipCall.calleeSdp = response.content;
+            sipCall.calleeInvite = undefined;
+            settle({ outcome: 'answered', at: now(), cause: 'answered' });
+          } else if (status >= 300) {
+            const outcome: RingOutcome =
+              status === 486 || status === 600 || status === 603
+                ? 'busy'
+                : status === 408 || status === 480 || status === 487
+                  ? 'no_answer'
+                  : 'failed';
+            settle({ outcome, at: now(), cause: outcome === 'no_answer' ? 'ring_timeout' : outcome });
+          }
+        });
+      });
+    })();
+  }
+
+  converse(call: PbxCall, _options: { record: boolean }): Promise<CallEnd & { recording?: CallAudio }> {
+    const sipCall = this.calls.get(call.id);
+    if (!sipCall) return Promise.resolve({ at: this.deps.clock.now(), cause: 'normal_clearing' });
+    // The caller is answered with the callee's SDP: the phones send their media to each other.
+    sipCall.answered = true;
+    this.respondToCaller(sipCall, 200, 'OK', sipCall.calleeSdp);
+    return new Promise((resolve) => {
+      sipCall.onBye = (from) => {
+        sipCall.onBye = undefined;
+        if (from !== 'callee' && sipCall.callee) this.sendBye(sipCall.callee);
+        if (from !== 'caller') this.sendBye(this.callerDialog(sipCall));
+        resolve({
+          at: this.deps.clock.now(),
+          cause: from === 'api' ? 'hangup_requested' : 'normal_clearing',
+        });
+      };
+    });
+  }
+
+  takeVoicemail(): Promise<CallEnd & { audio: CallAudio }> {
+    return Promise.reject(new Error('The SIP PBX does not take voicemail yet (no RTP)'));
+  }
+
+  hangup(callId: string): boolean {
+    const call = this.calls.get(callId);
+    if (!call) return false;
+    if (call.onBye) call.onBye('api');
+    else call.onCancel?.('hangup_requested');
+    return true;
+  }
+
+  release(callId: string): void {
+    const call = this.calls.get(callId);
+    if (!call) return;
+    if (!call.answered) {
+      const [status, reason] = FINAL_RESPONSE[call.lastOutcome === 'answered' ? 'failed' : call.lastOutcome];
+      this.respondToCaller(call, status, reason);
+    }
+    this.calls.delete(callId);
+    for (const [leg, id] of this.legs) if (id === callId) this.legs.delete(leg);
+  }
+
+  // SIP details
+
+  private outcome(call: SipCall | undefined, result: RingResult): RingResult {
+    if (call) call.lastOutcome = result.outcome;
+    return result;
+  }
+
+  private byLeg(sipCallId: string): SipCall | undefined {
+    const callId = this.legs.get(sipCallId);
+    return callId ? this.calls.get(callId) : undefined;
+  }
+
+  /** A response to the caller's INVITE, our tag on its To. */
+  private respondToCaller(call: SipCall, status: number, reason: string, sdp?: string): void {
+    const to = call.invite.headers.to;
+    const headers: Record<string, unknown> = {
+      to: { ...to, params: { ...to.params, tag: call.callerTag } },
+      contact: [{ uri: `sip:pbx@${this.deps.address()}`, params: {} }],
+      ...(sdp ? { 'content-type': 'application/sdp' } : {}),
+    };
+    this.deps
+      .stack()
+      ?.send(sip.makeResponse(call.invite, status, reason, { headers, content: sdp } as never));
+  }
+
+  private acknowledge(response: SipMessage, invite: SipMessage): void {
+    const contact = Array.isArray(response.headers.contact) ? response.headers.contact[0]?.uri : undefined;
+    this.deps.stack()?.send({
+      method: 'ACK',
+      uri: contact ?? invite.uri ?? '',
+      headers: {
+        to: response.headers.to,
+        from: response.headers.from,
+        'call-id': response.headers['call-id'],
+        cseq: { method: 'ACK', seq: response.headers.cseq.seq },
+        via: [],
+      },
+    });
+  }
+
+  private dialogOf(response: SipMessage, invite: SipMessage, localTag: string): Dialog {
+    const contact = Array.isArray(response.headers.contact) ? response.headers.contact[0]?.uri : undefined;
+    return {
+      callId: response.headers['call-id'],
+      localTag,
+      remoteTag: String(response.headers.to.params.tag ?? ''),
+      remoteUri: contact ?? invite.uri ?? '',
+      localUri: invite.headers.from.uri,
+      remoteAor: invite.headers.to.uri,
+      cseq: invite.headers.cseq.seq,
+    };
+  }
+
+  /** The caller's dialog seen from our side (we are its UAS). */
+  private callerDialog(call: SipCall): Dialog {
+    const invite = call.invite;
+    const contact = Array.isArray(invite.headers.contact) ? invite.headers.contact[0]?.uri : undefined;
+    return {
+      callId: invite.headers['call-id'],
+      localTag: call.callerTag,
+      remoteTag: String(invite.headers.from.params.tag ?? ''),
+      remoteUri: contact ?? invite.headers.from.uri,
+      localUri: invite.headers.to.uri,
+      remoteAor: invite.headers.from.uri,
+      cseq: 0,
+    };
+  }
+
+  private sendBye(dialog: Dialog): void {
+    dialog.cseq += 1;
+    this.deps.stack()?.send({
+      method: 'BYE',
+      uri: dialog.remoteUri,
+      headers: {
+        to: { uri: dialog.remoteAor, params: { tag: dialog.remoteTag } },
+        from: { uri: dialog.localUri, params: { tag: dialog.localTag } },
+        'call-id': dialog.callId,
+        cseq: { method: 'BYE', seq: dialog.cseq },
+        via: [],
+      },
+    });
+  }
+}

@@ -1,0 +1,139 @@
+// SIPp (Debian's `sip-tester`) as the SIP phones of the SIP listener's tests: a free port, REGISTER scenarios,
+// and running SIPp to the end of a scenario (exit 0: it went exactly as written).
+import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
+import { createSocket } from 'node:dgram';
+import { writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const sippInstalled = spawnSync('sipp', ['-v']).error === undefined;
+
+/** A port free on both UDP and TCP on loopback. */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as { port: number };
+        server.close(() => resolve(port));
+      });
+    });
+    const free = await new Promise<boolean>((resolve) => {
+      const socket = createSocket('udp4');
+      socket.once('error', () => resolve(false));
+      socket.bind(port, '127.0.0.1', () => socket.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+}
+
+/** A REGISTER scenario: with `authenticate`, the 401 challenge then REGISTER with credentials, expecting `final`. */
+export function registerScenario(final: number, authenticate: boolean, aor = '[service]'): string {
+  const register = (cseq: number, auth: string) => `
+  <send retrans="500"><![CDATA[
+      REGISTER sip:[field0] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
+      From: <sip:${aor}@[field0]>;tag=[pid]SIPpTag[call_number]
+      To: <sip:${aor}@[field0]>
+      Call-ID: [call_id]
+      CSeq: ${cseq} REGISTER
+      Contact: <sip:[service]@[local_ip]:[local_port]>
+      Expires: 120
+      ${auth}
+      Max-Forwards: 70
+      User-Agent: SIPp
+      Content-Length: 0
+
+    ]]></send>`;
+  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
+<scenario name="register">
+  ${register(1, '')}
+  ${authenticate ? `<recv response="401" auth="true"/>${register(2, '[authentication]')}` : ''}
+  <recv response="${final}"/>
+</scenario>`;
+}
+
+/** Runs SIPp once against the registrar; resolves with its exit code (0: the scenario went as written). */
+export async function runSipp(
+  port: number,
+  options: {
+    username: string;
+    password: string;
+    final?: number;
+    authenticate?: boolean;
+    aor?: string;
+    calls?: number;
+    /** A scenario of its own instead of REGISTER. */
+    scenario?: string;
+    /** The local port (a phone registered from it can be called there). */
+    localPort?: number;
+    /** `[field1]` of the scenario. */
+    callee?: string;
+  },
+): Promise<number> {
+  const file = join(tmpdir(), `sipp-${process.pid}-${Math.random().toString(36).slice(2)}.xml`);
+  await writeFile(
+    file,
+    options.scenario ?? registerScenario(options.final ?? 200, options.authenticate ?? true, options.aor),
+  );
+  const fields = join(tmpdir(), `sipp-${process.pid}-${Math.random().toString(36).slice(2)}.csv`);
+  await writeFile(fields, `SEQUENTIAL\nlocalhost;${options.callee ?? ''};\n`);
+  return new Promise((resolve) => {
+    execFile(
+      'sipp',
+      [
+        `127.0.0.1:${port}`,
+        '-sf',
+        file,
+        '-inf',
+        fields,
+        '-s',
+        options.username,
+        '-au',
+        options.username,
+        '-ap',
+        options.password,
+        '-m',
+        String(options.calls ?? 1),
+        '-i',
+        '127.0.0.1',
+        '-p',
+        String(options.localPort ?? 0),
+        '-timeout',
+        '15s',
+        '-timeout_error',
+        '-nostdin',
+        // SIPP_TRACE=1 keeps every message and error of the run in the temporary directory, for debugging.
+        ...(process.env.SIPP_TRACE ? ['-trace_msg', '-trace_err'] : []),
+      ],
+      { timeout: 30_000, cwd: tmpdir() },
+      (error) => resolve(error ? ((error as { code?: number }).code ?? 1) : 0),
+    );
+  });
+}
+
+/** SIPp answering one call as a phone on `port` (its built-in `uas` scenario: 180, 200, then BYE answered). */
+export function answeringPhone(port: number): { child: ChildProcess; done: Promise<number> } {
+  const child = spawn(
+    'sipp',
+    [
+      '-sn',
+      'uas',
+      '-i',
+      '127.0.0.1',
+      '-p',
+      String(port),
+      '-m',
+      '1',
+      '-nostdin',
+      '-timeout',
+      '30s',
+      '-timeout_error',
+    ],
+    {
+      stdio: 'ignore',
+    },
+  );
+  const done = new Promise<number>((resolve) => child.on('exit', (code) => resolve(code ?? 1)));
+  return { child, done };
+}

@@ -1,0 +1,189 @@
+// Calls between SIP phones on the SIP listener, proven with real SIP peers (SIPp): extension 102's phone
+// registers and answers; extension 101's phone authenticates its INVITE with digest credentials, talks, hangs
+// up; both legs are carried back to back and the platform keeps the same call record and events as for a
+// simulated call. Refusals: a wrong password, an extension that does not exist, a callee with no phone.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { startTestApp, type TestApp } from './helpers/app.ts';
+import { type Sender, sender } from './helpers/messaging.ts';
+import { answeringPhone, freePort, runSipp, sippInstalled } from './helpers/sipp.ts';
+
+/** Extension `[service]` calls extension `[field1]`: INVITE, the challenge, INVITE with credentials, talk, BYE. */
+function callScenario(final: number): string {
+  const invite = (cseq: number, branch: string, auth: string) => `
+  <send retrans="500"><![CDATA[
+      INVITE sip:[field1]@[field0] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=${branch};rport
+      From: <sip:[service]@[field0]>;tag=[pid]SIPpTag[call_number]
+      To: <sip:[field1]@[field0]>
+      Call-ID: [call_id]
+      CSeq: ${cseq} INVITE
+      Contact: <sip:[service]@[local_ip]:[local_port]>
+      ${auth}
+      Max-Forwards: 70
+      Content-Type: application/sdp
+      Content-Length: [len]
+
+      v=0
+      o=user1 53655765 2353687637 IN IP[local_ip_type] [local_ip]
+      s=-
+      c=IN IP[media_ip_type] [media_ip]
+      t=0 0
+      m=audio [media_port] RTP/AVP 0
+      a=rtpmap:0 PCMU/8000
+
+    ]]></send>`;
+  const ack = (cseq: number, branch: string, uri: string) => `
+  <send><![CDATA[
+      ACK ${uri} SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=${branch};rport
+      From: <sip:[service]@[field0]>;tag=[pid]SIPpTag[call_number]
+      To: <sip:[field1]@[field0]>[peer_tag_param]
+      Call-ID: [call_id]
+      CSeq: ${cseq} ACK
+      Max-Forwards: 70
+      Content-Length: 0
+
+    ]]></send>`;
+  const talk =
+    final === 200
+      ? `<recv response="200" rrs="true"/>
+  ${ack(2, '[branch]', '[next_url]')}
+  <pause milliseconds="1500"/>
+  <send retrans="500"><![CDATA[
+      BYE [next_url] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
+      From: <sip:[service]@[field0]>;tag=[pid]SIPpTag[call_number]
+      To: <sip:[field1]@[field0]>[peer_tag_param]
+      Call-ID: [call_id]
+      CSeq: 3 BYE
+      Max-Forwards: 70
+      Content-Length: 0
+
+    ]]></send>
+  <recv response="200"/>`
+      : `<recv response="${final}"/>
+  ${ack(2, '[branch-1]', 'sip:[field1]@[field0]')}`;
+  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
+<scenario name="call an extension">
+  ${invite(1, '[branch]', '')}
+  <recv response="100" optional="true"/>
+  <recv response="401" auth="true"/>
+  ${ack(1, '[branch-3]', 'sip:[field1]@[field0]')}
+  ${invite(2, '[branch]', '[authentication]')}
+  <recv response="100" optional="true"/>
+  <recv response="180" optional="true"/>
+  ${talk}
+</scenario>`;
+}
+
+describe('calls between SIP phones (SIPp)', {
+  skip: !sippInstalled && 'SIPp (sip-tester) not installed',
+}, () => {
+  let t: TestApp;
+  let port: number;
+  let office: Sender;
+  type Extension = { id: string; extension: string; sip: { username: string; password: string } };
+  let desk: Extension;
+  let sales: Extension;
+  before(async () => {
+    t = await startTestApp();
+    port = await freePort();
+    t.ctx.sipListener.start({ port, host: '127.0.0.1' });
+    office = await sender(t);
+    const create = async (extension: string) =>
+      (
+        await t.request('POST', '/api/v2/extensions', {
+          apiKey: office.key,
+          body: { extension, name: extension },
+        })
+      ).body.data as Extension;
+    desk = await create('101');
+    sales = await create('102');
+  });
+  after(async () => {
+    t.ctx.sipListener.stop();
+    await t.close();
+  });
+
+  const calls = async () =>
+    (await t.request('GET', '/api/v2/calls', { apiKey: office.key })).body.data as Record<string, unknown>[];
+
+  test('extension calls extension: answered, talked, hung up; a completed internal call with its events', async () => {
+    const phonePort = await freePort();
+    assert.equal(
+      await runSipp(port, {
+        username: sales.sip.username,
+        password: sales.sip.password,
+        localPort: phonePort,
+      }),
+      0,
+      'extension 102 registers',
+    );
+    const phone = answeringPhone(phonePort);
+    await new Promise((resolve) => setTimeout(resolve, 300)); // SIPp binds its port
+    const caller = await runSipp(port, {
+      username: desk.sip.username,
+      password: desk.sip.password,
+      scenario: callScenario(200),
+      callee: '102',
+    });
+    assert.equal(caller, 0, 'the caller’s phone went through INVITE, 200, ACK, BYE');
+    assert.equal(await phone.done, 0, 'the callee’s phone rang, answered and was hung up');
+
+    const [call] = await calls();
+    assert.equal(call!.direction, 'internal');
+    assert.equal(call!.from, '101');
+    assert.equal(call!.to, '102');
+    assert.equal(call!.status, 'completed');
+    assert.equal(call!.hangupCause, 'normal_clearing');
+    assert.equal(call!.extensionId, desk.id);
+    assert.ok(call!.answeredAt);
+    assert.ok((call!.durationSeconds as number) >= 1);
+    const events = await t.ctx.db.query<{ type: string }>(
+      "SELECT type FROM events WHERE data->>'id' = $1 ORDER BY created_at, id",
+      [call!.id],
+    );
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['call.ringing', 'call.answered', 'call.completed'],
+    );
+  });
+
+  test('refused: a wrong password (403), an extension that does not exist (404), a callee with no phone (480)', async () => {
+    const before = (await calls()).length;
+    assert.equal(
+      await runSipp(port, {
+        username: desk.sip.username,
+        password: 'guess',
+        scenario: callScenario(403),
+        callee: '102',
+      }),
+      0,
+    );
+    assert.equal(
+      await runSipp(port, {
+        username: desk.sip.username,
+        password: desk.sip.password,
+        scenario: callScenario(404),
+        callee: '109',
+      }),
+      0,
+    );
+    assert.equal((await calls()).length, before, 'no call was recorded');
+    // 102's binding is gone: the call is recorded and ends unanswered.
+    await t.ctx.db.query('DELETE FROM sip_registrations');
+    assert.equal(
+      await runSipp(port, {
+        username: desk.sip.username,
+        password: desk.sip.password,
+        scenario: callScenario(480),
+        callee: '102',
+      }),
+      0,
+    );
+    const [call] = await calls();
+    assert.equal(call!.status, 'no_answer');
+    assert.equal(call!.hangupCause, 'not_registered');
+  });
+});
