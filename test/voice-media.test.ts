@@ -1,7 +1,7 @@
 // The voice module's media parts: WAV encoding and decoding, resampling, the simulated callers' audio
-// (espeak-ng where installed), byte ranges, the transcription engines (an OpenAI-compatible service played by a
-// local server speaking its documented API; pocketsphinx where installed), and transcriptions end to end:
-// a voicemail transcribed by the job, completed or failed, with its engine and event.
+// (espeak-ng where installed), byte ranges, and transcriptions end to end: a voicemail transcribed by the job
+// through an OpenAI-compatible service (a local server speaking its API), completed or failed, with its engine
+// and event. The engines on their own: test/transcribers.test.ts.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
@@ -13,22 +13,14 @@ import {
   recordedAudio,
   resample,
   SAMPLE_RATE,
-  synthesise,
   tone,
 } from '../src/modules/voice/audio.ts';
-import {
-  OpenAiTranscriber,
-  PocketsphinxTranscriber,
-  TranscriptionError,
-  transcriberFrom,
-} from '../src/modules/voice/transcribers.ts';
 import { ApiError } from '../src/platform/errors.ts';
 import { byteRange } from '../src/platform/http/byte-range.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { type Sender, sender } from './helpers/messaging.ts';
 
 const espeak = spawnSync('espeak-ng', ['--version']).status === 0;
-const pocketsphinx = spawnSync('pocketsphinx_continuous', ['-h']).error === undefined;
 
 /** Sign changes per second: twice the frequency of a pure tone. */
 function crossingsPerSecond(samples: Int16Array, rate: number): number {
@@ -187,85 +179,6 @@ async function transcriptionServer(
   await server.listen({ port: 0, host: '127.0.0.1' });
   return { url: `http://127.0.0.1:${(server.server.address() as { port: number }).port}/v1`, server, seen };
 }
-
-describe('transcription engines', () => {
-  const wav = encodeWav(tone(1));
-
-  test('OpenAI-compatible: the file, the model and the key as documented; the text back', async () => {
-    const { url, server, seen } = await transcriptionServer((request) => {
-      assert.equal(request.authorization, 'Bearer sk-secret-123');
-      assert.equal(request.model, 'whisper-1');
-      assert.equal(request.filename, 'audio.wav');
-      return { status: 200, body: JSON.stringify({ text: 'Hello there.' }) };
-    });
-    try {
-      const engine = new OpenAiTranscriber(`${url}/`, 'sk-secret-123', 'whisper-1');
-      assert.equal(engine.engine, 'openai-compatible:whisper-1');
-      assert.equal(await engine.transcribe(wav), 'Hello there.');
-      assert.deepEqual(seen[0], wav);
-    } finally {
-      await server.close();
-    }
-  });
-
-  test('OpenAI-compatible refusals: 401 final (the key never in the message), 503 and 429 retryable, bad answers', async () => {
-    let reply = { status: 401, body: '{"error":{"message":"bad key sk-secret-123"}}' };
-    const { url, server } = await transcriptionServer(() => reply);
-    const engine = new OpenAiTranscriber(url, 'sk-secret-123', 'whisper-1', 500);
-    const failure = async () => {
-      try {
-        await engine.transcribe(wav);
-      } catch (error) {
-        assert.ok(error instanceof TranscriptionError);
-        assert.ok(!error.message.includes('sk-secret-123'));
-        return error;
-      }
-      assert.fail('transcribed');
-    };
-    try {
-      assert.equal((await failure()).retryable, false);
-      reply = { status: 503, body: '{}' };
-      assert.equal((await failure()).retryable, true);
-      reply = { status: 429, body: '{}' };
-      assert.equal((await failure()).retryable, true);
-      reply = { status: 200, body: 'not json' };
-      assert.equal((await failure()).retryable, true);
-      reply = { status: 200, body: '{"words":[]}' };
-      assert.equal((await failure()).retryable, false);
-      reply = { status: 200, body: '{"text":"late"}', hang: true } as typeof reply;
-      const late = await failure();
-      assert.equal(late.retryable, true);
-      assert.match(late.message, /timed out/);
-    } finally {
-      await server.close();
-    }
-    const unreachable = new OpenAiTranscriber('http://127.0.0.1:9/v1', undefined, 'whisper-1');
-    await assert.rejects(unreachable.transcribe(wav), (error: TranscriptionError) => error.retryable);
-  });
-
-  test('the engine chosen: the configured service first, else pocketsphinx where installed, else none', async () => {
-    const configured = await transcriberFrom({
-      transcriptionUrl: 'https://api.example.com/v1',
-      transcriptionModel: 'm',
-    });
-    assert.equal(configured?.engine, 'openai-compatible:m');
-    const offline = await transcriberFrom({ transcriptionModel: 'whisper-1' });
-    assert.equal(offline?.engine, pocketsphinx ? 'pocketsphinx' : undefined);
-  });
-
-  test('pocketsphinx hears synthesised speech; garbage is an error, not a crash', {
-    skip: (!pocketsphinx || !espeak) && 'pocketsphinx or espeak-ng not installed',
-  }, async () => {
-    const speech = await synthesise('Hello, please call me back tomorrow.');
-    const text = await new PocketsphinxTranscriber().transcribe(encodeWav(speech!));
-    assert.ok(text.length > 0);
-    assert.ok(/please|tomorrow|call|back|hello/.test(text), `heard: ${text}`);
-    await assert.rejects(
-      new PocketsphinxTranscriber().transcribe(Buffer.from('garbage')),
-      (error: TranscriptionError) => error instanceof TranscriptionError && !error.retryable,
-    );
-  });
-});
 
 describe('transcriptions end to end', () => {
   let t: TestApp;

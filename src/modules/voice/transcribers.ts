@@ -54,24 +54,33 @@ export class OpenAiTranscriber implements Transcriber {
         method: 'POST',
         body: form,
         headers: this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {},
+        // A redirect is not followed: the key and the caller's words go to the configured host or nowhere.
+        redirect: 'manual',
+        // Covers the answer's body too, so a service that stalls half-way still ends.
         signal: AbortSignal.timeout(this.timeoutMs),
       });
     } catch (error) {
-      const why =
-        error instanceof Error && error.name === 'TimeoutError' ? 'timed out' : 'could not be reached';
-      throw new TranscriptionError(`The transcription service ${why}`, true);
+      throw unreachable(error);
     }
     if (!response.ok) {
-      await response.body?.cancel();
+      await response.body?.cancel().catch(() => {});
+      // The body is not quoted: a service may echo the key it was given.
       throw new TranscriptionError(
         `The transcription service answered ${response.status}`,
         response.status === 429 || response.status >= 500,
       );
     }
+    let raw: string;
+    try {
+      raw = await response.text();
+    } catch (error) {
+      throw unreachable(error);
+    }
     let body: unknown;
     try {
-      body = await response.json();
+      body = JSON.parse(raw);
     } catch {
+      // A 200 that is not JSON comes from something in front of the service (a proxy, a portal): it passes.
       throw new TranscriptionError('The transcription service answered something that is not JSON', true);
     }
     const text = (body as { text?: unknown } | null)?.text;
@@ -82,8 +91,25 @@ export class OpenAiTranscriber implements Transcriber {
   }
 }
 
+/** Down, refusing connections or too slow: worth trying again. The URL is not named (it may hold a key). */
+function unreachable(error: unknown): TranscriptionError {
+  const why = error instanceof Error && error.name === 'TimeoutError' ? 'timed out' : 'could not be reached';
+  return new TranscriptionError(`The transcription service ${why}`, true);
+}
+
+/** Debian 12's pocketsphinx is 0.8 (5prealpha): this program, not version 5's `pocketsphinx single`. */
 const POCKETSPHINX = 'pocketsphinx_continuous';
-const POCKETSPHINX_MODEL = '/usr/share/pocketsphinx/model/en-us/en-us';
+/** The US English model of `pocketsphinx-en-us`: acoustic model, language model, pronunciations. */
+const POCKETSPHINX_MODEL_DIR = '/usr/share/pocketsphinx/model/en-us';
+const POCKETSPHINX_MODEL = {
+  '-hmm': join(POCKETSPHINX_MODEL_DIR, 'en-us'),
+  '-lm': join(POCKETSPHINX_MODEL_DIR, 'en-us.lm.bin'),
+  '-dict': join(POCKETSPHINX_MODEL_DIR, 'cmudict-en-us.dict'),
+};
+/**
+ * The model's rate: pocketsphinx refuses a WAV whose header says another, and cannot analyse 8 kHz audio (its
+ * filters reach 6.8 kHz), so ours is upsampled.
+ */
 const POCKETSPHINX_RATE = 16_000;
 
 export class PocketsphinxTranscriber implements Transcriber {
@@ -96,10 +122,11 @@ export class PocketsphinxTranscriber implements Transcriber {
   static available(): Promise<boolean> {
     PocketsphinxTranscriber.installed ??= (async () => {
       try {
-        await access(POCKETSPHINX_MODEL);
+        await Promise.all(Object.values(POCKETSPHINX_MODEL).map((path) => access(path)));
       } catch {
         return false;
       }
+      // It has no --version and exits 1 on any unknown option: only "not found" (ENOENT) means missing.
       return new Promise<boolean>((resolve) =>
         execFile(POCKETSPHINX, ['-h'], { timeout: 10_000 }, (error) =>
           resolve(!error || (error as NodeJS.ErrnoException).code !== 'ENOENT'),
@@ -123,12 +150,13 @@ export class PocketsphinxTranscriber implements Transcriber {
     file.writeUInt32LE(POCKETSPHINX_RATE, 24);
     file.writeUInt32LE(POCKETSPHINX_RATE * 2, 28);
     const path = join(tmpdir(), `commsplatform-transcribe-${randomUUID()}.wav`);
-    await writeFile(path, file, { mode: 0o600 });
+    // 'wx': a new file of our own, never one (or a link) someone else put there first.
+    await writeFile(path, file, { mode: 0o600, flag: 'wx' });
     try {
       const output = await new Promise<string>((resolve, reject) =>
         execFile(
           POCKETSPHINX,
-          ['-infile', path, '-logfn', '/dev/null'],
+          ['-infile', path, ...Object.entries(POCKETSPHINX_MODEL).flat(), '-logfn', '/dev/null'],
           { timeout: this.timeoutMs, maxBuffer: 4 * 1024 * 1024 },
           (error, stdout) => (error ? reject(error) : resolve(stdout)),
         ),
@@ -140,7 +168,10 @@ export class PocketsphinxTranscriber implements Transcriber {
         .filter((line) => line !== '')
         .join(' ');
     } catch (error) {
-      throw new TranscriptionError(`pocketsphinx failed: ${(error as Error).message.split('\n')[0]}`, true);
+      // Its input is a WAV we wrote ourselves, so a failure is the machine's (busy, killed), not the audio's.
+      const killed = (error as { killed?: boolean }).killed === true;
+      const why = killed ? `timed out after ${this.timeoutMs} ms` : (error as Error).message.split('\n')[0];
+      throw new TranscriptionError(`pocketsphinx failed: ${why}`, true);
     } finally {
       await rm(path, { force: true });
     }
