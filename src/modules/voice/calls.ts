@@ -135,15 +135,7 @@ export class CallService {
         throw ApiError.badRequest('extensionId: an internal call rings its caller, extension `from`');
       }
       if (caller.id === callee.id) throw ApiError.badRequest('to: an extension cannot call itself');
-      const row = await this.admit({
-        organizationId: org.id,
-        region: org.region,
-        direction: 'internal',
-        from: caller.extension,
-        to: callee.extension,
-        extensionId: caller.id,
-        record: input.record ?? false,
-      });
+      const row = await this.admit(internalCall(org, caller, callee, input.record ?? false));
       this.start(row, (live) => this.internal(live, caller, callee));
       return toCall(row);
     }
@@ -181,15 +173,7 @@ export class CallService {
   ): Promise<CallRow> {
     const refusal = accountRefusal(org, { product: 'voice' });
     if (refusal) throw refusal;
-    const row = await this.admit({
-      organizationId: org.id,
-      region: org.region,
-      direction: 'internal',
-      from: caller.extension,
-      to: callee.extension,
-      extensionId: caller.id,
-      record: false,
-    });
+    const row = await this.admit(internalCall(org, caller, callee, false));
     beforeStart(row.id);
     this.start(row, (live) => this.reachExtension(live, callee), engine);
     return row;
@@ -611,6 +595,24 @@ export class CallService {
     clearInterval(this.leaseTimer);
     this.leaseTimer = undefined;
   }
+}
+
+/** An extension calling another of its organization: the call is the caller's. */
+function internalCall(
+  org: Organization,
+  caller: ExtensionRow,
+  callee: ExtensionRow,
+  record: boolean,
+): Admission {
+  return {
+    organizationId: org.id,
+    region: org.region,
+    direction: 'internal',
+    from: caller.extension,
+    to: callee.extension,
+    extensionId: caller.id,
+    record,
+  };
 }
 
 function extensionParty(extension: ExtensionRow): Party {
