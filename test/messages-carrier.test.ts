@@ -202,6 +202,110 @@ describe('the simulated carrier', () => {
   });
 });
 
+describe('one claim of dispatch jobs, every outcome side by side', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp();
+  });
+  after(() => t.close());
+
+  test('each message of a batch ends as it would alone: sent, refused, opted out, suspended, carrier down', async () => {
+    const acme = await sender(t, {}, { type: 'toll_free' });
+    const halted = await sender(t, {}, { type: 'toll_free' });
+    const sendFrom = async (who: Sender, to: string) => {
+      const res = await send(t, who, { to, message: 'batch' });
+      assert.equal(res.status, 202, res.text);
+      return res.body.data.id as string;
+    };
+    const optedOutPhone = freshNumber();
+    const ids = {
+      sent: await sendFrom(acme, freshNumber()),
+      refused: await sendFrom(acme, `${freshNumber().slice(0, -4)}${MAGIC_SUFFIXES.rejected}`),
+      optedOut: await sendFrom(acme, optedOutPhone),
+      unreachable: await sendFrom(acme, freshNumber()),
+      suspended: await sendFrom(halted, freshNumber()),
+    };
+    const stop = await t.admin('POST', '/test/carrier/inbound', {
+      from: optedOutPhone,
+      to: acme.number,
+      text: 'STOP',
+    });
+    assert.equal(stop.status, 201, stop.text);
+    assert.equal((await t.admin('PATCH', `/organizations/${halted.id}`, { suspended: true })).status, 200);
+
+    const carrier = t.ctx.carrier;
+    const realSend = carrier.send.bind(carrier);
+    const handed: string[] = [];
+    carrier.send = async (message) => {
+      handed.push(message.id);
+      if (message.id === ids.unreachable) throw new Error('carrier unreachable');
+      return realSend(message);
+    };
+    try {
+      t.ctx.clock.advance(5);
+      await t.ctx.jobs.runDue();
+    } finally {
+      carrier.send = realSend;
+    }
+    // One claim held every job (runDue claims once): they were dispatched together.
+    assert.deepEqual(
+      new Set(handed),
+      new Set([ids.sent, ids.refused, ids.unreachable, stop.body.data.reply.id]),
+      'the cancelled ones never reach the carrier',
+    );
+
+    const [rows, jobs, events] = await Promise.all([
+      t.ctx.db.query<{ id: string; status: string; error_code: string | null }>(
+        'SELECT id, status, error_code FROM messages WHERE id = ANY($1::text[])',
+        [Object.values(ids)],
+      ),
+      t.ctx.db.query<{ message_id: string; status: string; attempts: number }>(
+        "SELECT payload->>'messageId' AS message_id, status, attempts FROM jobs WHERE payload->>'messageId' = ANY($1::text[])",
+        [Object.values(ids)],
+      ),
+      t.ctx.db.query<{ id: string; type: string }>(
+        "SELECT data->>'id' AS id, type FROM events WHERE data->>'id' = ANY($1::text[])",
+        [Object.values(ids)],
+      ),
+    ]);
+    const status = (id: string) => rows.find((row) => row.id === id);
+    assert.deepEqual(status(ids.sent), { id: ids.sent, status: 'sent', error_code: null });
+    assert.deepEqual(status(ids.refused)?.status, 'failed');
+    assert.deepEqual(status(ids.optedOut), {
+      id: ids.optedOut,
+      status: 'cancelled',
+      error_code: 'RECIPIENT_OPTED_OUT',
+    });
+    assert.deepEqual(status(ids.suspended), {
+      id: ids.suspended,
+      status: 'cancelled',
+      error_code: 'ACCOUNT_SUSPENDED',
+    });
+    // The carrier that threw failed that job alone: it waits for its retry, the message still queued.
+    assert.deepEqual(status(ids.unreachable), { id: ids.unreachable, status: 'queued', error_code: null });
+    const job = (id: string) => jobs.find((row) => row.message_id === id);
+    assert.equal(job(ids.unreachable)?.status, 'pending');
+    assert.equal(job(ids.unreachable)?.attempts, 1);
+    for (const id of [ids.sent, ids.refused, ids.optedOut, ids.suspended]) {
+      assert.equal(job(id)?.status, 'completed', id);
+    }
+    const typesOf = (id: string) => events.filter((row) => row.id === id).map((row) => row.type);
+    assert.deepEqual(typesOf(ids.sent), ['message.sent']);
+    assert.deepEqual(typesOf(ids.refused), ['message.failed']);
+    assert.deepEqual(typesOf(ids.optedOut), []);
+    assert.deepEqual(typesOf(ids.suspended), []);
+    assert.deepEqual(typesOf(ids.unreachable), []);
+
+    // Its retry, with the carrier back, sends it.
+    t.ctx.clock.advance(60);
+    await t.ctx.jobs.drain();
+    assert.equal(
+      (await t.request('GET', `/api/v2/messages/${ids.unreachable}`, { apiKey: acme.key })).body.data.status,
+      'sent',
+    );
+  });
+});
+
 describe('the simulated carrier in development', () => {
   let t: TestApp;
   before(async () => {

@@ -151,6 +151,48 @@ export class EventOutbox {
     return this.insert(tx, { ...event, type: definition.type, data: event.data as Record<string, unknown> });
   }
 
+  /**
+   * Records many events of one declared type inside `tx` in one statement (a batch of dispatched messages),
+   * each with its dispatch job when a consumer wants it; the same as `record` for each, in fewer round trips.
+   */
+  async recordMany<Schema extends TObject>(
+    tx: Queryable,
+    definition: EventDefinition<Schema>,
+    events: { organizationId: string; data: Static<Schema> }[],
+  ): Promise<void> {
+    if (this.declared.get(definition.type) !== (definition as unknown as EventDefinition)) {
+      throw new Error(`Event ${definition.type} is recorded but not declared by its module`);
+    }
+    if (events.length === 0) return;
+    const createdAt = this.clock.now();
+    // Consumers are asked once per organization: a batch is mostly one organization's (a campaign's).
+    const wantedBy = new Map<string, boolean>();
+    for (const { organizationId } of events) {
+      if (!wantedBy.has(organizationId)) {
+        wantedBy.set(organizationId, await this.wanted(tx, { organizationId, type: definition.type }));
+      }
+    }
+    await this.jobs.enqueueSelected(tx, DISPATCH_QUEUE, {
+      with: `inserted AS (
+               INSERT INTO events (id, organization_id, type, data, created_at, dispatched_at)
+               SELECT event.id, event.organization_id, $3, event.data, $4,
+                      CASE WHEN event.wanted THEN NULL ELSE $4::timestamptz END
+                 FROM unnest($1::text[], $2::text[], $5::jsonb[], $6::boolean[])
+                      AS event(id, organization_id, data, wanted)
+               RETURNING id, dispatched_at)`,
+      rows: `SELECT jsonb_build_object('eventId', inserted.id) AS payload, NULL::text AS concurrency_key
+               FROM inserted WHERE inserted.dispatched_at IS NULL`,
+      params: [
+        events.map(() => newId('evt', createdAt.getTime())),
+        events.map((event) => event.organizationId),
+        definition.type,
+        createdAt,
+        events.map((event) => JSON.stringify(event.data)),
+        events.map((event) => wantedBy.get(event.organizationId)!),
+      ],
+    });
+  }
+
   private async insert(
     tx: Queryable,
     event: { organizationId: string; type: string; data: Record<string, unknown> },

@@ -11,6 +11,7 @@ import { ContactService } from './service.ts';
 const STALE_IMPORT_RETENTION_MS = 24 * 60 * 60 * 1000;
 
 export { ContactService } from './service.ts';
+export { optOutKey } from './store.ts';
 
 export const contactsModule = defineModule({
   name: 'contacts',

@@ -279,6 +279,13 @@ export class ContactService {
     return this.store.isOptedOut(tx, organizationId, phone);
   }
 
+  /**
+   * Which of these recipients opted out (a dispatch batch's one read), as keys made with `optOutKey`.
+   */
+  optedOutAmong(pairs: { organizationId: string; phone: string }[]): Promise<Set<string>> {
+    return this.store.optedOutAmong(this.db, pairs);
+  }
+
   async consentHistory(organizationId: string, id: string, query: PageQueryInput, surface: string) {
     const contact = await this.get(organizationId, id);
     return this.pagination.list(this.db, query, {

@@ -300,6 +300,21 @@ export class ContactStore {
     return rows.length > 0;
   }
 
+  /** Which of these organizations' phones opted out, as `organizationId phone` keys, in one statement. */
+  async optedOutAmong(
+    db: Queryable,
+    pairs: { organizationId: string; phone: string }[],
+  ): Promise<Set<string>> {
+    if (pairs.length === 0) return new Set();
+    const rows = await db.query<{ organization_id: string; phone: string }>(
+      `SELECT o.organization_id, o.phone FROM opt_outs o
+         JOIN unnest($1::text[], $2::text[]) AS asked(organization_id, phone)
+           ON o.organization_id = asked.organization_id AND o.phone = asked.phone`,
+      [pairs.map((pair) => pair.organizationId), pairs.map((pair) => pair.phone)],
+    );
+    return new Set(rows.map((row) => optOutKey(row.organization_id, row.phone)));
+  }
+
   async insertConsentEvent(db: Queryable, event: ConsentEventValues): Promise<void> {
     await db.query(
       `INSERT INTO consent_events (id, organization_id, phone, contact_id, action, method, reason, actor, created_at)
@@ -328,3 +343,6 @@ export class ContactStore {
     };
   }
 }
+
+/** The key optedOutAmong answers with. */
+export const optOutKey = (organizationId: string, phone: string) => `${organizationId} ${phone}`;

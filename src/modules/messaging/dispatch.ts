@@ -1,6 +1,7 @@
 // The hand-off to the carrier: a sent message is booked a paced slot and a dispatch job for that moment;
 // the job gives it to the carrier and records the answer with its event. A message the carrier cannot be
 // reached for, or whose recipient opted out in the meantime, ends here rather than stay queued.
+import DataLoader from 'dataloader';
 import type { Carrier, OutboundForCarrier } from '../../carriers/carrier.ts';
 import type { CarrierPacing, PacedNumber } from '../../carriers/pacing.ts';
 import type { Clock } from '../../platform/clock.ts';
@@ -8,6 +9,7 @@ import type { Database, Queryable } from '../../platform/db/index.ts';
 import type { EventOutbox } from '../../platform/events.ts';
 import type { JobQueue } from '../../platform/jobs.ts';
 import type { ContactService } from '../contacts/index.ts';
+import { optOutKey } from '../contacts/index.ts';
 import { MessageFailed, MessageSent } from './events.ts';
 import { toMessage } from './message.ts';
 import type { MessageRow, MessageStore } from './store.ts';
@@ -15,6 +17,28 @@ import type { MessageRow, MessageStore } from './store.ts';
 export const DISPATCH_QUEUE = 'messages.dispatch';
 export const RECEIPT_QUEUE = 'messages.receipt';
 export const DISPATCH_ATTEMPTS = 8;
+
+/** A queued message that ends without reaching the carrier, and why. */
+interface EndedMessage {
+  id: string;
+  status: 'failed' | 'cancelled';
+  errorCode: string;
+  errorMessage: string;
+}
+
+const SUSPENDED = {
+  status: 'cancelled',
+  errorCode: 'ACCOUNT_SUSPENDED',
+  errorMessage: 'The account was suspended before the message was sent',
+} as const;
+const OPTED_OUT = {
+  status: 'cancelled',
+  errorCode: 'RECIPIENT_OPTED_OUT',
+  errorMessage: 'The recipient opted out before the message was sent',
+} as const;
+
+/** At most this many messages in one dispatch batch (a claim is a worker's free slots, 16 by default). */
+const MAX_BATCH = 100;
 
 /** A message's dispatch job is unique by this key: a second enqueue of it is ignored. */
 const dispatchKey = (messageId: string) => `dispatch:${messageId}`;
@@ -30,6 +54,8 @@ export class MessageDispatcher {
   private readonly store: MessageStore;
   /** Outside test the simulated carrier reports receipts by itself, after a short delay. */
   private readonly automaticReceipts: boolean;
+  /** Collects the dispatches started in one turn of the event loop into one batch (dispatchBatch). */
+  private readonly batches: DataLoader<string, void>;
 
   constructor(deps: {
     db: Database;
@@ -51,6 +77,10 @@ export class MessageDispatcher {
     this.pacing = deps.pacing;
     this.store = deps.store;
     this.automaticReceipts = deps.automaticReceipts;
+    this.batches = new DataLoader((ids) => this.dispatchBatch(ids), {
+      cache: false,
+      maxBatchSize: MAX_BATCH,
+    });
   }
 
   /**
@@ -89,56 +119,119 @@ export class MessageDispatcher {
     });
   }
 
-  /** The dispatch job: hands a queued message to the carrier and records what it said. Idempotent. */
-  async dispatch(messageId: string): Promise<void> {
-    const row = await this.store.findForDispatch(this.db, messageId);
-    if (row?.status !== 'queued') return;
-    // Nothing leaves for a suspended organization (CONTRACT 7), save the confirmations of STOP and HELP that
-    // carriers require whatever the account's standing.
-    if (row.organization_suspended && row.origin !== 'auto_reply') {
-      await this.finish(row, 'cancelled', {
-        errorCode: 'ACCOUNT_SUSPENDED',
-        errorMessage: 'The account was suspended before the message was sent',
-      });
-      return;
+  /**
+   * The dispatch job: hands a queued message to the carrier and records what it said. Idempotent. The jobs a
+   * worker claims together are dispatched together (`dispatchBatch`).
+   */
+  dispatch(messageId: string): Promise<void> {
+    return this.batches.load(messageId);
+  }
+
+  /**
+   * Dispatches the messages of the jobs started in the same turn of the event loop (the jobs of one claim) in
+   * a handful of statements instead of about seven each: one read of the messages with their organizations'
+   * standing, one of their recipients' opt-outs, then each handed to the carrier, then one transaction that
+   * records every outcome with its events and receipt jobs. Each job still succeeds or fails on its own: a
+   * carrier that throws for one message fails that job alone. If the recording transaction fails, every job
+   * of the batch is tried again, as a single job would be; those the carrier already took may reach it twice,
+   * the at-least-once hand-off a single dispatch has too.
+   */
+  private async dispatchBatch(ids: readonly string[]): Promise<(undefined | Error)[]> {
+    const rows = (await this.store.findManyForDispatch(this.db, [...new Set(ids)])).filter(
+      (row) => row.status === 'queued',
+    );
+    // Automatic replies (the confirmations of STOP and HELP that carriers require) leave whatever the
+    // account's standing or the recipient's opt-out: they are that opt-out's confirmation.
+    const checked = rows.filter((row) => row.origin !== 'auto_reply');
+    const optedOut = await this.contacts.optedOutAmong(
+      checked
+        .filter((row) => !row.organization_suspended)
+        .map((row) => ({ organizationId: row.organization_id, phone: row.to_number })),
+    );
+    const ended: EndedMessage[] = [];
+    const toSend: MessageRow[] = [];
+    for (const row of rows) {
+      if (row.origin === 'auto_reply') toSend.push(row);
+      // Nothing leaves for a suspended organization (CONTRACT 7).
+      else if (row.organization_suspended) ended.push({ id: row.id, ...SUSPENDED });
+      // A STOP that arrived after the message was queued still wins.
+      else if (optedOut.has(optOutKey(row.organization_id, row.to_number)))
+        ended.push({ id: row.id, ...OPTED_OUT });
+      else toSend.push(row);
     }
-    // A STOP that arrived after the message was queued still wins (automatic replies excepted: they are
-    // the confirmation of that STOP).
-    if (row.origin !== 'auto_reply' && (await this.contacts.isOptedOut(row.organization_id, row.to_number))) {
-      await this.finish(row, 'cancelled', {
-        errorCode: 'RECIPIENT_OPTED_OUT',
-        errorMessage: 'The recipient opted out before the message was sent',
-      });
-      return;
-    }
-    const outbound = toCarrierMessage(row);
-    const result = await this.carrier.send(outbound);
-    if (!result.accepted) {
-      await this.finish(row, 'failed', { errorCode: result.errorCode, errorMessage: result.errorMessage });
-      return;
-    }
+
+    const failures = new Map<string, Error>();
+    const accepted: { outbound: OutboundForCarrier; carrierMessageId: string }[] = [];
+    await Promise.all(
+      toSend.map(async (row) => {
+        const outbound = toCarrierMessage(row);
+        try {
+          const result = await this.carrier.send(outbound);
+          if (result.accepted) accepted.push({ outbound, carrierMessageId: result.carrierMessageId });
+          else {
+            ended.push({
+              id: row.id,
+              status: 'failed',
+              errorCode: result.errorCode,
+              errorMessage: result.errorMessage,
+            });
+          }
+        } catch (error) {
+          // Not reached: this message's job is tried again later; the others' outcomes are recorded.
+          failures.set(row.id, error instanceof Error ? error : new Error(String(error)));
+        }
+      }),
+    );
+
     await this.db.transaction(async (tx) => {
       const now = this.clock.now();
-      const updated = await this.store.markSent(
+      const sent = await this.store.markManySent(
         tx,
-        messageId,
-        { name: this.carrier.name, messageId: result.carrierMessageId },
+        this.carrier.name,
+        accepted.map(({ outbound, carrierMessageId }) => ({ id: outbound.id, carrierMessageId })),
         now,
       );
-      if (!updated) return;
-      await this.events.record(tx, MessageSent, {
-        organizationId: updated.organization_id,
-        data: toMessage(updated, this.clock.now()),
-      });
-      const planned = this.automaticReceipts ? this.carrier.plannedReceipt?.(outbound) : undefined;
-      if (planned) {
-        await this.jobs.enqueue(
-          tx,
-          RECEIPT_QUEUE,
-          { messageId, status: planned.status },
-          { runAt: new Date(now.getTime() + planned.afterSeconds * 1000), dedupeKey: `receipt:${messageId}` },
-        );
-      }
+      await this.events.recordMany(
+        tx,
+        MessageSent,
+        sent.map((row) => ({ organizationId: row.organization_id, data: toMessage(row, now) })),
+      );
+      const finished = await this.store.finishManyQueued(tx, ended, now);
+      await this.events.recordMany(
+        tx,
+        MessageFailed,
+        finished
+          .filter((row) => row.status === 'failed')
+          .map((row) => ({ organizationId: row.organization_id, data: toMessage(row, now) })),
+      );
+      if (this.automaticReceipts) await this.enqueuePlannedReceipts(tx, sent, accepted, now);
+    });
+    return ids.map((id) => failures.get(id));
+  }
+
+  /** Outside test, the simulated carrier's receipts for the messages it just took, as jobs at their time. */
+  private async enqueuePlannedReceipts(
+    tx: Queryable,
+    sent: MessageRow[],
+    accepted: { outbound: OutboundForCarrier }[],
+    now: Date,
+  ): Promise<void> {
+    const outbounds = new Map(accepted.map(({ outbound }) => [outbound.id, outbound]));
+    const planned = sent.flatMap((row) => {
+      const receipt = this.carrier.plannedReceipt?.(outbounds.get(row.id)!);
+      return receipt ? [{ messageId: row.id, ...receipt }] : [];
+    });
+    if (planned.length === 0) return;
+    await this.jobs.enqueueSelected(tx, RECEIPT_QUEUE, {
+      rows: `SELECT jsonb_build_object('messageId', receipt.id, 'status', receipt.status) AS payload,
+                    NULL::text AS concurrency_key, receipt.run_at, 'receipt:' || receipt.id AS dedupe_key
+               FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS receipt(id, status, run_at)`,
+      params: [
+        planned.map((item) => item.messageId),
+        planned.map((item) => item.status),
+        planned.map((item) => new Date(now.getTime() + item.afterSeconds * 1000).toISOString()),
+      ],
+      timed: true,
     });
   }
 

@@ -6,7 +6,6 @@ import type { Carrier, ReceiptStatus } from '../../carriers/carrier.ts';
 import { CarrierPacing } from '../../carriers/pacing.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
-import { ApiError } from '../../platform/errors.ts';
 import type { EventOutbox } from '../../platform/events.ts';
 import type { Idempotency } from '../../platform/idempotency.ts';
 import type { JobQueue } from '../../platform/jobs.ts';
@@ -120,12 +119,7 @@ export class MessagingService {
       options: { maxAttempts: DISPATCH_ATTEMPTS, retryDelaysSeconds: [5, 15, 60, 300] },
     };
     const receipt: JobSpec<{ messageId: string; status: ReceiptStatus }> = {
-      handler: async (payload) => {
-        await this.applyReceipt(payload.messageId, payload.status).catch((error) => {
-          // A receipt that no longer applies (the message moved on) is dropped, as a carrier's duplicate is.
-          if (!(error instanceof ApiError)) throw error;
-        });
-      },
+      handler: (payload) => this.receipts.applyQueued(payload.messageId, payload.status),
     };
     return { [DISPATCH_QUEUE]: dispatch, [RECEIPT_QUEUE]: receipt } as Record<string, JobSpec<never>>;
   }

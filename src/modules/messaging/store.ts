@@ -155,6 +155,18 @@ export class MessageStore {
     return row;
   }
 
+  /** Several messages for their dispatch, with whether their organization is suspended (a batch's one read). */
+  async findManyForDispatch(
+    db: Queryable,
+    ids: string[],
+  ): Promise<(MessageRow & { organization_suspended: boolean })[]> {
+    return db.query<MessageRow & { organization_suspended: boolean }>(
+      `SELECT m.*, o.suspended AS organization_suspended
+         FROM messages m JOIN organizations o ON o.id = m.organization_id WHERE m.id = ANY($1::text[])`,
+      [ids],
+    );
+  }
+
   async findInOrganization(
     db: Queryable,
     organizationId: string,
@@ -181,6 +193,46 @@ export class MessageStore {
       [id, carrier.name, carrier.messageId, now],
     );
     return row;
+  }
+
+  /** markSent for a batch the carrier accepted, in one statement; returns the rows that were still queued. */
+  async markManySent(
+    tx: Queryable,
+    carrier: string,
+    accepted: { id: string; carrierMessageId: string }[],
+    now: Date,
+  ): Promise<MessageRow[]> {
+    if (accepted.length === 0) return [];
+    return tx.query<MessageRow>(
+      `UPDATE messages m SET status = 'sent', carrier = $3, carrier_message_id = sent.carrier_message_id,
+              sent_at = $4, status_updated_at = $4
+         FROM unnest($1::text[], $2::text[]) AS sent(id, carrier_message_id)
+        WHERE m.id = sent.id AND m.status = 'queued' RETURNING m.*`,
+      [accepted.map((item) => item.id), accepted.map((item) => item.carrierMessageId), carrier, now],
+    );
+  }
+
+  /** finishQueued for a batch, each with its own status and error, in one statement; the rows it ended. */
+  async finishManyQueued(
+    tx: Queryable,
+    ended: { id: string; status: 'failed' | 'cancelled'; errorCode: string; errorMessage: string }[],
+    now: Date,
+  ): Promise<MessageRow[]> {
+    if (ended.length === 0) return [];
+    return tx.query<MessageRow>(
+      `UPDATE messages m SET status = ended.status, error_code = ended.error_code,
+              error_message = ended.error_message, status_updated_at = $5
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
+              AS ended(id, status, error_code, error_message)
+        WHERE m.id = ended.id AND m.status = 'queued' RETURNING m.*`,
+      [
+        ended.map((item) => item.id),
+        ended.map((item) => item.status),
+        ended.map((item) => item.errorCode),
+        ended.map((item) => item.errorMessage),
+        now,
+      ],
+    );
   }
 
   /** Ends a queued message without sending it; undefined if it is no longer queued. */
@@ -219,6 +271,31 @@ export class MessageStore {
       [id, status, now, error.errorCode, error.errorMessage],
     );
     return row;
+  }
+
+  /** recordReceipt for a batch of receipts, in one statement; returns the rows that were `sent`. */
+  async recordManyReceipts(
+    tx: Queryable,
+    receipts: { id: string; status: ReceiptStatus; errorCode: string; errorMessage: string }[],
+    now: Date,
+  ): Promise<MessageRow[]> {
+    if (receipts.length === 0) return [];
+    return tx.query<MessageRow>(
+      `UPDATE messages m SET status = receipt.status, status_updated_at = $5,
+              delivered_at = CASE WHEN receipt.status = 'delivered' THEN $5::timestamptz ELSE m.delivered_at END,
+              error_code = CASE WHEN receipt.status = 'delivered' THEN NULL ELSE receipt.error_code END,
+              error_message = CASE WHEN receipt.status = 'delivered' THEN NULL ELSE receipt.error_message END
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
+              AS receipt(id, status, error_code, error_message)
+        WHERE m.id = receipt.id AND m.status = 'sent' RETURNING m.*`,
+      [
+        receipts.map((item) => item.id),
+        receipts.map((item) => item.status),
+        receipts.map((item) => item.errorCode),
+        receipts.map((item) => item.errorMessage),
+        now,
+      ],
+    );
   }
 
   /**
