@@ -88,6 +88,18 @@ const campaign = (await api('POST', '/campaigns', {
 
 progress('setup done');
 
+const measure = async (target: string, headers: Record<string, string> = {}) => {
+  const result = await autocannon({ url: target, connections: 10, duration: 5, headers });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.non2xx + result.errors,
+  };
+};
+// The same statistics on the idle product, before the launch: what a request costs with nothing else running.
+const idleStats = await measure(`${url}/api/v2/campaigns/${campaign.id}`, { 'x-api-key': secret });
+
 // 1. Launch, beside the bare INSERT … SELECT of as many rows.
 await db.exec(
   `CREATE TEMP TABLE IF NOT EXISTS bench_recipients (LIKE campaign_recipients INCLUDING DEFAULTS)`,
@@ -149,20 +161,12 @@ const bare = Fastify();
 bare.get('/campaign', async () => ({ success: true, data: sample }));
 await bare.listen({ port: 0, host: '127.0.0.1' });
 const bareUrl = `http://127.0.0.1:${(bare.server.address() as { port: number }).port}/campaign`;
-const measure = async (target: string, headers: Record<string, string> = {}) => {
-  const result = await autocannon({ url: target, connections: 10, duration: 5, headers });
-  return {
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    errors: result.non2xx + result.errors,
-  };
-};
 const bareStats = await measure(bareUrl);
 const productStats = await measure(`${url}/api/v2/campaigns/${campaign.id}`, { 'x-api-key': secret });
 for (const [name, r] of [
   ['bare Fastify  GET /campaign (static)', bareStats],
   ['product       GET /api/v2/campaigns/{id}', productStats],
+  ['  the same, idle product before the launch', idleStats],
 ] as const) {
   console.log(
     `  ${name.padEnd(42)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  errors ${r.errors}`,

@@ -22,7 +22,7 @@ import {
   JobStore,
   type SelectedJobs,
 } from './jobs/store.ts';
-import { JobWorker, type SlotQueue, Slots } from './jobs/worker.ts';
+import { DEFAULT_SCHEDULE_STEP_MS, JobWorker, type SlotQueue, Slots } from './jobs/worker.ts';
 
 export type { Job, SelectedJobs } from './jobs/store.ts';
 
@@ -98,6 +98,11 @@ export interface JobQueueOptions {
   pollIntervalMs?: number;
   /** Jobs this worker runs at once (its slots), in `start()` and `drain()`. */
   concurrency?: number;
+  /**
+   * The grid (ms of real time) a sleep until the next scheduled job is rounded up to, so that jobs due close
+   * together run together (worker.ts, DEFAULT_SCHEDULE_STEP_MS); 0 wakes at each job's exact instant.
+   */
+  scheduleStepMs?: number;
   onError?: (error: unknown, job: Job) => void;
 }
 
@@ -128,6 +133,7 @@ export class JobQueue {
       clock,
       concurrency: this.concurrency,
       pollIntervalMs: options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS,
+      scheduleStepMs: options.scheduleStepMs ?? DEFAULT_SCHEDULE_STEP_MS,
       queues: () => this.slotQueues(),
       claim: (quotas, total) => this.store.claim(quotas, total, this.clock.now()),
       nextRunAt: (quotas) => this.store.nextRunAt(quotas, this.clock.now()),

@@ -17,6 +17,15 @@ export interface SlotQueue {
   perKeyConcurrency?: number;
 }
 
+/**
+ * A worker that sleeps until the next scheduled job wakes on this grid of real time (ms), not at the job's
+ * exact instant: the jobs falling due within one step (a campaign's paced dispatches, their receipts) are
+ * claimed and run together, a batch of a few statements (MessageDispatcher.dispatchBatch) instead of a claim
+ * and a transaction each, at the cost of starting a scheduled job up to one step late. Jobs enqueued to run
+ * now are not delayed: their NOTIFY wakes the worker at once.
+ */
+export const DEFAULT_SCHEDULE_STEP_MS = 50;
+
 // When the next job is already due yet could not be claimed (another worker's claim had it locked at that
 // instant), look again this soon rather than at once, so two workers never spin on each other.
 const RECHECK_MS = 25;
@@ -69,6 +78,8 @@ export interface JobWorkerOptions {
   clock: Clock;
   concurrency: number;
   pollIntervalMs: number;
+  /** The grid a sleep until the next scheduled job is rounded up to (DEFAULT_SCHEDULE_STEP_MS); 0: none. */
+  scheduleStepMs: number;
   /** The registered queues, read at each claim (a queue may be registered after start). */
   queues: () => SlotQueue[];
   claim: (quotas: Quota[], total: number) => Promise<Job[]>;
@@ -168,7 +179,8 @@ export class JobWorker {
         const next = await this.options.nextRunAt(this.slots.quotas(queues));
         if (next) {
           const inMs = next.getTime() - clock.nowMs();
-          nextLook = Math.min(nextLook, Date.now() + (inMs > 0 ? inMs + 1 : RECHECK_MS));
+          const at = Date.now() + (inMs > 0 ? inMs + 1 : RECHECK_MS);
+          nextLook = Math.min(nextLook, inMs > 0 ? this.onStep(at) : at);
         }
         break;
       }
@@ -176,6 +188,12 @@ export class JobWorker {
       this.options.onError(error);
     }
     this.alarm(nextLook);
+  }
+
+  /** The first instant of the schedule step grid at or after `at` (DEFAULT_SCHEDULE_STEP_MS). */
+  private onStep(at: number): number {
+    const step = this.options.scheduleStepMs;
+    return step > 0 ? Math.ceil(at / step) * step : at;
   }
 
   private launch(job: Job, queues: SlotQueue[]): void {
