@@ -669,6 +669,60 @@ describe('campaigns', () => {
     assert.equal(oldAnalytics.body.data.deliveryRate, 0.1667);
   });
 
+  test('a statement moving many messages of a campaign locks one of its counter rows, so batches cannot deadlock', {
+    skip: !process.env.DATABASE_URL && 'needs PostgreSQL (DATABASE_URL): PGlite is one connection',
+  }, async () => {
+    t.ctx.clock.set(NOON_EASTERN);
+    const acme = await sender(t, {}, { type: 'toll_free' });
+    const l = await list(acme, 30);
+    const c = await campaign(acme, { contactListIds: [l.listId] });
+    await api(acme, 'POST', `/campaigns/${c.id}/launch`);
+    await runFor(3);
+    const counters = () =>
+      t.ctx.db.query<{ queued: number; sent: number; cancelled: number; shards: number }>(
+        `SELECT sum(queued)::int AS queued, sum(sent)::int AS sent, sum(cancelled)::int AS cancelled,
+                  count(*)::int AS shards
+             FROM campaign_counts WHERE campaign_id = $1`,
+        [c.id],
+      );
+    const [before] = await counters();
+    assert.ok(before!.shards > 1, 'the dispatches counted into several shards');
+    assert.ok(before!.queued >= 8, `messages still queued: ${before!.queued}`);
+
+    // A batch's statement (as the dispatch's or the receipts') over every queued message: while its
+    // transaction is open, another connection finds all but one of the campaign's counter rows free.
+    // Locking one row per shard each message fell in, two batches could take them in opposite orders.
+    await t.ctx.db.transaction(async (tx) => {
+      await tx.query(
+        `UPDATE messages SET status = 'cancelled' WHERE campaign_id = $1 AND status = 'queued'`,
+        [c.id],
+      );
+      const free = await t.ctx.db.query(
+        'SELECT shard FROM campaign_counts WHERE campaign_id = $1 FOR UPDATE SKIP LOCKED',
+        [c.id],
+      );
+      const [now] = await t.ctx.db.query<{ shards: number }>(
+        'SELECT count(*)::int AS shards FROM campaign_counts WHERE campaign_id = $1',
+        [c.id],
+      );
+      // (The transaction's own row is not even visible to the other connection if the statement made it.)
+      assert.ok(now!.shards - free.length <= 1, `${now!.shards - free.length} counter rows locked`);
+    });
+    // And the sums stay exact.
+    const [after] = await counters();
+    const [actual] = await t.ctx.db.query<{ queued: number; sent: number; cancelled: number }>(
+      `SELECT count(*) FILTER (WHERE status = 'queued')::int AS queued,
+                count(*) FILTER (WHERE status = 'sent')::int AS sent,
+                count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled
+           FROM messages WHERE campaign_id = $1`,
+      [c.id],
+    );
+    assert.deepEqual({ queued: after!.queued, sent: after!.sent, cancelled: after!.cancelled }, actual);
+    assert.equal(after!.queued, 0);
+    assert.equal(after!.cancelled, before!.queued);
+    await api(acme, 'POST', `/campaigns/${c.id}/cancel`);
+  });
+
   test('opt-outs: a STOP before the message is sent cancels it; STOPs within 72 hours count as optOuts', async () => {
     t.ctx.clock.set(NOON_EASTERN);
     const acme = await sender(t, {}, { type: 'toll_free' });

@@ -5,7 +5,7 @@ import DataLoader from 'dataloader';
 import type { Carrier, OutboundForCarrier } from '../../carriers/carrier.ts';
 import type { CarrierPacing, PacedNumber } from '../../carriers/pacing.ts';
 import type { Clock } from '../../platform/clock.ts';
-import type { Database, Queryable } from '../../platform/db/index.ts';
+import { type Database, type Queryable, retryingConflicts } from '../../platform/db/index.ts';
 import type { EventOutbox } from '../../platform/events.ts';
 import type { JobQueue } from '../../platform/jobs.ts';
 import type { ContactService } from '../contacts/index.ts';
@@ -183,29 +183,33 @@ export class MessageDispatcher {
       }),
     );
 
-    await this.db.transaction(async (tx) => {
-      const now = this.clock.now();
-      const sent = await this.store.markManySent(
-        tx,
-        this.carrier.name,
-        accepted.map(({ outbound, carrierMessageId }) => ({ id: outbound.id, carrierMessageId })),
-        now,
-      );
-      await this.events.recordMany(
-        tx,
-        MessageSent,
-        sent.map((row) => ({ organizationId: row.organization_id, data: toMessage(row, now) })),
-      );
-      const finished = await this.store.finishManyQueued(tx, ended, now);
-      await this.events.recordMany(
-        tx,
-        MessageFailed,
-        finished
-          .filter((row) => row.status === 'failed')
-          .map((row) => ({ organizationId: row.organization_id, data: toMessage(row, now) })),
-      );
-      if (this.automaticReceipts) await this.enqueuePlannedReceipts(tx, sent, accepted, now);
-    });
+    // A deadlock victim is recorded again rather than its jobs retried: those would hand the carrier again
+    // the messages it has just taken.
+    await retryingConflicts(() =>
+      this.db.transaction(async (tx) => {
+        const now = this.clock.now();
+        const sent = await this.store.markManySent(
+          tx,
+          this.carrier.name,
+          accepted.map(({ outbound, carrierMessageId }) => ({ id: outbound.id, carrierMessageId })),
+          now,
+        );
+        await this.events.recordMany(
+          tx,
+          MessageSent,
+          sent.map((row) => ({ organizationId: row.organization_id, data: toMessage(row, now) })),
+        );
+        const finished = await this.store.finishManyQueued(tx, ended, now);
+        await this.events.recordMany(
+          tx,
+          MessageFailed,
+          finished
+            .filter((row) => row.status === 'failed')
+            .map((row) => ({ organizationId: row.organization_id, data: toMessage(row, now) })),
+        );
+        if (this.automaticReceipts) await this.enqueuePlannedReceipts(tx, sent, accepted, now);
+      }),
+    );
     return ids.map((id) => failures.get(id));
   }
 

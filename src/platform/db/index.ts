@@ -253,3 +253,23 @@ export function isUniqueViolation(error: unknown, constraint?: string): boolean 
   const e = error as { code?: string; constraint?: string };
   return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
 }
+
+/** SQLSTATEs of a transaction that lost to a concurrent one and may simply be run again. */
+const CONFLICT_SQLSTATES = new Set(['40P01', '40001']);
+
+/**
+ * Runs `work` (a whole transaction) again when PostgreSQL ends it as a deadlock victim or a serialization
+ * failure, up to `attempts` times in all; any other error, or the last conflict, is thrown. For transactions
+ * whose failure would cost more than the retry: the dispatch's record of what the carrier took, whose job
+ * retried would send those messages again.
+ */
+export async function retryingConflicts<T>(work: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      const code = (error as { code?: string })?.code;
+      if (attempt >= attempts || !code || !CONFLICT_SQLSTATES.has(code)) throw error;
+    }
+  }
+}
