@@ -2,6 +2,7 @@
 // process.env and tests can build any configuration they need. CONTRACT section 1 names the variables.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { TRUST_TIERS, type TrustTier } from './carriers/carrier.ts';
 import { type EncryptionKey, encryptionKeyId } from './platform/crypto.ts';
@@ -51,6 +52,16 @@ export interface Config {
   sipPort?: number;
   /** SIP_HOST: the address the SIP listener binds (default 0.0.0.0). */
   sipHost: string;
+  /**
+   * SIP_MEDIA_ADDRESS: the IP address put in our SDP for the RTP of calls we answer (voicemail); default
+   * SIP_HOST when it is an address, else this machine's first non-loopback IPv4 address.
+   */
+  sipMediaAddress?: string;
+  /**
+   * SIP_TRUNK_URI (`sip:host[:port]`): the trunk to the telephone network. INVITEs from its address (and port,
+   * when named) to our numbers follow their voice routes; calls to phone numbers go out through it.
+   */
+  sipTrunk?: { host: string; port?: number };
   /**
    * TRANSCRIPTION_URL: the base URL of an OpenAI-compatible transcription service (`…/v1`); voicemails and
    * recordings are transcribed there. Unset: the offline pocketsphinx engine where installed, else none.
@@ -140,6 +151,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push('SIP_PORT must be an integer 1-65535');
   }
 
+  const sipMediaAddress = env.SIP_MEDIA_ADDRESS || undefined;
+  if (sipMediaAddress && !isIP(sipMediaAddress)) problems.push('SIP_MEDIA_ADDRESS must be an IP address');
+  let sipTrunk: { host: string; port?: number } | undefined;
+  if (env.SIP_TRUNK_URI) {
+    const trunk = /^sip:(?:[^@;]+@)?([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::([0-9]{1,5}))?(?:;.*)?$/.exec(
+      env.SIP_TRUNK_URI,
+    );
+    const port = trunk?.[2] ? Number(trunk[2]) : undefined;
+    if (!trunk || (port !== undefined && (port < 1 || port > 65535))) {
+      problems.push('SIP_TRUNK_URI must be a SIP URI: sip:host or sip:host:port');
+    } else sipTrunk = { host: trunk[1]!.replace(/^\[|\]$/g, ''), port };
+  }
+
   const transcriptionUrl = env.TRANSCRIPTION_URL || undefined;
   if (transcriptionUrl && !/^https?:\/\/[^/]/.test(transcriptionUrl)) {
     problems.push('TRANSCRIPTION_URL must be an http:// or https:// URL');
@@ -189,6 +213,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sipDomain: env.SIP_DOMAIN || 'localhost',
     sipPort,
     sipHost: env.SIP_HOST || '0.0.0.0',
+    sipMediaAddress,
+    sipTrunk,
     transcriptionUrl,
     transcriptionApiKey: env.TRANSCRIPTION_API_KEY || undefined,
     transcriptionModel: env.TRANSCRIPTION_MODEL || 'whisper-1',

@@ -46,6 +46,8 @@ describe('configuration', () => {
         SMTP_URL: 'ftp://x',
         ROLES: 'api,cron',
         SIP_PORT: '70000',
+        SIP_TRUNK_URI: 'http://trunk.example.com',
+        SIP_MEDIA_ADDRESS: 'media.example.com',
         TRANSCRIPTION_URL: 'ftp://x',
       });
       assert.fail('should have thrown');
@@ -59,6 +61,8 @@ describe('configuration', () => {
         'SMTP_URL',
         'ROLES',
         'SIP_PORT',
+        'SIP_TRUNK_URI',
+        'SIP_MEDIA_ADDRESS',
         'TRANSCRIPTION_URL',
       ]) {
         assert.match(error.message, new RegExp(name));
@@ -79,6 +83,15 @@ describe('configuration', () => {
     });
     assert.equal(set.sipPort, 5060);
     assert.equal(set.transcriptionUrl, 'https://api.example.com/v1');
+    assert.equal(config.sipTrunk, undefined);
+    assert.deepEqual(loadConfig({ DATA_DIR: 'memory://', SIP_TRUNK_URI: 'sip:trunk.example.com' }).sipTrunk, {
+      host: 'trunk.example.com',
+      port: undefined,
+    });
+    assert.deepEqual(
+      loadConfig({ DATA_DIR: 'memory://', SIP_TRUNK_URI: 'sip:acme@192.0.2.10:5080;transport=udp' }).sipTrunk,
+      { host: '192.0.2.10', port: 5080 },
+    );
   });
 
   test('memory:// keeps no secret on disk', () => {

@@ -150,7 +150,7 @@ describe('calls between SIP phones (SIPp)', {
     );
   });
 
-  test('refused: a wrong password (403), an extension that does not exist (404), a callee with no phone (480)', async () => {
+  test('refused: a wrong password (403), an extension that does not exist (404), a callee with no phone nor voicemail (480)', async () => {
     const before = (await calls()).length;
     assert.equal(
       await runSipp(port, {
@@ -171,8 +171,14 @@ describe('calls between SIP phones (SIPp)', {
       0,
     );
     assert.equal((await calls()).length, before, 'no call was recorded');
-    // 102's binding is gone: the call is recorded and ends unanswered.
+    // 102's binding is gone and its voicemail off: the call is recorded and ends unanswered. (With voicemail
+    // on, the box answers: test/sip-voicemail.test.ts.)
     await t.ctx.db.query('DELETE FROM sip_registrations');
+    const off = await t.request('PATCH', `/api/v2/extensions/${sales.id}`, {
+      apiKey: office.key,
+      body: { voicemail: { enabled: false } },
+    });
+    assert.equal(off.status, 200, off.text);
     assert.equal(
       await runSipp(port, {
         username: desk.sip.username,

@@ -69,6 +69,8 @@ export async function runSipp(
     localPort?: number;
     /** `[field1]` of the scenario. */
     callee?: string;
+    /** SIPp's media port (`-mp`; each run needs its own when runs overlap). */
+    mediaPort?: number;
   },
 ): Promise<number> {
   const file = join(tmpdir(), `sipp-${process.pid}-${Math.random().toString(36).slice(2)}.xml`);
@@ -99,6 +101,7 @@ export async function runSipp(
         '127.0.0.1',
         '-p',
         String(options.localPort ?? 0),
+        ...(options.mediaPort ? ['-mp', String(options.mediaPort)] : []),
         '-timeout',
         '15s',
         '-timeout_error',

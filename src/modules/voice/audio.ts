@@ -6,8 +6,8 @@ import { execFile } from 'node:child_process';
 export const SAMPLE_RATE = 8000;
 /** The longest a synthesised text may be; espeak-ng takes about a second per 15 characters. */
 const MAX_TEXT = 2000;
-/** The longest simulated audio: ten minutes (9.6 MB). */
-const MAX_SECONDS = 600;
+/** The longest audio: ten minutes (9.6 MB), simulated or recorded from a caller. */
+export const MAX_SECONDS = 600;
 const ESPEAK_TIMEOUT_MS = 10_000;
 
 export interface DecodedWav {

@@ -187,6 +187,7 @@ export class CallService {
   async arrive(
     input: { from: string; to: string },
     beforeStart?: (callId: string) => void,
+    engine: Pbx = this.pbx,
   ): Promise<{ call: CallRow; program?: Promise<void> }> {
     const to = normalisePhone(input.to, 'us');
     const number = to ? await this.numbers.findByNumber(to) : undefined;
@@ -233,11 +234,15 @@ export class CallService {
       throw error;
     }
     beforeStart?.(row.id);
-    const program = this.start(row, async (live) => {
-      if (route.type === 'forward') return this.forward(live, route.target);
-      if (route.type === 'voicemail') return this.voicemail(live, extension!, new Date(this.clock.now()));
-      return this.reachExtension(live, extension!);
-    });
+    const program = this.start(
+      row,
+      async (live) => {
+        if (route.type === 'forward') return this.forward(live, route.target);
+        if (route.type === 'voicemail') return this.voicemail(live, extension!, new Date(this.clock.now()));
+        return this.reachExtension(live, extension!);
+      },
+      engine,
+    );
     return { call: row, program };
   }
 

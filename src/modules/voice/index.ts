@@ -84,10 +84,12 @@ export const voiceModule = defineModule({
       domain: config.sipDomain,
       stack: () => sipListener?.sipStack,
       address: () => sipListener?.contactAddress ?? config.sipDomain,
+      mediaHosts: () => sipListener?.mediaHosts,
+      trunk: config.sipTrunk,
       log,
     });
     sipPbx.useCalls(calls);
-    sipListener = new SipListener(registrar, sipPbx, config.sipDomain, log);
+    sipListener = new SipListener(registrar, sipPbx, config.sipDomain, log, config.sipMediaAddress);
     return { extensions, calls, media, simulatedPbx, registrar, sipListener };
   },
   routes: {

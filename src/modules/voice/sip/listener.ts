@@ -1,8 +1,11 @@
 // The SIP listener (SIP_PORT): a user-agent server on UDP and TCP beside the HTTP server, on the `sip` package
 // (kirm/sip.js: message parsing, transports and the transaction layer; docs/architecture.md says why). Today it
 // is the registrar (REGISTER with digest authentication), OPTIONS (phones' keep-alives), and calls between
-// extensions' phones (INVITE, CANCEL, BYE: sip-pbx.ts). Other methods are answered 501 Not Implemented.
+// extensions' phones and in from the trunk (INVITE, CANCEL, BYE: sip-pbx.ts). Other methods are answered 501
+// Not Implemented.
 import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
 import * as sip from 'sip';
 import type { Registrar } from './registrar.ts';
@@ -11,12 +14,15 @@ import type { SipPbx } from './sip-pbx.ts';
 export class SipListener {
   private stack?: sip.SipStack;
   private address?: string;
+  private media?: { bind: string; advertise: string };
 
   constructor(
     private readonly registrar: Registrar,
     private readonly pbx: SipPbx,
     private readonly domain: string,
     private readonly log: FastifyBaseLogger,
+    /** SIP_MEDIA_ADDRESS, if set. */
+    private readonly mediaAddress?: string,
   ) {}
 
   /** The SIP stack while listening (the SIP PBX sends through it). */
@@ -29,6 +35,11 @@ export class SipListener {
     return this.address ?? this.domain;
   }
 
+  /** Where the calls we answer ourselves take their RTP: the listener's address, and the host named in SDP. */
+  get mediaHosts(): { bind: string; advertise: string } | undefined {
+    return this.media;
+  }
+
   get listening(): boolean {
     return this.stack !== undefined;
   }
@@ -37,6 +48,11 @@ export class SipListener {
     if (this.stack) return;
     const host = options.host === '0.0.0.0' || options.host === '::' ? this.domain : options.host;
     this.address = `${host}:${options.port}`;
+    // SDP needs an address, not a name: SIP_MEDIA_ADDRESS, else the bound one, else this machine's own.
+    this.media = {
+      bind: options.host,
+      advertise: this.mediaAddress ?? (isIP(host) ? host : (firstAddress() ?? '127.0.0.1')),
+    };
     this.stack = sip.create(
       {
         port: options.port,
@@ -109,4 +125,11 @@ export class SipListener {
       : { ...to, params: { ...to.params, tag: randomBytes(6).toString('hex') } };
     return sip.makeResponse(request, status, reason, { headers: { ...headers, to: tagged } });
   }
+}
+
+/** This machine's first non-loopback IPv4 address. */
+function firstAddress(): string | undefined {
+  return Object.values(networkInterfaces())
+    .flat()
+    .find((entry) => entry?.family === 'IPv4' && !entry.internal)?.address;
 }

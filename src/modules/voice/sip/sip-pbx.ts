@@ -1,10 +1,14 @@
-// The PBX on the wire: calls placed by SIP phones, carried as a back-to-back user agent. The caller's INVITE is
-// one dialog (we answer it), the leg to the callee's registered phone another (we place it), and the platform's
-// dial plan (calls.ts) drives them through the same steps as the simulated PBX, so a SIP call makes the same
-// records and events. Media flows between the phones as their SDP says (we pass each side's SDP to the other):
-// there is no RTP relay yet, so these calls are neither recorded nor sent to voicemail (`takesVoicemail` is
-// false: an unanswered extension ends the call unanswered), and calls to and from a trunk are not built.
+// The PBX on the wire: calls placed by SIP phones and by the trunk, carried as a back-to-back user agent. The
+// caller's INVITE is one dialog (we answer it), the leg to the callee's registered phone another (we place it),
+// and the platform's dial plan (calls.ts) drives them through the same steps as the simulated PBX, so a SIP call
+// makes the same records and events. Between phones, media flows as their SDP says (we pass each side's SDP to
+// the other; no RTP relay yet, so those calls are not recorded). Voicemail we answer ourselves: our SDP, the
+// greeting spoken into RTP, the caller's RTP recorded to WAV (rtp.ts). The trunk (SIP_TRUNK_URI) is trusted by
+// its address: its INVITEs to our numbers follow their voice routes, anything else is refused (no open relay).
+// Calls out through the trunk are not built yet.
 import { randomBytes } from 'node:crypto';
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import type { SipMessage, SipRemote, SipStack } from 'sip';
 import * as sip from 'sip';
@@ -12,10 +16,12 @@ import type { Clock } from '../../../platform/clock.ts';
 import type { Database } from '../../../platform/db/index.ts';
 import { ApiError } from '../../../platform/errors.ts';
 import type { OrganizationService } from '../../organizations/index.ts';
+import { encodeWav, MAX_SECONDS, SAMPLE_RATE, silence, synthesise, tone } from '../audio.ts';
 import type { CallService } from '../calls.ts';
 import type { ExtensionService } from '../extensions.ts';
 import type { CallAudio, CallEnd, Party, Pbx, PbxCall, RingOutcome, RingResult } from '../pbx.ts';
 import type { Registrar } from './registrar.ts';
+import { answerSdp, parseOffer, RtpSession } from './rtp.ts';
 
 /** The final answer to the caller's INVITE when the call ended without an answer. */
 const FINAL_RESPONSE: Record<RingOutcome, [number, string]> = {
@@ -55,11 +61,13 @@ interface SipCall {
 
 export class SipPbx implements Pbx {
   readonly name = 'sip';
-  readonly takesVoicemail = false;
+  readonly takesVoicemail = true;
   private readonly calls = new Map<string, SipCall>();
   /** SIP Call-ID of either leg → our call id. */
   private readonly legs = new Map<string, string>();
   private callService?: CallService;
+  /** The trunk's IP address (its host looked up once). */
+  private trunkAddress?: Promise<string | undefined>;
 
   constructor(
     private readonly deps: {
@@ -72,6 +80,10 @@ export class SipPbx implements Pbx {
       stack: () => SipStack | undefined;
       /** Our address as phones reach it (`host:port`), for Contact headers. */
       address: () => string;
+      /** Where RTP of the calls we answer binds, and the address our SDP names (the listener's). */
+      mediaHosts: () => { bind: string; advertise: string } | undefined;
+      /** SIP_TRUNK_URI's host and port. */
+      trunk?: { host: string; port?: number };
       log: FastifyBaseLogger;
     },
   ) {}
@@ -83,12 +95,16 @@ export class SipPbx implements Pbx {
 
   // Requests from phones
 
-  /** An INVITE outside a dialog: a phone places a call to another extension of its organization. */
+  /**
+   * An INVITE outside a dialog: from the trunk, a call to one of our numbers; from a phone, a call to another
+   * extension of its organization.
+   */
   async invite(
     request: SipMessage,
     remote: SipRemote,
     respond: (message: SipMessage) => void,
   ): Promise<void> {
+    if (await this.fromTrunk(remote)) return this.fromNetwork(request, respond);
     const authenticated = await this.deps.registrar.authenticate(request, remote);
     if ('answer' in authenticated) {
       const { status, reason, headers } = authenticated.answer;
@@ -107,15 +123,7 @@ export class SipPbx implements Pbx {
     respond(sip.makeResponse(request, 100, 'Trying'));
     const org = await this.deps.organizations.get(caller.organization_id);
     try {
-      await this.callService!.fromPhone(org, caller, callee, this, (callId) => {
-        this.calls.set(callId, {
-          invite: request,
-          callerTag: randomBytes(6).toString('hex'),
-          answered: false,
-          lastOutcome: 'failed',
-        });
-        this.legs.set(request.headers['call-id'], callId);
-      });
+      await this.callService!.fromPhone(org, caller, callee, this, (callId) => this.track(callId, request));
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       const busy = error.code === 'VOICE_REGION_UNAVAILABLE';
@@ -125,6 +133,60 @@ export class SipPbx implements Pbx {
         }),
       );
     }
+  }
+
+  /**
+   * The trunk's INVITE: a call from the telephone network to the number in its request URI, routed by that
+   * number's voice route (CallService.arrive). Not one of our numbers: 404, so the trunk can never be made to
+   * relay. Refused (no voice product, suspended, no route): 480, recorded `failed`; region full: 486 busy.
+   */
+  private async fromNetwork(request: SipMessage, respond: (message: SipMessage) => void): Promise<void> {
+    const to = sip.parseUri(request.uri ?? '')?.user ?? '';
+    const from = sip.parseUri(request.headers.from?.uri ?? '')?.user ?? 'anonymous';
+    respond(sip.makeResponse(request, 100, 'Trying'));
+    try {
+      const { program } = await this.callService!.arrive(
+        { from, to },
+        (callId) => this.track(callId, request),
+        this,
+      );
+      if (!program) respond(sip.makeResponse(request, 480, 'Temporarily Unavailable'));
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      if (error.code === 'VOICE_REGION_UNAVAILABLE') respond(sip.makeResponse(request, 486, 'Busy Here'));
+      else if (error.status === 404) respond(sip.makeResponse(request, 404, 'Not Found'));
+      else respond(sip.makeResponse(request, 480, 'Temporarily Unavailable'));
+    }
+  }
+
+  /** Whether a request came from the trunk: its address, and its port when SIP_TRUNK_URI names one. */
+  private async fromTrunk(remote: SipRemote): Promise<boolean> {
+    const trunk = this.deps.trunk;
+    if (!trunk) return false;
+    this.trunkAddress ??= isIP(trunk.host)
+      ? Promise.resolve(trunk.host)
+      : lookup(trunk.host).then(
+          (found) => found.address,
+          (error) => {
+            this.deps.log.warn({ err: error, host: trunk.host }, 'SIP trunk host not found');
+            this.trunkAddress = undefined;
+            return undefined;
+          },
+        );
+    const address = await this.trunkAddress;
+    const from = remote.address.replace(/^::ffff:/, '');
+    return address === from && (trunk.port === undefined || trunk.port === remote.port);
+  }
+
+  /** Ties the caller's INVITE to our call, before its first step. */
+  private track(callId: string, invite: SipMessage): void {
+    this.calls.set(callId, {
+      invite,
+      callerTag: randomBytes(6).toString('hex'),
+      answered: false,
+      lastOutcome: 'failed',
+    });
+    this.legs.set(invite.headers['call-id'], callId);
   }
 
   /** CANCEL of a caller's INVITE that has not been answered. */
@@ -268,8 +330,62 @@ export class SipPbx implements Pbx {
     });
   }
 
-  takeVoicemail(): Promise<CallEnd & { audio: CallAudio }> {
-    return Promise.reject(new Error('The SIP PBX does not take voicemail yet (no RTP)'));
+  /**
+   * The voicemail box answers the caller itself: 200 with our SDP, the greeting spoken (espeak-ng, else a tone)
+   * and a beep into RTP, then the caller's RTP recorded until a side hangs up or ten minutes pass. A caller
+   * whose offer has neither PCMU nor PCMA cannot leave a message: the step fails (the call ends `failed`,
+   * `platform_error`) and the caller gets 488.
+   */
+  async takeVoicemail(call: PbxCall, greeting: string): Promise<CallEnd & { audio: CallAudio }> {
+    const sipCall = this.calls.get(call.id);
+    if (!sipCall) return { at: this.deps.clock.now(), cause: 'normal_clearing', audio: emptyAudio() };
+    const offer = parseOffer(sipCall.invite.content);
+    const hosts = this.deps.mediaHosts();
+    if (!offer || !hosts) {
+      this.respondToCaller(sipCall, 488, 'Not Acceptable Here');
+      sipCall.answered = true; // Answered with the 488: release must not answer again.
+      throw new Error('The caller offered no G.711 audio stream: no voicemail can be recorded');
+    }
+    const media = await RtpSession.open(hosts.bind, offer, MAX_SECONDS);
+    sipCall.answered = true;
+    this.respondToCaller(sipCall, 200, 'OK', answerSdp(hosts.advertise, media.port, offer));
+    return new Promise((resolve) => {
+      let ended = false;
+      const end = (cause: string) => {
+        if (ended) return;
+        ended = true;
+        clearTimeout(limit);
+        sipCall.onBye = undefined;
+        media.close();
+        const samples = media.recorded();
+        resolve({
+          at: this.deps.clock.now(),
+          cause,
+          audio: {
+            wav: encodeWav(samples),
+            durationSeconds: Math.max(1, Math.ceil(samples.length / SAMPLE_RATE)),
+            voice: 'rtp',
+          },
+        });
+      };
+      sipCall.onBye = (from) => {
+        if (from !== 'caller') this.sendBye(this.callerDialog(sipCall));
+        end(from === 'api' ? 'hangup_requested' : 'normal_clearing');
+      };
+      // The greeting takes its own time; the message may then last MAX_SECONDS.
+      let limit: NodeJS.Timeout | undefined;
+      void (async () => {
+        const speech = (await synthesise(greeting).catch(() => undefined)) ?? tone(1);
+        await media.play(concatenate(speech, silence(0.3), tone(0.4, 1000)));
+        if (ended) return;
+        media.startRecording();
+        limit = setTimeout(() => {
+          this.sendBye(this.callerDialog(sipCall));
+          end('normal_clearing');
+        }, MAX_SECONDS * 1000);
+        limit.unref();
+      })().catch((error) => this.deps.log.warn({ err: error, callId: call.id }, 'voicemail greeting failed'));
+    });
   }
 
   hangup(callId: string): boolean {
@@ -373,4 +489,19 @@ export class SipPbx implements Pbx {
       },
     });
   }
+}
+
+function concatenate(...parts: Int16Array[]): Int16Array {
+  const out = new Int16Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}
+
+/** A message with nothing in it: a second of silence. */
+function emptyAudio(): CallAudio {
+  return { wav: encodeWav(silence(1)), durationSeconds: 1, voice: 'rtp' };
 }
