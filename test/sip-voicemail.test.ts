@@ -3,6 +3,7 @@
 // a µ-law recording of speech as RTP and hangs up; the voicemail's WAV holds that audio sample for sample (G.711
 // decoding is exact), a voicemail.created webhook arrives. Refusals: a number that is not ours (404: the trunk
 // relays nowhere), and the same INVITE from an address that is not the trunk's (challenged like any phone).
+// Out: an extension's phone dials a phone number and reaches SIPp answering as the trunk.
 // The RTP session on its own, over a real UDP socket: packets out of order, a lost one, keys pressed (RFC 4733).
 import assert from 'node:assert/strict';
 import { createSocket } from 'node:dgram';
@@ -18,7 +19,7 @@ import { startTestApp, type TestApp } from './helpers/app.ts';
 import { type Sender, sender } from './helpers/messaging.ts';
 import { createUser, signIn } from './helpers/portal.ts';
 import { type Receiver, startReceiver } from './helpers/receiver.ts';
-import { freePort, runSipp, sippInstalled } from './helpers/sipp.ts';
+import { answeringPhone, callScenario, freePort, runSipp, sippInstalled } from './helpers/sipp.ts';
 
 /** The trunk calls `[field1]`: INVITE with a PCMU offer, answered, ACK, waits out the greeting, streams, BYE. */
 function trunkCall(options: {
@@ -109,6 +110,7 @@ describe('the SIP trunk and voicemail over RTP (SIPp)', {
   let office: Sender;
   let receiver: Receiver;
   let extensionId: string;
+  let credentials: { username: string; password: string };
   before(async () => {
     port = await freePort();
     trunkPort = await freePort();
@@ -129,6 +131,7 @@ describe('the SIP trunk and voicemail over RTP (SIPp)', {
     });
     assert.equal(extension.status, 201, extension.text);
     extensionId = extension.body.data.id;
+    credentials = extension.body.data.sip;
     const [number] = (await api('GET', '/numbers')).body.data;
     const routed = await api('PATCH', `/numbers/${number.id}`, {
       voiceRoute: { type: 'voicemail', target: extensionId },
@@ -206,6 +209,26 @@ describe('the SIP trunk and voicemail over RTP (SIPp)', {
       created.map((event) => event.data.id),
       [voicemail.id],
     );
+  });
+
+  test('an extension dials a phone number: out through the trunk to its callee, our number as caller id', async () => {
+    const callee = answeringPhone(trunkPort);
+    await sleep(300); // SIPp binds its port
+    const code = await runSipp(port, { ...credentials, scenario: callScenario(200), callee: '+14155550177' });
+    assert.equal(code, 0, 'the phone went through INVITE, challenge, 200, ACK, BYE');
+    assert.equal(await callee.done, 0, 'the trunk’s callee rang, answered and was hung up');
+    let call: Record<string, any> | undefined;
+    for (let i = 0; i < 50 && call?.status !== 'completed'; i++) {
+      [call] = await calls();
+      if (call?.status !== 'completed') await sleep(100);
+    }
+    assert.equal(call!.direction, 'outbound');
+    assert.equal(call!.from, office.number, 'the number routed to the extension');
+    assert.equal(call!.to, '+14155550177');
+    assert.equal(call!.extensionId, extensionId);
+    assert.equal(call!.status, 'completed');
+    assert.equal(call!.hangupCause, 'normal_clearing');
+    assert.ok(call!.answeredAt);
   });
 
   test('no open relay: a number not ours is 404 from the trunk; from elsewhere the same INVITE is challenged', async () => {

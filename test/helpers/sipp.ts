@@ -140,3 +140,72 @@ export function answeringPhone(port: number): { child: ChildProcess; done: Promi
   const done = new Promise<number>((resolve) => child.on('exit', (code) => resolve(code ?? 1)));
   return { child, done };
 }
+
+/** Extension `[service]` calls `[field1]` (an extension or a phone number): INVITE, the challenge, INVITE with credentials, talk, BYE. */
+export function callScenario(final: number): string {
+  const invite = (cseq: number, branch: string, auth: string) => `
+  <send retrans="500"><![CDATA[
+      INVITE sip:[field1]@[field0] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=${branch};rport
+      From: <sip:[service]@[field0]>;tag=[pid]SIPpTag[call_number]
+      To: <sip:[field1]@[field0]>
+      Call-ID: [call_id]
+      CSeq: ${cseq} INVITE
+      Contact: <sip:[service]@[local_ip]:[local_port]>
+      ${auth}
+      Max-Forwards: 70
+      Content-Type: application/sdp
+      Content-Length: [len]
+
+      v=0
+      o=user1 53655765 2353687637 IN IP[local_ip_type] [local_ip]
+      s=-
+      c=IN IP[media_ip_type] [media_ip]
+      t=0 0
+      m=audio [media_port] RTP/AVP 0
+      a=rtpmap:0 PCMU/8000
+
+    ]]></send>`;
+  const ack = (cseq: number, branch: string, uri: string) => `
+  <send><![CDATA[
+      ACK ${uri} SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=${branch};rport
+      From: <sip:[service]@[field0]>;tag=[pid]SIPpTag[call_number]
+      To: <sip:[field1]@[field0]>[peer_tag_param]
+      Call-ID: [call_id]
+      CSeq: ${cseq} ACK
+      Max-Forwards: 70
+      Content-Length: 0
+
+    ]]></send>`;
+  const talk =
+    final === 200
+      ? `<recv response="200" rrs="true"/>
+  ${ack(2, '[branch]', '[next_url]')}
+  <pause milliseconds="1500"/>
+  <send retrans="500"><![CDATA[
+      BYE [next_url] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
+      From: <sip:[service]@[field0]>;tag=[pid]SIPpTag[call_number]
+      To: <sip:[field1]@[field0]>[peer_tag_param]
+      Call-ID: [call_id]
+      CSeq: 3 BYE
+      Max-Forwards: 70
+      Content-Length: 0
+
+    ]]></send>
+  <recv response="200"/>`
+      : `<recv response="${final}"/>
+  ${ack(2, '[branch-1]', 'sip:[field1]@[field0]')}`;
+  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
+<scenario name="call an extension">
+  ${invite(1, '[branch]', '')}
+  <recv response="100" optional="true"/>
+  <recv response="401" auth="true"/>
+  ${ack(1, '[branch-3]', 'sip:[field1]@[field0]')}
+  ${invite(2, '[branch]', '[authentication]')}
+  <recv response="100" optional="true"/>
+  <recv response="180" optional="true"/>
+  ${talk}
+</scenario>`;
+}

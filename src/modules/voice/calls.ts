@@ -180,6 +180,43 @@ export class CallService {
   }
 
   /**
+   * A call a phone placed to a phone number (a SIP INVITE from extension `caller` to `number`), out through the
+   * trunk on `engine` (the SIP PBX): an `outbound` call of the extension. The callee sees as caller id the
+   * number routed to the extension (to it, or to its voicemail), else the organization's first number; an
+   * organization with no number cannot call out (400). `beforeStart` as for fromPhone.
+   */
+  async fromPhoneToNumber(
+    org: Organization,
+    caller: ExtensionRow,
+    number: string,
+    engine: Pbx,
+    beforeStart: (callId: string) => void,
+  ): Promise<CallRow> {
+    const refusal = accountRefusal(org, { product: 'voice' });
+    if (refusal) throw refusal;
+    const to = normalisePhone(number, org.region);
+    if (!to) throw ApiError.badRequest('to must be a phone number or an extension number');
+    const numbers = await this.numbers.list(org.id);
+    const callerId =
+      numbers.find((own) => own.voiceRoute?.target === caller.id && own.voiceRoute.type !== 'forward') ??
+      numbers[0];
+    if (!callerId) throw ApiError.badRequest('from: the organization has no number to call from');
+    const row = await this.admit({
+      organizationId: org.id,
+      region: org.region,
+      direction: 'outbound',
+      from: callerId.number,
+      to,
+      extensionId: caller.id,
+      record: false,
+    });
+    beforeStart(row.id);
+    // The caller is on the line already: only the callee rings.
+    this.start(row, (live) => this.outbound(live, undefined), engine);
+    return row;
+  }
+
+  /**
    * A call arriving at one of our numbers (from the PBX; in test, from the operator's test control). Routed by
    * the number's voice route. A call that cannot be taken is recorded already ended: `failed`, with why.
    * `beforeStart` runs once the record exists and before the first step (the simulator's script).

@@ -5,7 +5,8 @@
 // the other; no RTP relay yet, so those calls are not recorded). Voicemail we answer ourselves: our SDP, the
 // greeting spoken into RTP, the caller's RTP recorded to WAV (rtp.ts). The trunk (SIP_TRUNK_URI) is trusted by
 // its address: its INVITEs to our numbers follow their voice routes, anything else is refused (no open relay).
-// Calls out through the trunk are not built yet.
+// Out through the trunk go the legs to phone numbers: a phone dialling one, a forward, only ever for a call the
+// platform admitted for an authenticated extension or one of our numbers.
 import { randomBytes } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
@@ -15,7 +16,7 @@ import * as sip from 'sip';
 import type { Clock } from '../../../platform/clock.ts';
 import type { Database } from '../../../platform/db/index.ts';
 import { ApiError } from '../../../platform/errors.ts';
-import type { OrganizationService } from '../../organizations/index.ts';
+import type { Organization, OrganizationService } from '../../organizations/index.ts';
 import { encodeWav, MAX_SECONDS, SAMPLE_RATE, silence, synthesise, tone } from '../audio.ts';
 import type { CallService } from '../calls.ts';
 import type { ExtensionService } from '../extensions.ts';
@@ -97,7 +98,7 @@ export class SipPbx implements Pbx {
 
   /**
    * An INVITE outside a dialog: from the trunk, a call to one of our numbers; from a phone, a call to another
-   * extension of its organization.
+   * extension of its organization, or to a phone number out through the trunk.
    */
   async invite(
     request: SipMessage,
@@ -112,18 +113,38 @@ export class SipPbx implements Pbx {
     }
     const caller = authenticated.extension;
     const target = sip.parseUri(request.uri ?? '')?.user ?? '';
-    const callee = /^[0-9]{2,6}$/.test(target)
-      ? await this.deps.extensions.store.findByNumber(this.deps.db, caller.organization_id, target)
-      : undefined;
-    if (!callee) {
-      // Calls to phone numbers go out through a trunk, which is not built yet.
-      return respond(sip.makeResponse(request, 404, 'Not Found'));
+    if (!/^[0-9]{2,6}$/.test(target)) {
+      // A phone number: out through the trunk, if there is one; without, nothing to reach it by.
+      if (!this.deps.trunk || !/^\+?[0-9]{7,15}$/.test(target)) {
+        return respond(sip.makeResponse(request, 404, 'Not Found'));
+      }
+      return this.place(request, respond, caller, (org, track) =>
+        this.callService!.fromPhoneToNumber(org, caller, target, this, track),
+      );
     }
+    const callee = await this.deps.extensions.store.findByNumber(
+      this.deps.db,
+      caller.organization_id,
+      target,
+    );
+    if (!callee) return respond(sip.makeResponse(request, 404, 'Not Found'));
     if (callee.id === caller.id) return respond(sip.makeResponse(request, 486, 'Busy Here'));
+    return this.place(request, respond, caller, (org, track) =>
+      this.callService!.fromPhone(org, caller, callee, this, track),
+    );
+  }
+
+  /** A phone's call admitted by the platform (`admit`); refusals answered as SIP. */
+  private async place(
+    request: SipMessage,
+    respond: (message: SipMessage) => void,
+    caller: { organization_id: string },
+    admit: (org: Organization, track: (callId: string) => void) => Promise<unknown>,
+  ): Promise<void> {
     respond(sip.makeResponse(request, 100, 'Trying'));
     const org = await this.deps.organizations.get(caller.organization_id);
     try {
-      await this.callService!.fromPhone(org, caller, callee, this, (callId) => this.track(callId, request));
+      await admit(org, (callId) => this.track(callId, request));
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       const busy = error.code === 'VOICE_REGION_UNAVAILABLE';
@@ -218,23 +239,39 @@ export class SipPbx implements Pbx {
   ): Promise<RingResult> {
     const sipCall = this.calls.get(call.id);
     const now = () => this.deps.clock.now();
-    if (!sipCall || party.kind === 'phone') {
+    const trunk = this.deps.trunk;
+    if (!sipCall || (party.kind === 'phone' && !trunk)) {
       return Promise.resolve(this.outcome(sipCall, { outcome: 'failed', at: now(), cause: 'no_trunk' }));
     }
     return (async () => {
-      const contacts = await this.deps.registrar.contacts(party.extensionId);
       const stack = this.deps.stack();
-      if (contacts.length === 0 || !stack) {
-        return this.outcome(sipCall, { outcome: 'no_answer', at: now(), cause: 'not_registered' });
+      // An extension: its first registered phone, the caller as they dialled. A phone number: the trunk, with
+      // the call's caller id (one of our numbers) as the From the network shows.
+      let uri: string;
+      let to: string;
+      let fromUser: string;
+      if (party.kind === 'extension') {
+        const contacts = await this.deps.registrar.contacts(party.extensionId);
+        if (contacts.length === 0 || !stack) {
+          return this.outcome(sipCall, { outcome: 'no_answer', at: now(), cause: 'not_registered' });
+        }
+        uri = contacts[0]!.contact;
+        to = `sip:${party.extension}@${this.deps.domain}`;
+        fromUser = sip.parseUri(sipCall.invite.headers.from.uri)?.user ?? 'anonymous';
+      } else {
+        if (!stack) return this.outcome(sipCall, { outcome: 'failed', at: now(), cause: 'no_trunk' });
+        const host = trunk!.host.includes(':') ? `[${trunk!.host}]` : trunk!.host;
+        uri = `sip:${party.number}@${host}${trunk!.port ? `:${trunk!.port}` : ''}`;
+        to = uri;
+        fromUser = call.from;
       }
       const localTag = randomBytes(6).toString('hex');
-      const callerUser = sip.parseUri(sipCall.invite.headers.from.uri)?.user ?? 'anonymous';
       const invite: SipMessage = {
         method: 'INVITE',
-        uri: contacts[0]!.contact,
+        uri,
         headers: {
-          to: { uri: `sip:${party.extension}@${this.deps.domain}`, params: {} },
-          from: { uri: `sip:${callerUser}@${this.deps.domain}`, params: { tag: localTag } },
+          to: { uri: to, params: {} },
+          from: { uri: `sip:${fromUser}@${this.deps.domain}`, params: { tag: localTag } },
           'call-id': randomBytes(12).toString('hex'),
           cseq: { method: 'INVITE', seq: 1 },
           via: [],
