@@ -1,7 +1,7 @@
 // Calls between SIP phones on the SIP listener, proven with real SIP peers (SIPp): extension 102's phone
-// registers and answers; extension 101's phone authenticates its INVITE with digest credentials, talks, hangs
-// up; both legs are carried back to back and the platform keeps the same call record and events as for a
-// simulated call. Refusals: a wrong password, an extension that does not exist, a callee with no phone.
+// registers and answers; extension 101's phone authenticates its INVITE with digest credentials, talks, puts
+// the callee on hold (a re-INVITE) and hangs up; both legs are carried back to back and the platform keeps the
+// same call record and events as for a simulated call. Refusals: a wrong password, an extension that does not exist, a callee with no phone.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startTestApp, type TestApp } from './helpers/app.ts';
@@ -40,7 +40,7 @@ describe('calls between SIP phones (SIPp)', {
   const calls = async () =>
     (await t.request('GET', '/api/v2/calls', { apiKey: office.key })).body.data as Record<string, unknown>[];
 
-  test('extension calls extension: answered, talked, hung up; a completed internal call with its events', async () => {
+  test('extension calls extension: answered, put on hold by a re-INVITE (answered recvonly), hung up; a completed internal call with its events', async () => {
     const phonePort = await freePort();
     assert.equal(
       await runSipp(port, {
@@ -56,10 +56,10 @@ describe('calls between SIP phones (SIPp)', {
     const caller = await runSipp(port, {
       username: desk.sip.username,
       password: desk.sip.password,
-      scenario: callScenario(200),
+      scenario: callScenario(200, { hold: true }),
       callee: '102',
     });
-    assert.equal(caller, 0, 'the caller’s phone went through INVITE, 200, ACK, BYE');
+    assert.equal(caller, 0, 'the caller’s phone went through INVITE, 200, ACK, re-INVITE, 200, ACK, BYE');
     assert.equal(await phone.done, 0, 'the callee’s phone rang, answered and was hung up');
 
     const [call] = await calls();

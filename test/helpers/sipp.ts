@@ -2,6 +2,7 @@
 // and running SIPp to the end of a scenario (exit 0: it went exactly as written).
 import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
 import { createSocket } from 'node:dgram';
+import { writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -115,34 +116,51 @@ export async function runSipp(
   });
 }
 
-/** SIPp answering one call as a phone on `port` (its built-in `uas` scenario: 180, 200, then BYE answered). */
-export function answeringPhone(port: number): { child: ChildProcess; done: Promise<number> } {
+/**
+ * SIPp answering one call as a phone on `port`: its built-in `uas` scenario (180, 200, then BYE answered), or
+ * `scenario` (an XML file's text) with its media on `mediaPort`.
+ */
+export function answeringPhone(
+  port: number,
+  options: { scenario?: string; mediaPort?: number } = {},
+): { child: ChildProcess; done: Promise<number> } {
+  let file: string | undefined;
+  if (options.scenario) {
+    file = join(tmpdir(), `sipp-${process.pid}-${Math.random().toString(36).slice(2)}.xml`);
+    writeFileSync(file, options.scenario);
+  }
   const child = spawn(
     'sipp',
     [
-      '-sn',
-      'uas',
+      ...(file ? ['-sf', file] : ['-sn', 'uas']),
       '-i',
       '127.0.0.1',
       '-p',
       String(port),
+      ...(options.mediaPort ? ['-mp', String(options.mediaPort)] : []),
       '-m',
       '1',
       '-nostdin',
       '-timeout',
       '30s',
       '-timeout_error',
+      ...(process.env.SIPP_TRACE ? ['-trace_msg', '-trace_err'] : []),
     ],
     {
       stdio: 'ignore',
+      cwd: tmpdir(),
     },
   );
   const done = new Promise<number>((resolve) => child.on('exit', (code) => resolve(code ?? 1)));
   return { child, done };
 }
 
-/** Extension `[service]` calls `[field1]` (an extension or a phone number): INVITE, the challenge, INVITE with credentials, talk, BYE. */
-export function callScenario(final: number): string {
+/**
+ * Extension `[service]` calls `[field1]` (an extension or a phone number): INVITE, the challenge, INVITE with
+ * credentials, talk, BYE. With `hold`, mid-call it re-INVITEs with `a=sendonly` (putting the other side on
+ * hold) and requires the answer to say `a=recvonly`.
+ */
+export function callScenario(final: number, options: { hold?: boolean } = {}): string {
   const invite = (cseq: number, branch: string, auth: string) => `
   <send retrans="500"><![CDATA[
       INVITE sip:[field1]@[field0] SIP/2.0
@@ -178,18 +196,48 @@ export function callScenario(final: number): string {
       Content-Length: 0
 
     ]]></send>`;
+  const hold = `
+  <send retrans="500"><![CDATA[
+      INVITE [next_url] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
+      From: <sip:[service]@[field0]>;tag=[pid]SIPpTag[call_number]
+      To: <sip:[field1]@[field0]>[peer_tag_param]
+      Call-ID: [call_id]
+      CSeq: 3 INVITE
+      Contact: <sip:[service]@[local_ip]:[local_port]>
+      Max-Forwards: 70
+      Content-Type: application/sdp
+      Content-Length: [len]
+
+      v=0
+      o=user1 53655765 2353687638 IN IP[local_ip_type] [local_ip]
+      s=-
+      c=IN IP[media_ip_type] [media_ip]
+      t=0 0
+      m=audio [media_port] RTP/AVP 0
+      a=rtpmap:0 PCMU/8000
+      a=sendonly
+
+    ]]></send>
+  <recv response="200">
+    <action><ereg regexp="a=recvonly" search_in="body" check_it="true" assign_to="direction"/></action>
+  </recv>
+  ${ack(3, '[branch]', '[next_url]')}
+  <nop><action><log message="on hold: [$direction]"/></action></nop>
+  <pause milliseconds="300"/>`;
   const talk =
     final === 200
       ? `<recv response="200" rrs="true"/>
   ${ack(2, '[branch]', '[next_url]')}
   <pause milliseconds="1500"/>
+  ${options.hold ? hold : ''}
   <send retrans="500"><![CDATA[
       BYE [next_url] SIP/2.0
       Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
       From: <sip:[service]@[field0]>;tag=[pid]SIPpTag[call_number]
       To: <sip:[field1]@[field0]>[peer_tag_param]
       Call-ID: [call_id]
-      CSeq: 3 BYE
+      CSeq: 4 BYE
       Max-Forwards: 70
       Content-Length: 0
 

@@ -77,6 +77,7 @@ export class CallService {
   private readonly pagination: Paginator;
   private readonly events: EventOutbox;
   private readonly pbx: Pbx;
+  private readonly placing: () => Pbx;
   private readonly extensions: ExtensionService;
   private readonly numbers: NumberService;
   private readonly organizations: OrganizationService;
@@ -95,6 +96,8 @@ export class CallService {
     pagination: Paginator;
     events: EventOutbox;
     pbx: Pbx;
+    /** The PBX that carries the calls the API places: the SIP one while its listener runs. */
+    placing?: () => Pbx;
     extensions: ExtensionService;
     numbers: NumberService;
     organizations: OrganizationService;
@@ -106,6 +109,7 @@ export class CallService {
     this.pagination = deps.pagination;
     this.events = deps.events;
     this.pbx = deps.pbx;
+    this.placing = deps.placing ?? (() => deps.pbx);
     this.extensions = deps.extensions;
     this.numbers = deps.numbers;
     this.organizations = deps.organizations;
@@ -136,7 +140,7 @@ export class CallService {
       }
       if (caller.id === callee.id) throw ApiError.badRequest('to: an extension cannot call itself');
       const row = await this.admit(internalCall(org, caller, callee, input.record ?? false));
-      this.start(row, (live) => this.internal(live, caller, callee));
+      this.start(row, (live) => this.internal(live, caller, callee), this.placing());
       return toCall(row);
     }
     const to = normalisePhone(input.to, org.region);
@@ -155,7 +159,7 @@ export class CallService {
       extensionId: named?.id ?? null,
       record: input.record ?? false,
     });
-    this.start(row, (live) => this.outbound(live, named));
+    this.start(row, (live) => this.outbound(live, named), this.placing());
     return toCall(row);
   }
 

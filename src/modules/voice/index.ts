@@ -55,12 +55,16 @@ export const voiceModule = defineModule({
       },
     });
     const simulatedPbx = new SimulatedPbx(clock, config.appEnv === 'test' ? 'manual' : 'auto');
+    let sipListener: SipListener | undefined;
+    let sipPbx: SipPbx | undefined;
     const calls = new CallService({
       db,
       clock,
       pagination,
       events,
       pbx: simulatedPbx,
+      // With a SIP listener, POST /calls rings real phones and goes out through the trunk.
+      placing: () => (sipListener?.listening && sipPbx ? sipPbx : simulatedPbx),
       extensions,
       numbers,
       organizations: use(organizationsModule).organizations,
@@ -74,8 +78,7 @@ export const voiceModule = defineModule({
       extensions,
       rateLimiter: platform.rateLimiter,
     });
-    let sipListener: SipListener | undefined;
-    const sipPbx = new SipPbx({
+    sipPbx = new SipPbx({
       db,
       clock,
       registrar,

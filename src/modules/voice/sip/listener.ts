@@ -1,8 +1,8 @@
 // The SIP listener (SIP_PORT): a user-agent server on UDP and TCP beside the HTTP server, on the `sip` package
 // (kirm/sip.js: message parsing, transports and the transaction layer; docs/architecture.md says why). Today it
 // is the registrar (REGISTER with digest authentication), OPTIONS (phones' keep-alives), and calls between
-// extensions' phones and in from the trunk (INVITE, CANCEL, BYE: sip-pbx.ts). Other methods are answered 501
-// Not Implemented.
+// extensions' phones, in from the trunk and placed by the API (INVITE, re-INVITE, UPDATE, ACK, CANCEL, BYE:
+// sip-pbx.ts). Other methods are answered 501 Not Implemented.
 import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
@@ -76,7 +76,8 @@ export class SipListener {
 
   private async answer(request: sip.SipMessage, remote: sip.SipRemote): Promise<void> {
     const stack = this.stack;
-    if (!stack || request.method === 'ACK') return;
+    if (!stack) return;
+    if (request.method === 'ACK') return this.pbx.ack(request);
     try {
       switch (request.method) {
         case 'REGISTER': {
@@ -86,16 +87,21 @@ export class SipListener {
         }
         case 'OPTIONS':
           stack.send(
-            this.respond(request, 200, 'OK', { allow: 'REGISTER, OPTIONS, INVITE, ACK, BYE, CANCEL' }),
+            this.respond(request, 200, 'OK', {
+              allow: 'REGISTER, OPTIONS, INVITE, ACK, BYE, CANCEL, UPDATE',
+            }),
           );
           return;
         case 'INVITE':
-          // A re-INVITE (inside a dialog) would change the media; the phones talk to each other directly.
+          // Inside a dialog (its To has our tag): a re-INVITE of a call we carry.
           if (request.headers.to.params.tag) {
-            stack.send(this.respond(request, 488, 'Not Acceptable Here'));
+            this.pbx.answerReinvite(request, (response) => stack.send(response));
             return;
           }
           await this.pbx.invite(request, remote, (response) => stack.send(response));
+          return;
+        case 'UPDATE':
+          this.pbx.answerReinvite(request, (response) => stack.send(response));
           return;
         case 'CANCEL':
           this.pbx.cancel(request, (response) => stack.send(response));

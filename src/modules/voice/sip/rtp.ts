@@ -1,7 +1,8 @@
-// RTP for the calls the SIP PBX answers itself (voicemail): one UDP socket per call, G.711 µ-law or A-law
+// RTP for the SIP PBX. The calls it answers itself (voicemail): one UDP socket per call, G.711 µ-law or A-law
 // (RFC 3551 payload types 0 and 8, `alawmulaw` for the codec), RFC 4733 telephone events for the caller's
-// keypad, and the SDP offer/answer that sets them up (RFC 3264). Calls between phones carry no media through
-// us: their SDP is passed from one to the other.
+// keypad, and the SDP offer/answer that sets them up (RFC 3264). Calls between two parties: media anchored on
+// us by a relay (two sockets, each side's packets forwarded to the other unchanged), so a call can be recorded,
+// phones behind NAT hear each other, and neither side learns the other's address.
 import { randomBytes, randomInt } from 'node:crypto';
 import { createSocket, type Socket } from 'node:dgram';
 import { isIP } from 'node:net';
@@ -32,6 +33,25 @@ export interface MediaOffer {
  * order of preference it lists. Undefined when it has no audio stream we can speak.
  */
 export function parseOffer(sdp: string | undefined): MediaOffer | undefined {
+  const stream = parseStream(sdp);
+  if (!stream || stream.port === 0) return undefined;
+  const { rtpmaps } = stream;
+  const codecOf = (type: number): G711 | undefined => {
+    const name = rtpmaps.get(type);
+    if (type === 0 || name === 'pcmu/8000') return 'PCMU';
+    if (type === 8 || name === 'pcma/8000') return 'PCMA';
+    return undefined;
+  };
+  const codec = stream.formats.map(codecOf).find((found) => found !== undefined);
+  if (!codec) return undefined;
+  const telephoneEvent = [...rtpmaps].find(([, name]) => name === 'telephone-event/8000')?.[0];
+  return { address: stream.address, port: stream.port, codec, telephoneEvent };
+}
+
+/** An SDP's first audio stream: where it receives, its formats in order, their rtpmap names (lower case). */
+export function parseStream(
+  sdp: string | undefined,
+): { address: string; port: number; formats: number[]; rtpmaps: Map<number, string> } | undefined {
   if (!sdp) return undefined;
   const lines = sdp.split(/\r?\n/).map((line) => line.trim());
   let sessionAddress: string | undefined;
@@ -54,39 +74,111 @@ export function parseOffer(sdp: string | undefined): MediaOffer | undefined {
     }
   }
   const address = mediaAddress ?? sessionAddress;
-  if (!media || !address || !isIP(address) || !Number.isInteger(media.port) || media.port <= 0)
+  if (!media || !address || !isIP(address) || !Number.isInteger(media.port) || media.port < 0)
     return undefined;
-  const codecOf = (type: number): G711 | undefined => {
-    const name = rtpmaps.get(type);
-    if (type === 0 || name === 'pcmu/8000') return 'PCMU';
-    if (type === 8 || name === 'pcma/8000') return 'PCMA';
-    return undefined;
-  };
-  const codec = media.formats.map(codecOf).find((found) => found !== undefined);
-  if (!codec) return undefined;
-  const telephoneEvent = [...rtpmaps].find(([, name]) => name === 'telephone-event/8000')?.[0];
-  return { address, port: media.port, codec, telephoneEvent };
+  return { address, port: media.port, formats: media.formats, rtpmaps };
 }
 
 /** Our SDP answer: one audio stream on `port` at `host`, the offer's codec, telephone events if offered. */
-export function answerSdp(host: string, port: number, offer: MediaOffer): string {
-  const type = PAYLOAD_TYPES[offer.codec];
+export function answerSdp(
+  host: string,
+  port: number,
+  offer: Pick<MediaOffer, 'codec' | 'telephoneEvent'>,
+  direction: Direction = 'sendrecv',
+): string {
+  return sdpOf(host, port, [offer.codec], offer.telephoneEvent, direction);
+}
+
+/** Our SDP offer for a call we place (click-to-call): both G.711 laws and telephone events (type 101). */
+export function offerSdp(host: string, port: number, codecs: G711[] = ['PCMU', 'PCMA']): string {
+  return sdpOf(host, port, codecs, 101, 'sendrecv');
+}
+
+export type Direction = 'sendrecv' | 'sendonly' | 'recvonly' | 'inactive';
+
+/** The direction an answer takes to an offer (RFC 3264 section 6.1): on hold, the answer only receives. */
+export function answeringDirection(offer: string | undefined): Direction {
+  const found = offer?.match(/^a=(sendrecv|sendonly|recvonly|inactive)\s*$/m)?.[1] as Direction | undefined;
+  return found === 'sendonly' ? 'recvonly' : found === 'recvonly' ? 'sendonly' : (found ?? 'sendrecv');
+}
+
+/**
+ * Our SDP again, with the audio stream's direction set to `direction`; the origin's version goes up when that
+ * changes anything (RFC 3264 section 8: an unchanged SDP keeps its version).
+ */
+export function withDirection(sdp: string, direction: Direction): string {
+  const lines = sdp.split(/\r?\n/).filter((line) => line.length > 0);
+  const kept = lines.filter((line) => !/^a=(sendrecv|sendonly|recvonly|inactive)$/.test(line));
+  const audio = kept.findIndex((line) => line.startsWith('m=audio'));
+  if (audio === -1) return sdp;
+  kept.splice(audio + 1, 0, `a=${direction}`);
+  const changed = kept.join('\n') !== lines.join('\n');
+  const updated = kept.map((line) => {
+    if (!changed || !line.startsWith('o=')) return line;
+    const fields = line.split(' ');
+    const version = Number(fields[2]);
+    if (fields.length < 6 || !Number.isSafeInteger(version)) return line;
+    fields[2] = String(version + 1);
+    return fields.join(' ');
+  });
+  return `${updated.join('\r\n')}\r\n`;
+}
+
+function sdpOf(
+  host: string,
+  port: number,
+  codecs: G711[],
+  telephoneEvent: number | undefined,
+  direction: Direction,
+): string {
   const session = randomInt(1, 2 ** 31);
   const family = isIP(host) === 6 ? 'IP6' : 'IP4';
+  const types = codecs.map((codec) => PAYLOAD_TYPES[codec]);
   const lines = [
     'v=0',
     `o=- ${session} ${session} IN ${family} ${host}`,
     's=comms',
     `c=IN ${family} ${host}`,
     't=0 0',
-    `m=audio ${port} RTP/AVP ${type}${offer.telephoneEvent !== undefined ? ` ${offer.telephoneEvent}` : ''}`,
-    `a=rtpmap:${type} ${offer.codec}/8000`,
-    ...(offer.telephoneEvent !== undefined
-      ? [`a=rtpmap:${offer.telephoneEvent} telephone-event/8000`, `a=fmtp:${offer.telephoneEvent} 0-15`]
+    `m=audio ${port} RTP/AVP ${[...types, ...(telephoneEvent !== undefined ? [telephoneEvent] : [])].join(' ')}`,
+    ...codecs.map((codec) => `a=rtpmap:${PAYLOAD_TYPES[codec]} ${codec}/8000`),
+    ...(telephoneEvent !== undefined
+      ? [`a=rtpmap:${telephoneEvent} telephone-event/8000`, `a=fmtp:${telephoneEvent} 0-15`]
       : []),
     `a=ptime:${PACKET_MS}`,
-    'a=sendrecv',
+    `a=${direction}`,
   ];
+  return `${lines.join('\r\n')}\r\n`;
+}
+
+/**
+ * One side's SDP passed to the other with the media moved to our relay: every connection address becomes
+ * `host`, the first audio stream's port `port`; other streams (video) are declined with port 0, since only
+ * audio is relayed. Codecs and attributes pass unchanged, so the two sides still agree on them end to end.
+ */
+export function relaySdp(sdp: string, host: string, port: number): string {
+  const family = isIP(host) === 6 ? 'IP6' : 'IP4';
+  let audioSeen = false;
+  const lines = sdp
+    .split(/\r?\n/)
+    .filter((line) => line.length > 0)
+    .map((line) => {
+      if (line.startsWith('c=')) return `c=IN ${family} ${host}`;
+      if (line.startsWith('o=')) {
+        const fields = line.split(' ');
+        return fields.length >= 6 ? [...fields.slice(0, 3), 'IN', family, host].join(' ') : line;
+      }
+      if (line.startsWith('m=')) {
+        const [kind, , ...rest] = line.slice(2).split(' ');
+        const relayed = kind === 'audio' && !audioSeen;
+        if (kind === 'audio') audioSeen = true;
+        return `m=${kind} ${relayed ? port : 0} ${rest.join(' ')}`;
+      }
+      // ICE candidates would name the side's own addresses, which it must not reach directly.
+      if (line.startsWith('a=candidate:') || line.startsWith('a=rtcp:')) return undefined;
+      return line;
+    })
+    .filter((line): line is string => line !== undefined);
   return `${lines.join('\r\n')}\r\n`;
 }
 
@@ -119,15 +211,7 @@ export class RtpSession {
 
   /** A socket on a free port of `host` for the call offered `offer`. */
   static async open(host: string, offer: MediaOffer, maxSeconds: number): Promise<RtpSession> {
-    const socket = createSocket(isIP(host) === 6 ? 'udp6' : 'udp4');
-    await new Promise<void>((resolve, reject) => {
-      socket.once('error', reject);
-      socket.bind(0, host, () => {
-        socket.off('error', reject);
-        resolve();
-      });
-    });
-    socket.on('error', () => {}); // An ICMP unreachable from a caller gone: nothing to do.
+    const socket = await bindSocket(host);
     return new RtpSession(socket, socket.address().port, offer, maxSeconds);
   }
 
@@ -178,20 +262,10 @@ export class RtpSession {
   }
 
   private receive(packet: Buffer, from: { address: string; port: number }): void {
-    if (packet.length < RTP_HEADER || packet[0]! >> 6 !== 2) return;
+    const rtp = readRtp(packet);
+    if (!rtp) return;
     this.remote = { address: from.address, port: from.port };
-    const csrcs = packet[0]! & 0x0f;
-    let start = RTP_HEADER + csrcs * 4;
-    if (packet[0]! & 0x10) {
-      if (packet.length < start + 4) return;
-      start += 4 + packet.readUInt16BE(start + 2) * 4;
-    }
-    let end = packet.length;
-    if (packet[0]! & 0x20) end -= packet[packet.length - 1]!;
-    if (end <= start) return;
-    const type = packet[1]! & 0x7f;
-    const timestamp = packet.readUInt32BE(4);
-    const payload = packet.subarray(start, end);
+    const { type, timestamp, payload } = rtp;
     if (type === this.offer.telephoneEvent) {
       // Each key is sent as several packets of one timestamp (and the end three times): once per timestamp.
       if (timestamp !== this.lastEventTimestamp && payload[0]! < DTMF_KEYS.length) {
@@ -210,4 +284,165 @@ export class RtpSession {
     recording.samples.set(fits, offset);
     recording.end = Math.max(recording.end, offset + fits.length);
   }
+}
+
+type Side = 'caller' | 'callee';
+const OTHER: Record<Side, Side> = { caller: 'callee', callee: 'caller' };
+/** Payload types of the codecs a recording can decode. */
+const DECODERS: Record<number, (payload: Uint8Array) => Int16Array> = {
+  0: (payload) => g711.mulaw.decode(payload),
+  8: (payload) => g711.alaw.decode(payload),
+};
+
+/**
+ * Media of a call between two parties, anchored on us: one socket per side, each side's packets sent on
+ * unchanged to the other from the other's socket. A side's address is what its SDP says until its first
+ * packet arrives, then where that packet came from (symmetric RTP); after that, packets from elsewhere are
+ * dropped (nobody else can inject audio into the call) until a new SDP of that side (a re-INVITE) says where
+ * it moved. Recording keeps both directions' G.711 audio placed by time and mixes them when asked.
+ */
+export class RtpRelay {
+  private readonly sides: Record<
+    Side,
+    { socket: Socket; port: number; remote?: { address: string; port: number }; latched: boolean }
+  >;
+  private recording?: {
+    startedAt: number;
+    maxSamples: number;
+    /** Per side: where its stream's first packet fell on the recording's timeline, and its timestamp. */
+    streams: Partial<
+      Record<Side, { offset: number; firstTimestamp: number; chunks: [number, Int16Array][] }>
+    >;
+  };
+  private closed = false;
+  /** Packets forwarded, per direction (for tests and the log). */
+  readonly forwarded: Record<Side, number> = { caller: 0, callee: 0 };
+
+  private constructor(sockets: Record<Side, Socket>) {
+    this.sides = {
+      caller: { socket: sockets.caller, port: sockets.caller.address().port, latched: false },
+      callee: { socket: sockets.callee, port: sockets.callee.address().port, latched: false },
+    };
+    for (const side of ['caller', 'callee'] as const) {
+      sockets[side].on('message', (packet, from) => this.receive(side, packet, from));
+    }
+  }
+
+  /** Two sockets on free ports of `host`. */
+  static async open(host: string): Promise<RtpRelay> {
+    const caller = await bindSocket(host);
+    const callee = await bindSocket(host).catch((error) => {
+      caller.close();
+      throw error;
+    });
+    return new RtpRelay({ caller, callee });
+  }
+
+  /** The port a side sends its media to. */
+  port(side: Side): number {
+    return this.sides[side].port;
+  }
+
+  /** Where a side's SDP says it receives (a new SDP of a side that moved, too). */
+  setRemote(side: Side, sdp: string | undefined): void {
+    const stream = parseStream(sdp);
+    if (!stream) return;
+    const entry = this.sides[side];
+    entry.remote = stream.port > 0 ? { address: stream.address, port: stream.port } : undefined;
+    entry.latched = false;
+  }
+
+  /** From now on both directions are kept, up to `maxSeconds`. */
+  startRecording(maxSeconds: number): void {
+    this.recording ??= { startedAt: performance.now(), maxSamples: maxSeconds * SAMPLE_RATE, streams: {} };
+  }
+
+  /** Both directions mixed into one track, from the start of recording to the last sample received. */
+  recorded(): Int16Array {
+    const recording = this.recording;
+    if (!recording) return new Int16Array(0);
+    const tracks = Object.values(recording.streams).map((stream) => {
+      const end = stream.chunks.reduce((last, [at, samples]) => Math.max(last, at + samples.length), 0);
+      const track = new Int16Array(Math.min(end, recording.maxSamples));
+      for (const [at, samples] of stream.chunks) {
+        if (at < track.length) track.set(samples.subarray(0, track.length - at), at);
+      }
+      return track;
+    });
+    const mixed = new Int16Array(tracks.reduce((longest, track) => Math.max(longest, track.length), 0));
+    for (let index = 0; index < mixed.length; index++) {
+      let sum = 0;
+      for (const track of tracks) sum += track[index] ?? 0;
+      mixed[index] = Math.max(-32768, Math.min(32767, sum));
+    }
+    return mixed;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.sides.caller.socket.close();
+    this.sides.callee.socket.close();
+  }
+
+  private receive(side: Side, packet: Buffer, from: { address: string; port: number }): void {
+    if (packet.length < RTP_HEADER || packet[0]! >> 6 !== 2) return; // Not RTP (RTCP goes to port + 1).
+    const entry = this.sides[side];
+    if (entry.latched) {
+      if (entry.remote?.address !== from.address || entry.remote.port !== from.port) return;
+    } else {
+      entry.remote = { address: from.address, port: from.port };
+      entry.latched = true;
+    }
+    const other = this.sides[OTHER[side]];
+    if (other.remote) {
+      other.socket.send(packet, other.remote.port, other.remote.address);
+      this.forwarded[side]++;
+    }
+    if (this.recording) this.record(side, packet);
+  }
+
+  private record(side: Side, packet: Buffer): void {
+    const recording = this.recording!;
+    const rtp = readRtp(packet);
+    const decode = rtp && DECODERS[rtp.type];
+    if (!rtp || !decode) return; // Telephone events, comfort noise, codecs we cannot decode.
+    const { timestamp } = rtp;
+    let stream = recording.streams[side];
+    if (!stream) {
+      // The stream joins the timeline where its first packet arrived; after that its own clock places it.
+      const offset = Math.round(((performance.now() - recording.startedAt) * SAMPLE_RATE) / 1000);
+      stream = { offset, firstTimestamp: timestamp, chunks: [] };
+      recording.streams[side] = stream;
+    }
+    const at = stream.offset + ((timestamp - stream.firstTimestamp) | 0);
+    if (at < 0 || at >= recording.maxSamples) return;
+    stream.chunks.push([at, decode(rtp.payload)]);
+  }
+}
+
+/** An RTP packet's payload type, timestamp and payload (after CSRCs, header extension and padding). */
+function readRtp(packet: Buffer): { type: number; timestamp: number; payload: Buffer } | undefined {
+  if (packet.length < RTP_HEADER || packet[0]! >> 6 !== 2) return undefined;
+  let start = RTP_HEADER + (packet[0]! & 0x0f) * 4;
+  if (packet[0]! & 0x10) {
+    if (packet.length < start + 4) return undefined;
+    start += 4 + packet.readUInt16BE(start + 2) * 4;
+  }
+  const end = packet.length - (packet[0]! & 0x20 ? packet[packet.length - 1]! : 0);
+  if (end <= start) return undefined;
+  return { type: packet[1]! & 0x7f, timestamp: packet.readUInt32BE(4), payload: packet.subarray(start, end) };
+}
+
+async function bindSocket(host: string): Promise<Socket> {
+  const socket = createSocket(isIP(host) === 6 ? 'udp6' : 'udp4');
+  await new Promise<void>((resolve, reject) => {
+    socket.once('error', reject);
+    socket.bind(0, host, () => {
+      socket.off('error', reject);
+      resolve();
+    });
+  });
+  socket.on('error', () => {}); // An ICMP unreachable from a side gone: nothing to do.
+  return socket;
 }

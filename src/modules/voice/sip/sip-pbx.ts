@@ -1,12 +1,16 @@
-// The PBX on the wire: calls placed by SIP phones and by the trunk, carried as a back-to-back user agent. The
-// caller's INVITE is one dialog (we answer it), the leg to the callee's registered phone another (we place it),
-// and the platform's dial plan (calls.ts) drives them through the same steps as the simulated PBX, so a SIP call
-// makes the same records and events. Between phones, media flows as their SDP says (we pass each side's SDP to
-// the other; no RTP relay yet, so those calls are not recorded). Voicemail we answer ourselves: our SDP, the
-// greeting spoken into RTP, the caller's RTP recorded to WAV (rtp.ts). The trunk (SIP_TRUNK_URI) is trusted by
-// its address: its INVITEs to our numbers follow their voice routes, anything else is refused (no open relay).
-// Out through the trunk go the legs to phone numbers: a phone dialling one, a forward, only ever for a call the
-// platform admitted for an authenticated extension or one of our numbers.
+// The PBX on the wire: calls placed by SIP phones, by the trunk and by the API, carried as a back-to-back user
+// agent. The caller's INVITE is one dialog (we answer it), the leg to the callee's registered phone another (we
+// place it), and the platform's dial plan (calls.ts) drives them through the same steps as the simulated PBX,
+// so a SIP call makes the same records and events. A call the API places (POST /calls, click-to-call) has no
+// caller's INVITE: we place its first leg too (third-party call control, RFC 3725 flow I with our own offer),
+// and that leg then plays the caller's part. Media between the two sides is anchored on our RTP relay (rtp.ts):
+// each side's SDP goes to the other with our relay's address in it, so calls can be recorded (`record`) and
+// neither side needs to reach the other. Voicemail we answer ourselves: our SDP, the greeting spoken into RTP,
+// the caller's RTP recorded to WAV. Re-INVITEs and UPDATEs (hold, session refreshes, a phone that moved) are
+// answered by us with the SDP that side already has; the other side is not disturbed. The trunk
+// (SIP_TRUNK_URI) is trusted by its address: its INVITEs to our numbers follow their voice routes, anything else
+// is refused (no open relay). Out through the trunk go the legs to phone numbers: a phone dialling one, a
+// forward, a click-to-call's callee, only ever for a call the platform admitted.
 import { randomBytes } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
@@ -22,7 +26,19 @@ import type { CallService } from '../calls.ts';
 import type { ExtensionService } from '../extensions.ts';
 import type { CallAudio, CallEnd, Party, Pbx, PbxCall, RingOutcome, RingResult } from '../pbx.ts';
 import type { Registrar } from './registrar.ts';
-import { answerSdp, parseOffer, RtpSession } from './rtp.ts';
+import {
+  answeringDirection,
+  answerSdp,
+  type G711,
+  offerSdp,
+  parseOffer,
+  RtpRelay,
+  RtpSession,
+  relaySdp,
+  withDirection,
+} from './rtp.ts';
+
+type Side = 'caller' | 'callee';
 
 /** The final answer to the caller's INVITE when the call ended without an answer. */
 const FINAL_RESPONSE: Record<RingOutcome, [number, string]> = {
@@ -45,16 +61,25 @@ interface Dialog {
 }
 
 interface SipCall {
-  /** The caller's INVITE (its server transaction answers through it). */
-  invite: SipMessage;
+  /** The caller's INVITE (its server transaction answers through it); none on a call the API placed. */
+  invite?: SipMessage;
   /** Our tag towards the caller. */
   callerTag: string;
+  /** The caller's dialog: of their INVITE once we answer it, or of the first leg we placed for the API. */
+  caller?: Dialog;
+  /** We sent the caller a BYE, or they sent us one. */
+  callerGone: boolean;
+  /** The caller's INVITE has its final response. */
   answered: boolean;
   lastOutcome: RingOutcome;
   /** The callee leg's INVITE while it rings (for CANCEL), then its dialog. */
   calleeInvite?: SipMessage;
   callee?: Dialog;
-  calleeSdp?: string;
+  /** The SDP each side gave us last, and the one we gave it (a re-INVITE is answered with ours again). */
+  remoteSdp: Partial<Record<Side, string>>;
+  localSdp: Partial<Record<Side, string>>;
+  /** The media of a call between two sides, from the first leg we place. */
+  relay?: RtpRelay;
   /** What the current step waits for. */
   onCancel?: (cause: string) => void;
   onBye?: (from: 'caller' | 'callee' | 'api') => void;
@@ -202,10 +227,9 @@ export class SipPbx implements Pbx {
   /** Ties the caller's INVITE to our call, before its first step. */
   private track(callId: string, invite: SipMessage): void {
     this.calls.set(callId, {
+      ...newCall(),
       invite,
-      callerTag: randomBytes(6).toString('hex'),
-      answered: false,
-      lastOutcome: 'failed',
+      remoteSdp: invite.content ? { caller: invite.content } : {},
     });
     this.legs.set(invite.headers['call-id'], callId);
   }
@@ -219,14 +243,57 @@ export class SipPbx implements Pbx {
 
   /** BYE from either leg. */
   bye(request: SipMessage, respond: (message: SipMessage) => void): void {
-    const callId = this.legs.get(request.headers['call-id']);
-    const call = callId ? this.calls.get(callId) : undefined;
+    const call = this.byLeg(request.headers['call-id']);
     if (!call) {
       respond(sip.makeResponse(request, 481, 'Call/Transaction Does Not Exist'));
       return;
     }
     respond(sip.makeResponse(request, 200, 'OK'));
-    call.onBye?.(request.headers['call-id'] === call.invite.headers['call-id'] ? 'caller' : 'callee');
+    const side = this.sideOf(call, request.headers['call-id']);
+    if (side === 'caller') call.callerGone = true;
+    if (call.onBye) call.onBye(side);
+    // The first leg of an API call hung up while the callee still rings.
+    else if (side === 'caller') call.onCancel?.('caller_hangup');
+  }
+
+  /**
+   * A re-INVITE or UPDATE inside one of our dialogs: hold and resume, a session-timer refresh, a phone whose
+   * address changed. The relay follows the side's new address; the answer is the SDP that side already has
+   * from us (the other side is not re-INVITEd: the relay hides the change), in the direction the offer asks.
+   */
+  answerReinvite(request: SipMessage, respond: (message: SipMessage) => void): void {
+    const call = this.byLeg(request.headers['call-id']);
+    if (!call) {
+      respond(sip.makeResponse(request, 481, 'Call/Transaction Does Not Exist'));
+      return;
+    }
+    const side = this.sideOf(call, request.headers['call-id']);
+    if (request.content) {
+      call.remoteSdp[side] = request.content;
+      call.relay?.setRemote(side, request.content);
+    }
+    const ours = call.localSdp[side];
+    const answer = ours && withDirection(ours, answeringDirection(request.content));
+    call.localSdp[side] = answer;
+    respond(
+      sip.makeResponse(request, 200, 'OK', {
+        headers: {
+          contact: [{ uri: `sip:pbx@${this.deps.address()}`, params: {} }],
+          ...(answer ? { 'content-type': 'application/sdp' } : {}),
+        },
+        content: answer,
+      } as never),
+    );
+  }
+
+  /** An ACK carrying the caller's answer (they sent their INVITE without an offer, so ours was in the 200). */
+  ack(request: SipMessage): void {
+    if (!request.content) return;
+    const call = this.byLeg(request.headers['call-id']);
+    if (!call) return;
+    const side = this.sideOf(call, request.headers['call-id']);
+    call.remoteSdp[side] = request.content;
+    call.relay?.setRemote(side, request.content);
   }
 
   // The platform's steps
@@ -237,34 +304,54 @@ export class SipPbx implements Pbx {
     ringSeconds: number,
     onRinging: (at: Date) => Promise<void>,
   ): Promise<RingResult> {
-    const sipCall = this.calls.get(call.id);
     const now = () => this.deps.clock.now();
+    // A call the API placed: we place every leg; the first one answered plays the caller's part.
+    let sipCall = this.calls.get(call.id);
+    if (!sipCall) {
+      sipCall = newCall();
+      this.calls.set(call.id, sipCall);
+    }
     const trunk = this.deps.trunk;
-    if (!sipCall || (party.kind === 'phone' && !trunk)) {
+    if (party.kind === 'phone' && !trunk) {
       return Promise.resolve(this.outcome(sipCall, { outcome: 'failed', at: now(), cause: 'no_trunk' }));
     }
+    const leg: Side = sipCall.invite || sipCall.caller ? 'callee' : 'caller';
+    const current = sipCall;
     return (async () => {
       const stack = this.deps.stack();
+      const hosts = this.deps.mediaHosts();
+      if (!stack || !hosts) return this.outcome(current, { outcome: 'failed', at: now(), cause: 'no_sip' });
       // An extension: its first registered phone, the caller as they dialled. A phone number: the trunk, with
-      // the call's caller id (one of our numbers) as the From the network shows.
+      // the call's caller id (one of our numbers) as the From the network shows. The first leg of an API call
+      // shows the number it is about to connect to.
       let uri: string;
       let to: string;
       let fromUser: string;
       if (party.kind === 'extension') {
         const contacts = await this.deps.registrar.contacts(party.extensionId);
-        if (contacts.length === 0 || !stack) {
-          return this.outcome(sipCall, { outcome: 'no_answer', at: now(), cause: 'not_registered' });
+        if (contacts.length === 0) {
+          return this.outcome(current, { outcome: 'no_answer', at: now(), cause: 'not_registered' });
         }
         uri = contacts[0]!.contact;
         to = `sip:${party.extension}@${this.deps.domain}`;
-        fromUser = sip.parseUri(sipCall.invite.headers.from.uri)?.user ?? 'anonymous';
+        // The caller's extension number or phone number as the platform recorded it (not their SIP username).
+        fromUser = leg === 'caller' && !current.invite ? call.to : call.from;
       } else {
-        if (!stack) return this.outcome(sipCall, { outcome: 'failed', at: now(), cause: 'no_trunk' });
         const host = trunk!.host.includes(':') ? `[${trunk!.host}]` : trunk!.host;
         uri = `sip:${party.number}@${host}${trunk!.port ? `:${trunk!.port}` : ''}`;
         to = uri;
         fromUser = call.from;
       }
+      current.relay ??= await RtpRelay.open(hosts.bind);
+      const relay = current.relay;
+      relay.setRemote('caller', current.remoteSdp.caller);
+      // The offer this leg gets: the caller's own, moved to our relay; without one (an API call, a caller who
+      // offered nothing), ours, in the codec the caller's leg settled on when there is one.
+      const callerOffer = current.invite ? current.remoteSdp.caller : undefined;
+      const offer = callerOffer
+        ? relaySdp(callerOffer, hosts.advertise, relay.port(leg))
+        : offerSdp(hosts.advertise, relay.port(leg), codecsOf(current.remoteSdp.caller));
+      current.localSdp[leg] = offer;
       const localTag = randomBytes(6).toString('hex');
       const invite: SipMessage = {
         method: 'INVITE',
@@ -277,22 +364,23 @@ export class SipPbx implements Pbx {
           via: [],
           contact: [{ uri: `sip:pbx@${this.deps.address()}`, params: {} }],
           'max-forwards': '70',
-          ...(sipCall.invite.content ? { 'content-type': 'application/sdp' } : {}),
+          'content-type': 'application/sdp',
         },
-        content: sipCall.invite.content ?? '',
+        content: offer,
       };
       this.legs.set(invite.headers['call-id'], call.id);
-      sipCall.calleeInvite = invite;
+      current.calleeInvite = invite;
       return new Promise<RingResult>((resolve) => {
         let done = false;
         const settle = (result: RingResult) => {
           if (done) return;
           done = true;
           clearTimeout(timer);
-          sipCall.onCancel = undefined;
-          resolve(this.outcome(sipCall, result));
+          current.onCancel = undefined;
+          current.calleeInvite = undefined;
+          resolve(this.outcome(current, result));
         };
-        const cancelCallee = () => {
+        const cancelLeg = () => {
           const cancel: SipMessage = {
             method: 'CANCEL',
             uri: invite.uri,
@@ -307,12 +395,12 @@ export class SipPbx implements Pbx {
           stack.send(cancel);
         };
         const timer = setTimeout(() => {
-          cancelCallee();
+          cancelLeg();
           settle({ outcome: 'no_answer', at: now(), cause: 'ring_timeout' });
         }, ringSeconds * 1000);
         timer.unref();
-        sipCall.onCancel = (cause) => {
-          cancelCallee();
+        current.onCancel = (cause) => {
+          cancelLeg();
           settle({ outcome: 'canceled', at: now(), cause });
         };
         stack.send(invite, (response) => {
@@ -327,12 +415,12 @@ export class SipPbx implements Pbx {
             void onRinging(now()).catch((error) =>
               this.deps.log.warn({ err: error }, 'ringing not recorded'),
             );
-            this.respondToCaller(sipCall, 180, 'Ringing');
+            if (current.invite) this.respondToCaller(current, 180, 'Ringing');
           } else if (status >= 200 && status < 300) {
             this.acknowledge(response, invite);
-            sipCall.callee = this.dialogOf(response, invite, localTag);
-            sipCall.calleeSdp = response.content;
-            sipCall.calleeInvite = undefined;
+            current[leg] = this.dialogOf(response, invite, localTag);
+            current.remoteSdp[leg] = response.content;
+            relay.setRemote(leg, response.content);
             settle({ outcome: 'answered', at: now(), cause: 'answered' });
           } else if (status >= 300) {
             const outcome: RingOutcome =
@@ -348,20 +436,45 @@ export class SipPbx implements Pbx {
     })();
   }
 
-  converse(call: PbxCall, _options: { record: boolean }): Promise<CallEnd & { recording?: CallAudio }> {
+  converse(call: PbxCall, options: { record: boolean }): Promise<CallEnd & { recording?: CallAudio }> {
     const sipCall = this.calls.get(call.id);
     if (!sipCall) return Promise.resolve({ at: this.deps.clock.now(), cause: 'normal_clearing' });
-    // The caller is answered with the callee's SDP: the phones send their media to each other.
-    sipCall.answered = true;
-    this.respondToCaller(sipCall, 200, 'OK', sipCall.calleeSdp);
+    const relay = sipCall.relay;
+    const hosts = this.deps.mediaHosts();
+    if (sipCall.invite && !sipCall.answered) {
+      // The caller is answered with the callee's SDP moved to our relay; a caller who offered nothing gets
+      // our offer in the callee's codec and answers in the ACK.
+      const calleeSdp = sipCall.remoteSdp.callee;
+      const sdp =
+        relay && hosts && calleeSdp
+          ? sipCall.invite.content
+            ? relaySdp(calleeSdp, hosts.advertise, relay.port('caller'))
+            : offerSdp(hosts.advertise, relay.port('caller'), codecsOf(calleeSdp))
+          : undefined;
+      sipCall.localSdp.caller = sdp;
+      sipCall.answered = true;
+      this.respondToCaller(sipCall, 200, 'OK', sdp);
+    }
+    if (options.record) relay?.startRecording(MAX_SECONDS);
     return new Promise((resolve) => {
       sipCall.onBye = (from) => {
         sipCall.onBye = undefined;
         if (from !== 'callee' && sipCall.callee) this.sendBye(sipCall.callee);
-        if (from !== 'caller') this.sendBye(this.callerDialog(sipCall));
+        if (from !== 'caller') this.hangUpCaller(sipCall);
+        relay?.close();
+        const samples = options.record ? relay?.recorded() : undefined;
         resolve({
           at: this.deps.clock.now(),
           cause: from === 'api' ? 'hangup_requested' : 'normal_clearing',
+          ...(samples
+            ? {
+                recording: {
+                  wav: encodeWav(samples),
+                  durationSeconds: Math.max(1, Math.ceil(samples.length / SAMPLE_RATE)),
+                  voice: 'rtp',
+                },
+              }
+            : {}),
         });
       };
     });
@@ -376,16 +489,29 @@ export class SipPbx implements Pbx {
   async takeVoicemail(call: PbxCall, greeting: string): Promise<CallEnd & { audio: CallAudio }> {
     const sipCall = this.calls.get(call.id);
     if (!sipCall) return { at: this.deps.clock.now(), cause: 'normal_clearing', audio: emptyAudio() };
-    const offer = parseOffer(sipCall.invite.content);
+    const offer = parseOffer(sipCall.remoteSdp.caller);
     const hosts = this.deps.mediaHosts();
     if (!offer || !hosts) {
-      this.respondToCaller(sipCall, 488, 'Not Acceptable Here');
-      sipCall.answered = true; // Answered with the 488: release must not answer again.
+      if (sipCall.invite) {
+        this.respondToCaller(sipCall, 488, 'Not Acceptable Here');
+        sipCall.answered = true; // Answered with the 488: release must not answer again.
+      }
       throw new Error('The caller offered no G.711 audio stream: no voicemail can be recorded');
     }
+    sipCall.relay?.close();
+    sipCall.relay = undefined;
     const media = await RtpSession.open(hosts.bind, offer, MAX_SECONDS);
-    sipCall.answered = true;
-    this.respondToCaller(sipCall, 200, 'OK', answerSdp(hosts.advertise, media.port, offer));
+    const ours = answerSdp(hosts.advertise, media.port, offer);
+    sipCall.localSdp.caller = ours;
+    if (sipCall.invite) {
+      sipCall.answered = true;
+      this.respondToCaller(sipCall, 200, 'OK', ours);
+    } else if (!(await this.sendReinvite(sipCall.caller!, ours))) {
+      // The first leg of an API call, answered already: its media moves from the relay to the voicemail box.
+      media.close();
+      this.hangUpCaller(sipCall);
+      throw new Error('The caller refused the re-INVITE to the voicemail box');
+    }
     return new Promise((resolve) => {
       let ended = false;
       const end = (cause: string) => {
@@ -406,7 +532,7 @@ export class SipPbx implements Pbx {
         });
       };
       sipCall.onBye = (from) => {
-        if (from !== 'caller') this.sendBye(this.callerDialog(sipCall));
+        if (from !== 'caller') this.hangUpCaller(sipCall);
         end(from === 'api' ? 'hangup_requested' : 'normal_clearing');
       };
       // The greeting takes its own time; the message may then last MAX_SECONDS.
@@ -417,7 +543,7 @@ export class SipPbx implements Pbx {
         if (ended) return;
         media.startRecording();
         limit = setTimeout(() => {
-          this.sendBye(this.callerDialog(sipCall));
+          this.hangUpCaller(sipCall);
           end('normal_clearing');
         }, MAX_SECONDS * 1000);
         limit.unref();
@@ -436,10 +562,14 @@ export class SipPbx implements Pbx {
   release(callId: string): void {
     const call = this.calls.get(callId);
     if (!call) return;
-    if (!call.answered) {
+    if (call.invite && !call.answered) {
       const [status, reason] = FINAL_RESPONSE[call.lastOutcome === 'answered' ? 'failed' : call.lastOutcome];
       this.respondToCaller(call, status, reason);
+    } else if (!call.invite) {
+      // An API call whose first leg answered but that ended before talking (the callee busy, say).
+      this.hangUpCaller(call);
     }
+    call.relay?.close();
     this.calls.delete(callId);
     for (const [leg, id] of this.legs) if (id === callId) this.legs.delete(leg);
   }
@@ -456,8 +586,15 @@ export class SipPbx implements Pbx {
     return callId ? this.calls.get(callId) : undefined;
   }
 
+  /** Which side of the call a SIP Call-ID is. */
+  private sideOf(call: SipCall, sipCallId: string): Side {
+    const callerCallId = call.invite?.headers['call-id'] ?? call.caller?.callId;
+    return sipCallId === callerCallId ? 'caller' : 'callee';
+  }
+
   /** A response to the caller's INVITE, our tag on its To. */
   private respondToCaller(call: SipCall, status: number, reason: string, sdp?: string): void {
+    if (!call.invite) return;
     const to = call.invite.headers.to;
     const headers: Record<string, unknown> = {
       to: { ...to, params: { ...to.params, tag: call.callerTag } },
@@ -497,11 +634,22 @@ export class SipPbx implements Pbx {
     };
   }
 
-  /** The caller's dialog seen from our side (we are its UAS). */
-  private callerDialog(call: SipCall): Dialog {
+  /** Hangs up the caller's side (once), if it was ever answered. */
+  private hangUpCaller(call: SipCall): void {
+    if (call.callerGone) return;
+    const dialog = this.callerDialog(call);
+    if (!dialog) return;
+    call.callerGone = true;
+    this.sendBye(dialog);
+  }
+
+  /** The caller's dialog: the first leg we placed, or their INVITE's once answered (we are its UAS). */
+  private callerDialog(call: SipCall): Dialog | undefined {
+    if (call.caller) return call.caller;
     const invite = call.invite;
+    if (!invite || !call.answered) return undefined;
     const contact = Array.isArray(invite.headers.contact) ? invite.headers.contact[0]?.uri : undefined;
-    return {
+    call.caller = {
       callId: invite.headers['call-id'],
       localTag: call.callerTag,
       remoteTag: String(invite.headers.from.params.tag ?? ''),
@@ -510,6 +658,37 @@ export class SipPbx implements Pbx {
       remoteAor: invite.headers.from.uri,
       cseq: 0,
     };
+    return call.caller;
+  }
+
+  /** A re-INVITE of a dialog we hold with `sdp` as the new offer; true when the other side took it. */
+  private sendReinvite(dialog: Dialog, sdp: string): Promise<boolean> {
+    const stack = this.deps.stack();
+    if (!stack) return Promise.resolve(false);
+    dialog.cseq += 1;
+    const invite: SipMessage = {
+      method: 'INVITE',
+      uri: dialog.remoteUri,
+      headers: {
+        to: { uri: dialog.remoteAor, params: { tag: dialog.remoteTag } },
+        from: { uri: dialog.localUri, params: { tag: dialog.localTag } },
+        'call-id': dialog.callId,
+        cseq: { method: 'INVITE', seq: dialog.cseq },
+        via: [],
+        contact: [{ uri: `sip:pbx@${this.deps.address()}`, params: {} }],
+        'max-forwards': '70',
+        'content-type': 'application/sdp',
+      },
+      content: sdp,
+    };
+    return new Promise((resolve) => {
+      stack.send(invite, (response) => {
+        const status = response.status ?? 500;
+        if (status < 200) return;
+        if (status < 300) this.acknowledge(response, invite);
+        resolve(status < 300);
+      });
+    });
   }
 
   private sendBye(dialog: Dialog): void {
@@ -526,6 +705,23 @@ export class SipPbx implements Pbx {
       },
     });
   }
+}
+
+function newCall(): SipCall {
+  return {
+    callerTag: randomBytes(6).toString('hex'),
+    callerGone: false,
+    answered: false,
+    lastOutcome: 'failed',
+    remoteSdp: {},
+    localSdp: {},
+  };
+}
+
+/** The G.711 laws an SDP settled on, in its order; both when it names neither (or there is none). */
+function codecsOf(sdp: string | undefined): G711[] {
+  const offer = parseOffer(sdp);
+  return offer ? [offer.codec] : ['PCMU', 'PCMA'];
 }
 
 function concatenate(...parts: Int16Array[]): Int16Array {

@@ -1,0 +1,283 @@
+// Media through the SIP PBX, with real peers on loopback. The RTP relay on its own over real UDP sockets: each
+// side's packets reach the other unchanged, a stranger's packets reach nobody, and the recording mixes both
+// sides. Then a click-to-call placed by the API (POST /calls with `record`): the PBX rings the extension's phone
+// (SIPp, registered), and once it answers rings the callee through the trunk (SIPp); each side streams a tone
+// of its own through our relay; the API hangs up; the call's recording holds both tones.
+import assert from 'node:assert/strict';
+import { createSocket, type Socket } from 'node:dgram';
+import { writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import g711 from 'alawmulaw';
+import { decodeWav, tone } from '../src/modules/voice/audio.ts';
+import {
+  answeringDirection,
+  answerSdp,
+  parseStream,
+  RtpRelay,
+  relaySdp,
+  withDirection,
+} from '../src/modules/voice/sip/rtp.ts';
+import { startTestApp, type TestApp } from './helpers/app.ts';
+import { type Sender, sender } from './helpers/messaging.ts';
+import { answeringPhone, freePort, runSipp, sippInstalled } from './helpers/sipp.ts';
+
+describe('the RTP relay', () => {
+  const open = async () => {
+    const socket = createSocket('udp4');
+    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
+    const heard: Buffer[] = [];
+    socket.on('message', (packet) => heard.push(packet));
+    return { socket, heard, port: socket.address().port };
+  };
+  const sdp = (port: number) => `v=0\r\nc=IN IP4 127.0.0.1\r\nm=audio ${port} RTP/AVP 0\r\n`;
+  const packet = (sequence: number, timestamp: number, value: number) => {
+    const header = Buffer.alloc(12);
+    header[0] = 0x80;
+    header[1] = 0; // PCMU
+    header.writeUInt16BE(sequence, 2);
+    header.writeUInt32BE(timestamp, 4);
+    header.writeUInt32BE(sequence < 100 ? 1 : 2, 8);
+    return Buffer.concat([header, Buffer.from(g711.mulaw.encode(new Int16Array(160).fill(value)))]);
+  };
+  const send = (socket: Socket, buffer: Buffer, port: number) =>
+    new Promise<void>((resolve) => socket.send(buffer, port, '127.0.0.1', () => resolve()));
+  const until = async (done: () => boolean) => {
+    for (let i = 0; i < 100 && !done(); i++) await sleep(10);
+  };
+
+  test('forwards each side to the other unchanged, drops a stranger, and records both sides mixed', async () => {
+    const caller = await open();
+    const callee = await open();
+    const stranger = await open();
+    const relay = await RtpRelay.open('127.0.0.1');
+    relay.setRemote('caller', sdp(caller.port));
+    relay.setRemote('callee', sdp(callee.port));
+    relay.startRecording(60);
+
+    const fromCaller = packet(1, 1000, 1000);
+    await send(caller.socket, fromCaller, relay.port('caller'));
+    await send(callee.socket, packet(101, 5000, -3000), relay.port('callee'));
+    await until(() => caller.heard.length > 0 && callee.heard.length > 0);
+    assert.deepEqual(callee.heard[0], fromCaller, 'the callee gets the caller’s packet as it was sent');
+    assert.equal(caller.heard[0]![1], 0);
+    assert.equal(caller.heard[0]!.readUInt16BE(2), 101);
+
+    // The caller's address is latched from its first packet: another source cannot speak into the call.
+    await send(stranger.socket, packet(2, 1160, 9000), relay.port('caller'));
+    await send(caller.socket, packet(3, 1160, 1000), relay.port('caller'));
+    await until(() => callee.heard.length > 1);
+    await sleep(50);
+    assert.equal(callee.heard.length, 2, 'only the caller’s second packet got through');
+    assert.equal(callee.heard[1]!.readUInt16BE(2), 3);
+    assert.equal(relay.forwarded.caller, 2);
+
+    // Both sides in one track: where they overlap (the first packets arrived within a few samples of each
+    // other), the samples add up.
+    const mixed = relay.recorded();
+    assert.ok(mixed.length >= 320 && mixed.length < 400, `${mixed.length} samples`);
+    const decoded = (value: number) => g711.mulaw.decodeSample(g711.mulaw.encodeSample(value));
+    assert.equal(mixed[150], decoded(1000) + decoded(-3000));
+    assert.equal(mixed[319], decoded(1000), 'the caller’s second packet follows its first');
+
+    // A re-INVITE moves a side: its new address is used, and latched anew.
+    const moved = await open();
+    relay.setRemote('callee', sdp(moved.port));
+    await send(caller.socket, packet(4, 1320, 1000), relay.port('caller'));
+    await until(() => moved.heard.length > 0);
+    assert.equal(moved.heard.length, 1);
+    relay.close();
+    for (const peer of [caller, callee, stranger, moved]) peer.socket.close();
+  });
+
+  test('SDP passed through the relay names the relay, declines video and drops ICE candidates', () => {
+    const offer = [
+      'v=0',
+      'o=alice 2890844526 2890844526 IN IP4 10.0.0.5',
+      's=-',
+      'c=IN IP4 10.0.0.5',
+      't=0 0',
+      'm=audio 49170 RTP/AVP 0 8 101',
+      'a=rtpmap:101 telephone-event/8000',
+      'a=candidate:1 1 UDP 2130706431 10.0.0.5 49170 typ host',
+      'a=sendrecv',
+      'm=video 51372 RTP/AVP 31',
+      '',
+    ].join('\r\n');
+    const relayed = relaySdp(offer, '192.0.2.9', 30000);
+    assert.deepEqual(parseStream(relayed)?.address, '192.0.2.9');
+    assert.equal(parseStream(relayed)?.port, 30000);
+    assert.match(relayed, /^o=alice 2890844526 2890844526 IN IP4 192\.0\.2\.9\r$/m);
+    assert.match(relayed, /^m=audio 30000 RTP\/AVP 0 8 101\r$/m);
+    assert.match(relayed, /^m=video 0 RTP\/AVP 31\r$/m);
+    assert.match(relayed, /^a=rtpmap:101 telephone-event\/8000\r$/m);
+    assert.doesNotMatch(relayed, /candidate|10\.0\.0\.5/);
+  });
+
+  test('a re-INVITE is answered with our SDP in the direction it asks; the version moves only on a change', () => {
+    const ours = answerSdp('192.0.2.9', 30000, { codec: 'PCMU' });
+    const version = (sdp: string) => Number(sdp.match(/^o=- \d+ (\d+) /m)?.[1]);
+    const held = withDirection(ours, answeringDirection('v=0\r\nm=audio 1 RTP/AVP 0\r\na=sendonly\r\n'));
+    assert.match(held, /^a=recvonly\r$/m);
+    assert.doesNotMatch(held, /a=sendrecv/);
+    assert.equal(version(held), version(ours) + 1);
+    const again = withDirection(held, answeringDirection('v=0\r\nm=audio 1 RTP/AVP 0\r\na=sendonly\r\n'));
+    assert.equal(again, held, 'a refresh with the same offer gets the same answer, same version');
+    const resumed = withDirection(held, answeringDirection('v=0\r\nm=audio 1 RTP/AVP 0\r\n'));
+    assert.match(resumed, /^a=sendrecv\r$/m);
+    assert.equal(version(resumed), version(ours) + 2);
+  });
+});
+
+/** A phone that answers (PCMU), streams `audioFile` as RTP, and waits for our BYE. */
+function answerAndStream(audioFile: string): string {
+  const headers = `[last_Via:]
+      [last_From:]
+      [last_To:];tag=[pid]SIPpTag01[call_number]
+      [last_Call-ID:]
+      [last_CSeq:]
+      Contact: <sip:[local_ip]:[local_port];transport=[transport]>`;
+  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
+<scenario name="answer and stream">
+  <recv request="INVITE" crlf="true"/>
+  <send><![CDATA[
+      SIP/2.0 180 Ringing
+      ${headers}
+      Content-Length: 0
+
+    ]]></send>
+  <send retrans="500"><![CDATA[
+      SIP/2.0 200 OK
+      ${headers}
+      Content-Type: application/sdp
+      Content-Length: [len]
+
+      v=0
+      o=phone 1 1 IN IP[local_ip_type] [local_ip]
+      s=-
+      c=IN IP[media_ip_type] [media_ip]
+      t=0 0
+      m=audio [media_port] RTP/AVP 0
+      a=rtpmap:0 PCMU/8000
+
+    ]]></send>
+  <recv request="ACK" crlf="true"/>
+  <nop><action><exec rtp_stream="${audioFile},1,0"/></action></nop>
+  <recv request="BYE"/>
+  <send><![CDATA[
+      SIP/2.0 200 OK
+      [last_Via:]
+      [last_From:]
+      [last_To:]
+      [last_Call-ID:]
+      [last_CSeq:]
+      Content-Length: 0
+
+    ]]></send>
+</scenario>`;
+}
+
+/** The strength of `frequency` in `samples` (Goertzel), relative to the signal's energy. */
+function strength(samples: Int16Array, frequency: number): number {
+  const coefficient = 2 * Math.cos((2 * Math.PI * frequency) / 8000);
+  let previous = 0;
+  let before = 0;
+  let energy = 0;
+  for (const sample of samples) {
+    const current = sample + coefficient * previous - before;
+    before = previous;
+    previous = current;
+    energy += sample * sample;
+  }
+  const power = previous * previous + before * before - coefficient * previous * before;
+  return energy === 0 ? 0 : power / (energy * samples.length);
+}
+
+describe('calls the API places over SIP (SIPp)', {
+  skip: !sippInstalled && 'SIPp (sip-tester) not installed',
+}, () => {
+  let t: TestApp;
+  let port: number;
+  let trunkPort: number;
+  let office: Sender;
+  let desk: { id: string; sip: { username: string; password: string } };
+  before(async () => {
+    port = await freePort();
+    trunkPort = await freePort();
+    t = await startTestApp({ config: { sipTrunk: { host: '127.0.0.1', port: trunkPort } } });
+    t.ctx.sipListener.start({ port, host: '127.0.0.1' });
+    office = await sender(t);
+    const created = await api('POST', '/extensions', { extension: '401', name: 'Desk' });
+    assert.equal(created.status, 201, created.text);
+    desk = created.body.data;
+  });
+  after(async () => {
+    t.ctx.sipListener.stop();
+    await t.close();
+  });
+
+  const api = (method: string, path: string, body?: unknown) =>
+    t.request(method, `/api/v2${path}`, { apiKey: office.key, body });
+
+  test('click-to-call with record: the desk phone rings first, then the callee through the trunk; the recording holds both sides', async () => {
+    const phonePort = await freePort();
+    assert.equal(await runSipp(port, { ...desk.sip, localPort: phonePort }), 0, 'the desk phone registers');
+    // The desk phone says 440 Hz, the callee 1000 Hz: raw µ-law, as SIPp's rtp_stream sends a file's bytes.
+    const deskSays = join(tmpdir(), `desk-${process.pid}.ulaw`);
+    const calleeSays = join(tmpdir(), `callee-${process.pid}.ulaw`);
+    await writeFile(deskSays, g711.mulaw.encode(tone(3, 440)));
+    await writeFile(calleeSays, g711.mulaw.encode(tone(3, 1000)));
+    const deskPhone = answeringPhone(phonePort, {
+      scenario: answerAndStream(deskSays),
+      mediaPort: await freePort(),
+    });
+    const callee = answeringPhone(trunkPort, {
+      scenario: answerAndStream(calleeSays),
+      mediaPort: await freePort(),
+    });
+    await sleep(300); // SIPp binds its ports
+
+    const placed = await api('POST', '/calls', {
+      from: office.number,
+      to: '+14155550188',
+      extensionId: desk.id,
+      record: true,
+    });
+    assert.equal(placed.status, 202, placed.text);
+    const id = placed.body.data.id as string;
+    let call: Record<string, any> = placed.body.data;
+    for (let i = 0; i < 100 && call.status !== 'in_progress'; i++) {
+      await sleep(50);
+      call = (await api('GET', `/calls/${id}`)).body.data;
+    }
+    assert.equal(call.status, 'in_progress', 'both legs answered');
+    await sleep(2000); // They talk.
+    const hungUp = await api('POST', `/calls/${id}/hangup`);
+    assert.equal(hungUp.status, 200, hungUp.text);
+    assert.equal(await deskPhone.done, 0, 'the desk phone answered, streamed and got our BYE');
+    assert.equal(await callee.done, 0, 'the callee answered, streamed and got our BYE');
+
+    call = (await api('GET', `/calls/${id}`)).body.data;
+    assert.equal(call.direction, 'outbound');
+    assert.equal(call.from, office.number);
+    assert.equal(call.to, '+14155550188');
+    assert.equal(call.extensionId, desk.id);
+    assert.equal(call.status, 'completed');
+    assert.equal(call.hangupCause, 'hangup_requested');
+    assert.ok(call.recordingId, 'the call was recorded');
+
+    const audio = await fetch(`${t.url}/api/v2/recordings/${call.recordingId}/audio`, {
+      headers: { 'x-api-key': office.key },
+    });
+    assert.equal(audio.status, 200);
+    const wav = decodeWav(Buffer.from(await audio.arrayBuffer()));
+    const seconds = wav.samples.length / 8000;
+    assert.ok(seconds > 1.5 && seconds < 3.5, `${seconds} s recorded over about 2 s of talk`);
+    // Both tones are there, each far above a frequency neither side sent.
+    const silent = strength(wav.samples, 700);
+    assert.ok(strength(wav.samples, 440) > 50 * silent, 'the desk phone is in the recording');
+    assert.ok(strength(wav.samples, 1000) > 50 * silent, 'the callee is in the recording');
+  });
+});
