@@ -21,7 +21,7 @@ import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/platform/db/index.ts';
 import { migrate } from '../src/platform/db/migrate.ts';
 import { createRuntime } from '../src/runtime.ts';
-import { freePort, registerScenario } from '../test/helpers/sipp.ts';
+import { freePort, registerScenario, trunkCall } from '../test/helpers/sipp.ts';
 import { UNLIMITED_SENDER } from './fixtures.ts';
 import { useScratchDatabase } from './scratch-database.ts';
 
@@ -78,61 +78,6 @@ const registered = await sipp(`127.0.0.1:${sipPort}`, {
 if (registered.failed !== 0 || registered.successful !== 1)
   throw new Error(`the bench phone did not register: ${JSON.stringify(registered)}`);
 
-/** The trunk's call: INVITE, (100, 180), 200, ACK, a pause of `holdMs`, BYE, 200. */
-function trunkScenario(holdMs: number): string {
-  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
-<scenario name="trunk call">
-  <send retrans="500"><![CDATA[
-      INVITE sip:[service]@[remote_ip]:[remote_port] SIP/2.0
-      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
-      From: <sip:+14155550123@[local_ip]>;tag=[pid]SIPpTag[call_number]
-      To: <sip:[service]@[remote_ip]>
-      Call-ID: [call_id]
-      CSeq: 1 INVITE
-      Contact: <sip:trunk@[local_ip]:[local_port]>
-      Max-Forwards: 70
-      Content-Type: application/sdp
-      Content-Length: [len]
-
-      v=0
-      o=trunk 1 1 IN IP[local_ip_type] [local_ip]
-      s=-
-      c=IN IP[media_ip_type] [media_ip]
-      t=0 0
-      m=audio [media_port] RTP/AVP 0
-      a=rtpmap:0 PCMU/8000
-
-    ]]></send>
-  <recv response="100" optional="true"/>
-  <recv response="180" optional="true"/>
-  <recv response="200" rrs="true"/>
-  <send><![CDATA[
-      ACK [next_url] SIP/2.0
-      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
-      From: <sip:+14155550123@[local_ip]>;tag=[pid]SIPpTag[call_number]
-      To: <sip:[service]@[remote_ip]>[peer_tag_param]
-      Call-ID: [call_id]
-      CSeq: 1 ACK
-      Max-Forwards: 70
-      Content-Length: 0
-
-    ]]></send>
-  <pause milliseconds="${holdMs}"/>
-  <send retrans="500"><![CDATA[
-      BYE [next_url] SIP/2.0
-      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
-      From: <sip:+14155550123@[local_ip]>;tag=[pid]SIPpTag[call_number]
-      To: <sip:[service]@[remote_ip]>[peer_tag_param]
-      Call-ID: [call_id]
-      CSeq: 2 BYE
-      Max-Forwards: 70
-      Content-Length: 0
-
-    ]]></send>
-  <recv response="200"/>
-</scenario>`;
-}
-
 /** Runs SIPp to the end; its successful and failed calls (from its statistics file) and the seconds it took. */
 async function sipp(
   target: string,
@@ -141,8 +86,8 @@ async function sipp(
   const dir = mkdtempSync(join(work, 'run-'));
   const file = join(dir, 'scenario.xml');
   writeFileSync(file, options.scenario);
-  // `[field0]` of the REGISTER scenario: the SIP domain.
-  writeFileSync(join(dir, 'fields.inf'), `SEQUENTIAL\n${config.sipDomain};\n`);
+  // `[field0]` of the scenarios: the SIP domain; `[field1]`: the number the trunk calls.
+  writeFileSync(join(dir, 'fields.inf'), `SEQUENTIAL\n${config.sipDomain};${number.number};\n`);
   const started = performance.now();
   const child = spawn(
     'sipp',
@@ -208,8 +153,6 @@ async function waitForNoLiveCalls(): Promise<void> {
 }
 
 const rate = (calls: number, offered: number, limit: number) => [
-  '-s',
-  number.number,
   '-m',
   String(calls),
   '-r',
@@ -235,7 +178,7 @@ const sampler = (async () => {
   }
 })();
 const held = await sipp(`127.0.0.1:${sipPort}`, {
-  scenario: trunkScenario(HOLD_SECONDS * 1000),
+  scenario: trunkCall({ waitMs: HOLD_SECONDS * 1000 }),
   localPort: trunkPort,
   extra: rate(HOLD, 100, HOLD),
 });
@@ -247,7 +190,7 @@ await waitForNoLiveCalls();
 progress(`${CALLS} calls offered at ${RATE}/s through the PBX`);
 await db.query('DELETE FROM calls');
 const through = await sipp(`127.0.0.1:${sipPort}`, {
-  scenario: trunkScenario(0),
+  scenario: trunkCall({}),
   localPort: trunkPort,
   extra: rate(CALLS, RATE, LIMIT),
 });
@@ -264,13 +207,13 @@ const peerPort = await freePort();
 const peer = await answeringPeer(peerPort);
 progress(`${CALLS} calls offered at ${RATE}/s SIPp to SIPp`);
 const direct = await sipp(`127.0.0.1:${peerPort}`, {
-  scenario: trunkScenario(0),
+  scenario: trunkCall({}),
   localPort: await freePort(),
   extra: rate(CALLS, RATE, LIMIT),
 });
 progress(`holding ${HOLD} calls SIPp to SIPp`);
 const directHeld = await sipp(`127.0.0.1:${peerPort}`, {
-  scenario: trunkScenario(HOLD_SECONDS * 1000),
+  scenario: trunkCall({ waitMs: HOLD_SECONDS * 1000 }),
   localPort: await freePort(),
   extra: rate(HOLD, 100, HOLD),
 });

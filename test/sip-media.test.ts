@@ -131,27 +131,23 @@ describe('the RTP relay', () => {
   });
 });
 
-/** A phone that answers (PCMU), streams `audioFile` as RTP, and waits for our BYE. */
-function answerAndStream(audioFile: string): string {
-  const headers = `[last_Via:]
+/**
+ * A phone that answers (PCMU), streams `audioFile` as RTP and waits for our BYE. With `reinvitedAfter`: before
+ * streaming it takes our re-INVITE (its media moved to the voicemail box) and waits that long (the greeting).
+ */
+function answering(audioFile: string, options: { reinvitedAfter?: number } = {}): string {
+  const reply = (status: string, tag: string, sdp: boolean) => `
+  <send${sdp ? ' retrans="500"' : ''}><![CDATA[
+      SIP/2.0 ${status}
+      [last_Via:]
       [last_From:]
-      [last_To:];tag=[pid]SIPpTag01[call_number]
+      [last_To:]${tag}
       [last_Call-ID:]
       [last_CSeq:]
-      Contact: <sip:[local_ip]:[local_port];transport=[transport]>`;
-  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
-<scenario name="answer and stream">
-  <recv request="INVITE" crlf="true"/>
-  <send><![CDATA[
-      SIP/2.0 180 Ringing
-      ${headers}
-      Content-Length: 0
-
-    ]]></send>
-  <send retrans="500"><![CDATA[
-      SIP/2.0 200 OK
-      ${headers}
-      Content-Type: application/sdp
+      Contact: <sip:[local_ip]:[local_port];transport=[transport]>
+      ${
+        sdp
+          ? `Content-Type: application/sdp
       Content-Length: [len]
 
       v=0
@@ -161,21 +157,28 @@ function answerAndStream(audioFile: string): string {
       t=0 0
       m=audio [media_port] RTP/AVP 0
       a=rtpmap:0 PCMU/8000
-
-    ]]></send>
+`
+          : 'Content-Length: 0\n'
+      }
+    ]]></send>`;
+  const tag = ';tag=[pid]SIPpTag01[call_number]';
+  const reinvited =
+    options.reinvitedAfter === undefined
+      ? ''
+      : `<recv request="INVITE" crlf="true"/>
+  ${reply('200 OK', '', true)}
   <recv request="ACK" crlf="true"/>
+  <pause milliseconds="${options.reinvitedAfter}"/>`;
+  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
+<scenario name="answer and stream">
+  <recv request="INVITE" crlf="true"/>
+  ${reply('180 Ringing', tag, false)}
+  ${reply('200 OK', tag, true)}
+  <recv request="ACK" crlf="true"/>
+  ${reinvited}
   <nop><action><exec rtp_stream="${audioFile},1,0"/></action></nop>
   <recv request="BYE"/>
-  <send><![CDATA[
-      SIP/2.0 200 OK
-      [last_Via:]
-      [last_From:]
-      [last_To:]
-      [last_Call-ID:]
-      [last_CSeq:]
-      Content-Length: 0
-
-    ]]></send>
+  ${reply('200 OK', '', false)}
 </scenario>`;
 }
 
@@ -230,11 +233,11 @@ describe('calls the API places over SIP (SIPp)', {
     await writeFile(deskSays, g711.mulaw.encode(tone(3, 440)));
     await writeFile(calleeSays, g711.mulaw.encode(tone(3, 1000)));
     const deskPhone = answeringPhone(phonePort, {
-      scenario: answerAndStream(deskSays),
+      scenario: answering(deskSays),
       mediaPort: await freePort(),
     });
     const callee = answeringPhone(trunkPort, {
-      scenario: answerAndStream(calleeSays),
+      scenario: answering(calleeSays),
       mediaPort: await freePort(),
     });
     await sleep(300); // SIPp binds its ports
@@ -279,5 +282,46 @@ describe('calls the API places over SIP (SIPp)', {
     const silent = strength(wav.samples, 700);
     assert.ok(strength(wav.samples, 440) > 50 * silent, 'the desk phone is in the recording');
     assert.ok(strength(wav.samples, 1000) > 50 * silent, 'the callee is in the recording');
+  });
+
+  test('an internal call the API places to an extension with no phone: the caller’s phone is re-INVITEd to the voicemail box', async () => {
+    const box = await api('POST', '/extensions', {
+      extension: '402',
+      name: 'Away',
+      voicemail: { enabled: true, greeting: 'Hello.' },
+    });
+    assert.equal(box.status, 201, box.text);
+    await t.ctx.db.query('DELETE FROM sip_registrations');
+    const phonePort = await freePort();
+    assert.equal(await runSipp(port, { ...desk.sip, localPort: phonePort }), 0, 'the desk phone registers');
+    const says = join(tmpdir(), `desk-message-${process.pid}.ulaw`);
+    await writeFile(says, g711.mulaw.encode(tone(2, 440)));
+    const deskPhone = answeringPhone(phonePort, {
+      scenario: answering(says, { reinvitedAfter: 2500 }),
+      mediaPort: await freePort(),
+    });
+    await sleep(300);
+
+    const placed = await api('POST', '/calls', { from: '401', to: '402' });
+    assert.equal(placed.status, 202, placed.text);
+    const id = placed.body.data.id as string;
+    await sleep(5500); // The greeting, then two seconds of message.
+    assert.equal((await api('POST', `/calls/${id}/hangup`)).status, 200);
+    assert.equal(await deskPhone.done, 0, 'answered, took the re-INVITE, streamed, got our BYE');
+
+    const call = (await api('GET', `/calls/${id}`)).body.data;
+    assert.equal(call.direction, 'internal');
+    assert.equal(call.status, 'completed');
+    assert.ok(call.voicemailId, 'the box took a message');
+    const voicemail = (await api('GET', `/voicemails/${call.voicemailId}`)).body.data;
+    assert.equal(voicemail.extensionId, box.body.data.id);
+    const audio = await fetch(`${t.url}/api/v2/voicemails/${call.voicemailId}/audio`, {
+      headers: { 'x-api-key': office.key },
+    });
+    const wav = decodeWav(Buffer.from(await audio.arrayBuffer()));
+    assert.ok(
+      strength(wav.samples, 440) > 50 * strength(wav.samples, 700),
+      'the message is the caller’s tone',
+    );
   });
 });

@@ -161,12 +161,18 @@ export function answeringPhone(
  * hold) and requires the answer to say `a=recvonly`.
  */
 export function callScenario(final: number, options: { hold?: boolean } = {}): string {
-  const invite = (cseq: number, branch: string, auth: string) => `
+  const invite = (
+    cseq: number,
+    branch: string,
+    auth: string,
+    uri = 'sip:[field1]@[field0]',
+    sendonly = false,
+  ) => `
   <send retrans="500"><![CDATA[
-      INVITE sip:[field1]@[field0] SIP/2.0
+      INVITE ${uri} SIP/2.0
       Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=${branch};rport
       From: <sip:[service]@[field0]>;tag=[pid]SIPpTag[call_number]
-      To: <sip:[field1]@[field0]>
+      To: <sip:[field1]@[field0]>${uri === '[next_url]' ? '[peer_tag_param]' : ''}
       Call-ID: [call_id]
       CSeq: ${cseq} INVITE
       Contact: <sip:[service]@[local_ip]:[local_port]>
@@ -176,12 +182,13 @@ export function callScenario(final: number, options: { hold?: boolean } = {}): s
       Content-Length: [len]
 
       v=0
-      o=user1 53655765 2353687637 IN IP[local_ip_type] [local_ip]
+      o=user1 53655765 ${2353687637 + (sendonly ? 1 : 0)} IN IP[local_ip_type] [local_ip]
       s=-
       c=IN IP[media_ip_type] [media_ip]
       t=0 0
       m=audio [media_port] RTP/AVP 0
       a=rtpmap:0 PCMU/8000
+      ${sendonly ? 'a=sendonly' : ''}
 
     ]]></send>`;
   const ack = (cseq: number, branch: string, uri: string) => `
@@ -197,28 +204,7 @@ export function callScenario(final: number, options: { hold?: boolean } = {}): s
 
     ]]></send>`;
   const hold = `
-  <send retrans="500"><![CDATA[
-      INVITE [next_url] SIP/2.0
-      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
-      From: <sip:[service]@[field0]>;tag=[pid]SIPpTag[call_number]
-      To: <sip:[field1]@[field0]>[peer_tag_param]
-      Call-ID: [call_id]
-      CSeq: 3 INVITE
-      Contact: <sip:[service]@[local_ip]:[local_port]>
-      Max-Forwards: 70
-      Content-Type: application/sdp
-      Content-Length: [len]
-
-      v=0
-      o=user1 53655765 2353687638 IN IP[local_ip_type] [local_ip]
-      s=-
-      c=IN IP[media_ip_type] [media_ip]
-      t=0 0
-      m=audio [media_port] RTP/AVP 0
-      a=rtpmap:0 PCMU/8000
-      a=sendonly
-
-    ]]></send>
+  ${invite(3, '[branch]', '', '[next_url]', true)}
   <recv response="200">
     <action><ereg regexp="a=recvonly" search_in="body" check_it="true" assign_to="direction"/></action>
   </recv>
@@ -255,5 +241,88 @@ export function callScenario(final: number, options: { hold?: boolean } = {}): s
   <recv response="100" optional="true"/>
   <recv response="180" optional="true"/>
   ${talk}
+</scenario>`;
+}
+
+/**
+ * The trunk calls `[field1]`: INVITE with a PCMU offer, answered, ACK, waits `waitMs` (the greeting), streams
+ * `audioFile` (if any) for `streamMs`, BYE. With `final` other than 200: that refusal, ACKed.
+ */
+export function trunkCall(options: {
+  audioFile?: string;
+  waitMs?: number;
+  streamMs?: number;
+  final?: number;
+}): string {
+  const final = options.final ?? 200;
+  const dialog =
+    final === 200
+      ? `<recv response="200" rrs="true"/>
+  <send><![CDATA[
+      ACK [next_url] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
+      From: <sip:+14155550123@[local_ip]>;tag=[pid]SIPpTag[call_number]
+      To: <sip:[field1]@[remote_ip]>[peer_tag_param]
+      Call-ID: [call_id]
+      CSeq: 1 ACK
+      Max-Forwards: 70
+      Content-Length: 0
+
+    ]]></send>
+  <pause milliseconds="${options.waitMs ?? 0}"/>
+  ${options.audioFile ? `<nop><action><exec rtp_stream="${options.audioFile},1,0"/></action></nop>` : ''}
+  <pause milliseconds="${options.streamMs ?? 0}"/>
+  <send retrans="500"><![CDATA[
+      BYE [next_url] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
+      From: <sip:+14155550123@[local_ip]>;tag=[pid]SIPpTag[call_number]
+      To: <sip:[field1]@[remote_ip]>[peer_tag_param]
+      Call-ID: [call_id]
+      CSeq: 2 BYE
+      Max-Forwards: 70
+      Content-Length: 0
+
+    ]]></send>
+  <recv response="200"/>`
+      : `<recv response="${final}"/>
+  <send><![CDATA[
+      ACK sip:[field1]@[remote_ip]:[remote_port] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch-1];rport
+      From: <sip:+14155550123@[local_ip]>;tag=[pid]SIPpTag[call_number]
+      To: <sip:[field1]@[remote_ip]>[peer_tag_param]
+      Call-ID: [call_id]
+      CSeq: 1 ACK
+      Max-Forwards: 70
+      Content-Length: 0
+
+    ]]></send>`;
+  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
+<scenario name="a call from the trunk">
+  <send retrans="500"><![CDATA[
+      INVITE sip:[field1]@[remote_ip]:[remote_port] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
+      From: <sip:+14155550123@[local_ip]>;tag=[pid]SIPpTag[call_number]
+      To: <sip:[field1]@[remote_ip]>
+      Call-ID: [call_id]
+      CSeq: 1 INVITE
+      Contact: <sip:trunk@[local_ip]:[local_port]>
+      Max-Forwards: 70
+      Content-Type: application/sdp
+      Content-Length: [len]
+
+      v=0
+      o=trunk 1 1 IN IP[local_ip_type] [local_ip]
+      s=-
+      c=IN IP[media_ip_type] [media_ip]
+      t=0 0
+      m=audio [media_port] RTP/AVP 0 101
+      a=rtpmap:0 PCMU/8000
+      a=rtpmap:101 telephone-event/8000
+      a=fmtp:101 0-15
+
+    ]]></send>
+  <recv response="100" optional="true"/>
+  <recv response="180" optional="true"/>
+  ${dialog}
 </scenario>`;
 }

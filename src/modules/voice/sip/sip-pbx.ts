@@ -665,22 +665,11 @@ export class SipPbx implements Pbx {
   private sendReinvite(dialog: Dialog, sdp: string): Promise<boolean> {
     const stack = this.deps.stack();
     if (!stack) return Promise.resolve(false);
-    dialog.cseq += 1;
-    const invite: SipMessage = {
-      method: 'INVITE',
-      uri: dialog.remoteUri,
-      headers: {
-        to: { uri: dialog.remoteAor, params: { tag: dialog.remoteTag } },
-        from: { uri: dialog.localUri, params: { tag: dialog.localTag } },
-        'call-id': dialog.callId,
-        cseq: { method: 'INVITE', seq: dialog.cseq },
-        via: [],
-        contact: [{ uri: `sip:pbx@${this.deps.address()}`, params: {} }],
-        'max-forwards': '70',
-        'content-type': 'application/sdp',
-      },
-      content: sdp,
-    };
+    const invite = this.inDialog(dialog, 'INVITE');
+    invite.headers.contact = [{ uri: `sip:pbx@${this.deps.address()}`, params: {} }];
+    invite.headers['max-forwards'] = '70';
+    invite.headers['content-type'] = 'application/sdp';
+    invite.content = sdp;
     return new Promise((resolve) => {
       stack.send(invite, (response) => {
         const status = response.status ?? 500;
@@ -692,18 +681,23 @@ export class SipPbx implements Pbx {
   }
 
   private sendBye(dialog: Dialog): void {
+    this.deps.stack()?.send(this.inDialog(dialog, 'BYE'));
+  }
+
+  /** A request of ours inside `dialog`, with its next CSeq. */
+  private inDialog(dialog: Dialog, method: string): SipMessage {
     dialog.cseq += 1;
-    this.deps.stack()?.send({
-      method: 'BYE',
+    return {
+      method,
       uri: dialog.remoteUri,
       headers: {
         to: { uri: dialog.remoteAor, params: { tag: dialog.remoteTag } },
         from: { uri: dialog.localUri, params: { tag: dialog.localTag } },
         'call-id': dialog.callId,
-        cseq: { method: 'BYE', seq: dialog.cseq },
+        cseq: { method, seq: dialog.cseq },
         via: [],
       },
-    });
+    };
   }
 }
 
