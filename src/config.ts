@@ -53,7 +53,7 @@ export interface Config {
   /** SIP_HOST: the address the SIP listener binds (default 0.0.0.0). */
   sipHost: string;
   /**
-   * SIP_MEDIA_ADDRESS: the IP address put in our SDP for the RTP of calls we answer (voicemail); default
+   * SIP_MEDIA_ADDRESS: the IP address put in our SDP for the RTP we carry (voicemail, the relay); default
    * SIP_HOST when it is an address, else this machine's first non-loopback IPv4 address.
    */
   sipMediaAddress?: string;

@@ -35,7 +35,7 @@ export class SipListener {
     return this.address ?? this.domain;
   }
 
-  /** Where the calls we answer ourselves take their RTP: the listener's address, and the host named in SDP. */
+  /** Where the RTP we carry (voicemail, the relay) binds: the listener's address, and the host named in SDP. */
   get mediaHosts(): { bind: string; advertise: string } | undefined {
     return this.media;
   }

@@ -12,6 +12,11 @@ import { SAMPLE_RATE } from '../audio.ts';
 
 export type G711 = 'PCMU' | 'PCMA';
 const PAYLOAD_TYPES: Record<G711, number> = { PCMU: 0, PCMA: 8 };
+/** Payload types of the codecs a recording can decode. */
+const DECODERS: Record<number, (payload: Uint8Array) => Int16Array> = {
+  0: (payload) => g711.mulaw.decode(payload),
+  8: (payload) => g711.alaw.decode(payload),
+};
 /** 20 ms of audio at 8 kHz per packet, the G.711 default packetisation (RFC 3551). */
 const SAMPLES_PER_PACKET = 160;
 const PACKET_MS = 20;
@@ -279,7 +284,7 @@ export class RtpSession {
     recording.firstTimestamp ??= timestamp;
     const offset = (timestamp - recording.firstTimestamp) >>> 0;
     if (offset >= recording.samples.length) return; // Past the longest message, or from before the start.
-    const decoded = (this.offer.codec === 'PCMU' ? g711.mulaw.decode : g711.alaw.decode)(payload);
+    const decoded = DECODERS[PAYLOAD_TYPES[this.offer.codec]]!(payload);
     const fits = decoded.subarray(0, recording.samples.length - offset);
     recording.samples.set(fits, offset);
     recording.end = Math.max(recording.end, offset + fits.length);
@@ -288,11 +293,6 @@ export class RtpSession {
 
 type Side = 'caller' | 'callee';
 const OTHER: Record<Side, Side> = { caller: 'callee', callee: 'caller' };
-/** Payload types of the codecs a recording can decode. */
-const DECODERS: Record<number, (payload: Uint8Array) => Int16Array> = {
-  0: (payload) => g711.mulaw.decode(payload),
-  8: (payload) => g711.alaw.decode(payload),
-};
 
 /**
  * Media of a call between two parties, anchored on us: one socket per side, each side's packets sent on

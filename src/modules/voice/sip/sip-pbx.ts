@@ -72,8 +72,7 @@ interface SipCall {
   /** The caller's INVITE has its final response. */
   answered: boolean;
   lastOutcome: RingOutcome;
-  /** The callee leg's INVITE while it rings (for CANCEL), then its dialog. */
-  calleeInvite?: SipMessage;
+  /** The callee leg's dialog once it answers. */
   callee?: Dialog;
   /** The SDP each side gave us last, and the one we gave it (a re-INVITE is answered with ours again). */
   remoteSdp: Partial<Record<Side, string>>;
@@ -268,10 +267,7 @@ export class SipPbx implements Pbx {
       return;
     }
     const side = this.sideOf(call, request.headers['call-id']);
-    if (request.content) {
-      call.remoteSdp[side] = request.content;
-      call.relay?.setRemote(side, request.content);
-    }
+    if (request.content) this.remoteMoved(call, side, request.content);
     const ours = call.localSdp[side];
     const answer = ours && withDirection(ours, answeringDirection(request.content));
     call.localSdp[side] = answer;
@@ -291,9 +287,13 @@ export class SipPbx implements Pbx {
     if (!request.content) return;
     const call = this.byLeg(request.headers['call-id']);
     if (!call) return;
-    const side = this.sideOf(call, request.headers['call-id']);
-    call.remoteSdp[side] = request.content;
-    call.relay?.setRemote(side, request.content);
+    this.remoteMoved(call, this.sideOf(call, request.headers['call-id']), request.content);
+  }
+
+  /** A side's new SDP: kept, and the relay sends that side's media where it now says. */
+  private remoteMoved(call: SipCall, side: Side, sdp: string): void {
+    call.remoteSdp[side] = sdp;
+    call.relay?.setRemote(side, sdp);
   }
 
   // The platform's steps
@@ -321,7 +321,7 @@ export class SipPbx implements Pbx {
       const stack = this.deps.stack();
       const hosts = this.deps.mediaHosts();
       if (!stack || !hosts) return this.outcome(current, { outcome: 'failed', at: now(), cause: 'no_sip' });
-      // An extension: its first registered phone, the caller as they dialled. A phone number: the trunk, with
+      // An extension: its first registered phone, from the caller's number. A phone number: the trunk, with
       // the call's caller id (one of our numbers) as the From the network shows. The first leg of an API call
       // shows the number it is about to connect to.
       let uri: string;
@@ -342,9 +342,11 @@ export class SipPbx implements Pbx {
         to = uri;
         fromUser = call.from;
       }
-      current.relay ??= await RtpRelay.open(hosts.bind);
+      if (!current.relay) {
+        current.relay = await RtpRelay.open(hosts.bind);
+        current.relay.setRemote('caller', current.remoteSdp.caller);
+      }
       const relay = current.relay;
-      relay.setRemote('caller', current.remoteSdp.caller);
       // The offer this leg gets: the caller's own, moved to our relay; without one (an API call, a caller who
       // offered nothing), ours, in the codec the caller's leg settled on when there is one.
       const callerOffer = current.invite ? current.remoteSdp.caller : undefined;
@@ -369,7 +371,6 @@ export class SipPbx implements Pbx {
         content: offer,
       };
       this.legs.set(invite.headers['call-id'], call.id);
-      current.calleeInvite = invite;
       return new Promise<RingResult>((resolve) => {
         let done = false;
         const settle = (result: RingResult) => {
@@ -377,7 +378,6 @@ export class SipPbx implements Pbx {
           done = true;
           clearTimeout(timer);
           current.onCancel = undefined;
-          current.calleeInvite = undefined;
           resolve(this.outcome(current, result));
         };
         const cancelLeg = () => {
@@ -466,15 +466,7 @@ export class SipPbx implements Pbx {
         resolve({
           at: this.deps.clock.now(),
           cause: from === 'api' ? 'hangup_requested' : 'normal_clearing',
-          ...(samples
-            ? {
-                recording: {
-                  wav: encodeWav(samples),
-                  durationSeconds: Math.max(1, Math.ceil(samples.length / SAMPLE_RATE)),
-                  voice: 'rtp',
-                },
-              }
-            : {}),
+          ...(samples ? { recording: rtpAudio(samples) } : {}),
         });
       };
     });
@@ -524,11 +516,7 @@ export class SipPbx implements Pbx {
         resolve({
           at: this.deps.clock.now(),
           cause,
-          audio: {
-            wav: encodeWav(samples),
-            durationSeconds: Math.max(1, Math.ceil(samples.length / SAMPLE_RATE)),
-            voice: 'rtp',
-          },
+          audio: rtpAudio(samples),
         });
       };
       sipCall.onBye = (from) => {
@@ -730,5 +718,14 @@ function concatenate(...parts: Int16Array[]): Int16Array {
 
 /** A message with nothing in it: a second of silence. */
 function emptyAudio(): CallAudio {
-  return { wav: encodeWav(silence(1)), durationSeconds: 1, voice: 'rtp' };
+  return rtpAudio(silence(1));
+}
+
+/** Audio heard over RTP as a call's recording or message: whole seconds, at least one. */
+function rtpAudio(samples: Int16Array): CallAudio {
+  return {
+    wav: encodeWav(samples),
+    durationSeconds: Math.max(1, Math.ceil(samples.length / SAMPLE_RATE)),
+    voice: 'rtp',
+  };
 }
