@@ -1,11 +1,16 @@
 // Extensions (CONTRACT section 9) over a real socket: create with SIP credentials shown once and sealed at rest,
 // change, rotate the password, delete; 409 EXTENSION_IN_USE and every other refusal with nothing changed;
 // numbers routed to an extension or its voicemail; other organizations, scopes, the product, the portal roles.
+// Uploaded voicemail greetings: any readable WAV kept as 8 kHz mono telephone audio, served back, removed; every
+// refusal (not multipart, not WAV, empty, too long, too large) changes nothing.
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
+import { decodeWav, encodeWav, SAMPLE_RATE, tone } from '../src/modules/voice/audio.ts';
 import { isShapeA, startTestApp, type TestApp } from './helpers/app.ts';
 import { countRows, type Sender, sender } from './helpers/messaging.ts';
 import { createUser, signIn } from './helpers/portal.ts';
+import { uploadFile } from './helpers/upload.ts';
 
 describe('extensions', () => {
   let t: TestApp;
@@ -34,7 +39,7 @@ describe('extensions', () => {
     assert.equal(ext.extension, '101');
     assert.equal(ext.userId, user.id);
     assert.equal(ext.forwardTo, '+14155550100');
-    assert.deepEqual(ext.voicemail, { enabled: true, greeting: null });
+    assert.deepEqual(ext.voicemail, { enabled: true, greeting: null, greetingAudio: null });
     assert.equal(ext.ringSeconds, 20);
     assert.equal(ext.sip.domain, 'localhost');
     assert.match(ext.sip.username, /^101_[0-9a-f]{10}$/);
@@ -113,7 +118,11 @@ describe('extensions', () => {
     });
     assert.equal(changed.status, 200, changed.text);
     assert.equal(changed.body.data.name, 'Sales desk');
-    assert.deepEqual(changed.body.data.voicemail, { enabled: true, greeting: 'You reached sales' });
+    assert.deepEqual(changed.body.data.voicemail, {
+      enabled: true,
+      greeting: 'You reached sales',
+      greetingAudio: null,
+    });
     assert.equal(changed.body.data.ringSeconds, 30);
     assert.equal(changed.body.data.sip.password, undefined);
 
@@ -152,6 +161,195 @@ describe('extensions', () => {
 
     await api(acme, 'DELETE', `/extensions/${ext.id}`);
     assert.equal((await api(acme, 'GET', `/numbers/${number.id}`)).body.data.voiceRoute, null);
+  });
+
+  /** A WAV of `samples` per channel at `rate` (stereo: the second channel an octave of silence). */
+  function wavAt(samples: Int16Array, rate: number, channels = 1): Buffer {
+    const interleaved = new Int16Array(samples.length * channels);
+    for (let i = 0; i < samples.length; i++) interleaved[i * channels] = samples[i]!;
+    const wav = encodeWav(interleaved);
+    wav.writeUInt16LE(channels, 22);
+    wav.writeUInt32LE(rate, 24);
+    wav.writeUInt32LE(rate * 2 * channels, 28);
+    wav.writeUInt16LE(2 * channels, 32);
+    return wav;
+  }
+
+  const uploadGreeting = (who: Sender, id: string, file: Uint8Array, field = 'file') =>
+    uploadFile(`${t.url}/api/v2/extensions/${id}/voicemail-greeting`, who.key, file, {
+      method: 'PUT',
+      field,
+      type: 'audio/wav',
+      name: 'greeting.wav',
+    });
+
+  const greetingAudio = (who: Sender, id: string, headers: Record<string, string> = {}) =>
+    fetch(`${t.url}/api/v2/extensions/${id}/voicemail-greeting`, {
+      headers: { 'x-api-key': who.key, ...headers },
+    });
+
+  test('an uploaded greeting: any readable WAV becomes 8 kHz mono, is served back with ranges, and is removed', async () => {
+    const acme = await org();
+    const ext = (await api(acme, 'POST', '/extensions', { extension: '610', name: 'Sales' })).body.data;
+    assert.equal((await greetingAudio(acme, ext.id)).status, 404, 'no greeting yet');
+
+    // Three seconds of a 440 Hz tone, recorded at 16 kHz in stereo (the second channel silent).
+    const source = new Int16Array(3 * 16000);
+    for (let i = 0; i < source.length; i++)
+      source[i] = Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / 16000));
+    const uploaded = await uploadGreeting(acme, ext.id, wavAt(source, 16000, 2));
+    assert.equal(uploaded.status, 200, JSON.stringify(uploaded.body));
+    const { greetingAudio: meta } = uploaded.body.data.voicemail;
+    assert.equal(meta.durationSeconds, 3);
+    assert.ok(Date.parse(meta.uploadedAt) > 0);
+    assert.deepEqual(
+      (await api(acme, 'GET', `/extensions/${ext.id}`)).body.data.voicemail.greetingAudio,
+      meta,
+    );
+
+    const served = await greetingAudio(acme, ext.id);
+    assert.equal(served.status, 200);
+    assert.equal(served.headers.get('content-type'), 'audio/wav');
+    const bytes = Buffer.from(await served.arrayBuffer());
+    const wav = decodeWav(bytes);
+    assert.equal(wav.sampleRate, SAMPLE_RATE);
+    assert.equal(wav.channels, 1);
+    assert.equal(wav.samples.length, 3 * SAMPLE_RATE);
+    // Stereo mixed (the tone at half its level), then resampled: the pitch stays 440 Hz.
+    let crossings = 0;
+    for (let i = 1; i < wav.samples.length; i++)
+      if (wav.samples[i - 1]! < 0 !== wav.samples[i]! < 0) crossings++;
+    assert.ok(Math.abs(crossings / 3 / 2 - 440) < 5, `${crossings / 6} Hz`);
+    assert.ok(Math.max(...wav.samples) > 3500 && Math.max(...wav.samples) < 4500);
+    const ranged = await greetingAudio(acme, ext.id, { range: 'bytes=0-43' });
+    assert.equal(ranged.status, 206);
+    assert.deepEqual(Buffer.from(await ranged.arrayBuffer()), bytes.subarray(0, 44));
+
+    // Another upload replaces it.
+    const replaced = await uploadGreeting(acme, ext.id, wavAt(tone(1.5), SAMPLE_RATE));
+    assert.equal(replaced.status, 200);
+    assert.equal(replaced.body.data.voicemail.greetingAudio.durationSeconds, 2);
+    assert.equal(
+      decodeWav(Buffer.from(await (await greetingAudio(acme, ext.id)).arrayBuffer())).samples.length,
+      12000,
+    );
+
+    const removed = await api(acme, 'DELETE', `/extensions/${ext.id}/voicemail-greeting`);
+    assert.equal(removed.status, 200);
+    assert.equal(removed.body.data.voicemail.greetingAudio, null);
+    assert.equal((await greetingAudio(acme, ext.id)).status, 404);
+    const again = await api(acme, 'DELETE', `/extensions/${ext.id}/voicemail-greeting`);
+    assert.equal(again.status, 404);
+    assert.equal(again.body.error, 'Voicemail greeting not found');
+
+    // Deleting the extension deletes its greeting.
+    await uploadGreeting(acme, ext.id, wavAt(tone(1), SAMPLE_RATE));
+    assert.equal((await api(acme, 'DELETE', `/extensions/${ext.id}`)).status, 200);
+    assert.equal(
+      await countRows(t, 'SELECT 1 FROM voicemail_greetings WHERE extension_id = $1', [ext.id]),
+      0,
+    );
+  });
+
+  test('greeting refusals: not multipart, no file, not WAV, empty, too long, too large; the greeting stays', async () => {
+    const acme = await org();
+    const ext = (await api(acme, 'POST', '/extensions', { extension: '620', name: 'Support' })).body.data;
+    const kept = await uploadGreeting(acme, ext.id, wavAt(tone(1), SAMPLE_RATE));
+    assert.equal(kept.status, 200);
+    const before = Buffer.from(await (await greetingAudio(acme, ext.id)).arrayBuffer());
+
+    const refusals: [string, { status: number; body: any }, number, RegExp][] = [
+      [
+        'JSON body',
+        await api(acme, 'PUT', `/extensions/${ext.id}/voicemail-greeting`, { file: 'x' }),
+        400,
+        /multipart field "file"/,
+      ],
+      [
+        'another field',
+        await uploadGreeting(acme, ext.id, wavAt(tone(1), SAMPLE_RATE), 'audio'),
+        400,
+        /multipart field "file"/,
+      ],
+      [
+        'an MP3',
+        await uploadGreeting(acme, ext.id, Buffer.from('ID3\u0004\u0000 not a wav')),
+        400,
+        /must be a WAV file: Not a WAV/,
+      ],
+      [
+        'ADPCM',
+        await uploadGreeting(
+          acme,
+          ext.id,
+          (() => {
+            const w = wavAt(tone(1), SAMPLE_RATE);
+            w.writeUInt16LE(2, 20);
+            return w;
+          })(),
+        ),
+        400,
+        /format 2 .*not supported/,
+      ],
+      [
+        'no samples',
+        await uploadGreeting(acme, ext.id, wavAt(new Int16Array(0), SAMPLE_RATE)),
+        400,
+        /holds no audio/,
+      ],
+      [
+        'three minutes',
+        await uploadGreeting(acme, ext.id, wavAt(new Int16Array(180 * SAMPLE_RATE), SAMPLE_RATE)),
+        400,
+        /lasts 180 seconds; .* at most 120/,
+      ],
+    ];
+    for (const [what, res, status, message] of refusals) {
+      assert.equal(res.status, status, `${what}: ${JSON.stringify(res.body)}`);
+      assert.equal(res.body.success, false);
+      assert.match(res.body.error, message, what);
+      assert.equal(res.body.code, 'INVALID_AUDIO', what);
+    }
+    // Past 25 MB: refused as the file streams in (a declared length above the limit is refused before).
+    const huge = await uploadGreeting(acme, ext.id, new Uint8Array(25 * 1024 * 1024 + 1));
+    assert.equal(huge.status, 413, JSON.stringify(huge.body));
+    const declared = await new Promise<number | undefined>((resolve, reject) => {
+      const request = httpRequest(`${t.url}/api/v2/extensions/${ext.id}/voicemail-greeting`, {
+        method: 'PUT',
+        headers: {
+          'x-api-key': acme.key,
+          'content-type': 'multipart/form-data; boundary=x',
+          'content-length': String(26 * 1024 * 1024),
+        },
+      });
+      request.on('response', (response) => {
+        response.resume();
+        resolve(response.statusCode);
+        request.destroy();
+      });
+      request.on('error', reject);
+      request.flushHeaders();
+    });
+    assert.equal(declared, 413, 'refused before a byte of the body is read');
+
+    const after = await greetingAudio(acme, ext.id);
+    assert.deepEqual(Buffer.from(await after.arrayBuffer()), before, 'the greeting is the one kept');
+    const row = (await api(acme, 'GET', `/extensions/${ext.id}`)).body.data;
+    assert.equal(row.voicemail.greetingAudio.durationSeconds, 1);
+
+    // Another organization's extension, a read-only key, the portal roles.
+    const globex = await org();
+    assert.equal((await uploadGreeting(globex, ext.id, wavAt(tone(1), SAMPLE_RATE))).status, 404);
+    assert.equal((await greetingAudio(globex, ext.id)).status, 404);
+    assert.equal((await api(globex, 'DELETE', `/extensions/${ext.id}/voicemail-greeting`)).status, 404);
+    const reader = await org({}, ['extensions:read']);
+    const readOnly = await uploadGreeting(reader, ext.id, wavAt(tone(1), SAMPLE_RATE));
+    assert.equal(readOnly.status, 403);
+    assert.equal(readOnly.body.code, 'insufficient_scope');
+    assert.equal(
+      await countRows(t, 'SELECT 1 FROM voicemail_greetings WHERE organization_id = $1', [acme.id]),
+      1,
+    );
   });
 
   test('other organizations 404; scopes; the voice product; portal members read, owners change', async () => {

@@ -3,6 +3,7 @@
 // a µ-law recording of speech as RTP and hangs up; the voicemail's WAV holds that audio sample for sample (G.711
 // decoding is exact), a voicemail.created webhook arrives. Refusals: a number that is not ours (404: the trunk
 // relays nowhere), and the same INVITE from an address that is not the trunk's (challenged like any phone).
+// An uploaded greeting is what the caller hears, byte for byte in the RTP it receives.
 // Out: an extension's phone dials a phone number and reaches SIPp answering as the trunk.
 // The RTP session on its own, over a real UDP socket: packets out of order, a lost one, keys pressed (RFC 4733).
 import assert from 'node:assert/strict';
@@ -13,13 +14,14 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import g711 from 'alawmulaw';
-import { decodeWav, synthesise, tone } from '../src/modules/voice/audio.ts';
+import { decodeWav, encodeWav, synthesise, tone } from '../src/modules/voice/audio.ts';
 import { answerSdp, parseOffer, RtpSession } from '../src/modules/voice/sip/rtp.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { type Sender, sender } from './helpers/messaging.ts';
 import { createUser, signIn } from './helpers/portal.ts';
 import { type Receiver, startReceiver } from './helpers/receiver.ts';
 import { answeringPhone, callScenario, freePort, runSipp, sippInstalled, trunkCall } from './helpers/sipp.ts';
+import { uploadFile } from './helpers/upload.ts';
 
 describe('the SIP trunk and voicemail over RTP (SIPp)', {
   skip: !sippInstalled && 'SIPp (sip-tester) not installed',
@@ -149,6 +151,72 @@ describe('the SIP trunk and voicemail over RTP (SIPp)', {
     assert.equal(call!.status, 'completed');
     assert.equal(call!.hangupCause, 'normal_clearing');
     assert.ok(call!.answeredAt);
+  });
+
+  test("an uploaded greeting is what the caller hears: the box plays the owner's audio, not its text", async () => {
+    // A greeting recorded at 16 kHz: a rising sweep, unlike anything espeak-ng says.
+    const source = new Int16Array(16000);
+    for (let i = 0, phase = 0; i < source.length; i++) {
+      phase += (2 * Math.PI * (300 + (900 * i) / source.length)) / 16000;
+      source[i] = Math.round(9000 * Math.sin(phase));
+    }
+    const wav = encodeWav(source);
+    wav.writeUInt32LE(16000, 24);
+    wav.writeUInt32LE(32000, 28);
+    const uploaded = await uploadFile(
+      `${t.url}/api/v2/extensions/${extensionId}/voicemail-greeting`,
+      office.key,
+      wav,
+      { method: 'PUT', type: 'audio/wav', name: 'greeting.wav' },
+    );
+    assert.equal(uploaded.status, 200, JSON.stringify(uploaded.body));
+    const stored = await fetch(`${t.url}/api/v2/extensions/${extensionId}/voicemail-greeting`, {
+      headers: { 'x-api-key': office.key },
+    });
+    const greeting = decodeWav(Buffer.from(await stored.arrayBuffer())).samples;
+
+    // The trunk's SDP sends our audio to a socket of the test's own, which keeps every packet.
+    const ear = createSocket('udp4');
+    const earPort = await freePort();
+    await new Promise<void>((resolve) => ear.bind(earPort, '127.0.0.1', () => resolve()));
+    const heard: Buffer[] = [];
+    ear.on('message', (packet) => heard.push(packet));
+    try {
+      const code = await runSipp(port, {
+        username: 'trunk',
+        password: 'unused',
+        localPort: trunkPort,
+        mediaPort: await freePort(),
+        callee: office.number,
+        scenario: trunkCall({ sdpMediaPort: earPort, waitMs: 2500 }),
+      });
+      assert.equal(code, 0, 'the trunk went through INVITE, 200, ACK, BYE');
+    } finally {
+      ear.close();
+      const removed = await api('DELETE', `/extensions/${extensionId}/voicemail-greeting`);
+      assert.equal(removed.status, 200);
+    }
+    // In sequence order, µ-law (the offer's codec): the greeting's own samples first, exactly as G.711 carries them.
+    const payload = Buffer.concat(
+      heard
+        .map((packet) => ({
+          sequence: packet.readUInt16BE(2),
+          type: packet[1]! & 0x7f,
+          payload: packet.subarray(12),
+        }))
+        .filter((packet) => packet.type === 0)
+        .sort((a, b) => a.sequence - b.sequence)
+        .map((packet) => packet.payload),
+    );
+    const expected = Buffer.from(g711.mulaw.encode(greeting));
+    assert.ok(
+      payload.length >= expected.length,
+      `${payload.length} bytes heard for a ${expected.length}-byte greeting`,
+    );
+    assert.ok(
+      payload.subarray(0, expected.length).equals(expected),
+      'the caller heard the uploaded greeting',
+    );
   });
 
   test('no open relay: a number not ours is 404 from the trunk; from elsewhere the same INVITE is challenged', async () => {

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import multipart from '@fastify/multipart';
+import g711 from 'alawmulaw';
 import Fastify, { type FastifyInstance } from 'fastify';
 import {
   decodeWav,
@@ -13,6 +14,7 @@ import {
   recordedAudio,
   resample,
   SAMPLE_RATE,
+  telephoneAudio,
   tone,
 } from '../src/modules/voice/audio.ts';
 import { ApiError } from '../src/platform/errors.ts';
@@ -65,12 +67,76 @@ describe('WAV audio', () => {
     assert.throws(() => decodeWav(Buffer.from('not a wav file at all')), /RIFF/);
     assert.throws(() => decodeWav(wav.subarray(0, 30)), /truncated/);
     assert.throws(() => decodeWav(wav.subarray(0, 36)), /no data chunk/);
-    const alaw = Buffer.from(wav);
-    alaw.writeUInt16LE(6, 20);
-    assert.throws(() => decodeWav(alaw), /not linear PCM/);
-    const eightBit = Buffer.from(wav);
-    eightBit.writeUInt16LE(8, 34);
-    assert.throws(() => decodeWav(eightBit), /8-bit/);
+    const adpcm = Buffer.from(wav);
+    adpcm.writeUInt16LE(2, 20);
+    assert.throws(() => decodeWav(adpcm), /format 2 .*not supported/);
+    const twelveBit = Buffer.from(wav);
+    twelveBit.writeUInt16LE(12, 34);
+    assert.throws(() => decodeWav(twelveBit), /12-bit samples is not supported/);
+  });
+
+  test('decode: the formats audio editors write (8/24/32-bit PCM, float, A-law, µ-law, extensible, stereo)', () => {
+    const want = [0, 16384, -16384, 32512, -32768];
+    /** A WAV of `data` under a fmt chunk of `code` (extensible: the code goes in the sub-format GUID). */
+    const wavOf = (
+      code: number,
+      bits: number,
+      data: Buffer,
+      options: { channels?: number; extensible?: boolean } = {},
+    ) => {
+      const channels = options.channels ?? 1;
+      const fmt = Buffer.alloc(options.extensible ? 40 : 16);
+      fmt.writeUInt16LE(options.extensible ? 0xfffe : code, 0);
+      fmt.writeUInt16LE(channels, 2);
+      fmt.writeUInt32LE(16000, 4);
+      fmt.writeUInt32LE((16000 * channels * bits) / 8, 8);
+      fmt.writeUInt16LE((channels * bits) / 8, 12);
+      fmt.writeUInt16LE(bits, 14);
+      if (options.extensible) {
+        fmt.writeUInt16LE(22, 16);
+        fmt.writeUInt16LE(code, 24);
+      }
+      const chunk = (id: string, body: Buffer) => {
+        const header = Buffer.alloc(8);
+        header.write(id, 0, 'ascii');
+        header.writeUInt32LE(body.length, 4);
+        return Buffer.concat([header, body]);
+      };
+      const body = Buffer.concat([Buffer.from('WAVE'), chunk('fmt ', fmt), chunk('data', data)]);
+      return Buffer.concat([Buffer.from('RIFF'), Buffer.from([0, 0, 0, 0]), body]);
+    };
+    const eight = Buffer.from(want.map((v) => (v >> 8) + 128));
+    assert.deepEqual([...decodeWav(wavOf(1, 8, eight)).samples], want);
+    const twentyFour = Buffer.alloc(want.length * 3);
+    for (const [i, v] of want.entries()) twentyFour.writeIntLE(v * 256 + 17, i * 3, 3);
+    assert.deepEqual([...decodeWav(wavOf(1, 24, twentyFour)).samples], want);
+    const thirtyTwo = Buffer.alloc(want.length * 4);
+    for (const [i, v] of want.entries()) thirtyTwo.writeInt32LE(v * 65536 + 3, i * 4);
+    assert.deepEqual([...decodeWav(wavOf(1, 32, thirtyTwo, { extensible: true })).samples], want);
+    const float = Buffer.alloc(12);
+    for (const [i, v] of [0.5, -1, 2].entries()) float.writeFloatLE(v, i * 4);
+    assert.deepEqual([...decodeWav(wavOf(3, 32, float)).samples], [16384, -32767, 32767]);
+    // G.711 is lossy: the decoded values are those of the law's tables, near what was encoded.
+    const pcm = Int16Array.from([1000, -1000, 8000]);
+    for (const [code, law] of [
+      [6, g711.alaw],
+      [7, g711.mulaw],
+    ] as const) {
+      const decoded = decodeWav(wavOf(code, 8, Buffer.from(law.encode(pcm))));
+      assert.equal(decoded.sampleRate, 16000);
+      assert.deepEqual([...decoded.samples], [...law.decode(law.encode(pcm))]);
+      for (let i = 0; i < pcm.length; i++)
+        assert.ok(Math.abs(decoded.samples[i]! - pcm[i]!) < Math.abs(pcm[i]!) / 16 + 64);
+    }
+    // Stereo at 16 kHz becomes telephone audio: channels mixed, 8 kHz.
+    const stereo = Buffer.alloc(8 * 2 * 2);
+    for (let i = 0; i < 8; i++) {
+      stereo.writeInt16LE(1000, i * 4);
+      stereo.writeInt16LE(3000, i * 4 + 2);
+    }
+    const decoded = decodeWav(wavOf(1, 16, stereo, { channels: 2 }));
+    assert.equal(decoded.channels, 2);
+    assert.deepEqual([...telephoneAudio(decoded)], [2000, 2000, 2000, 2000]);
   });
 
   test('resample: a tone keeps its pitch and the length follows the ratio', () => {

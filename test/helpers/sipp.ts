@@ -250,6 +250,8 @@ export function callScenario(final: number, options: { hold?: boolean } = {}): s
  */
 export function trunkCall(options: {
   audioFile?: string;
+  /** The port the INVITE's SDP names for audio to come to (a test's own socket); SIPp's media port if unset. */
+  sdpMediaPort?: number;
   waitMs?: number;
   streamMs?: number;
   final?: number;
@@ -315,7 +317,7 @@ export function trunkCall(options: {
       s=-
       c=IN IP[media_ip_type] [media_ip]
       t=0 0
-      m=audio [media_port] RTP/AVP 0 101
+      m=audio ${options.sdpMediaPort ?? '[media_port]'} RTP/AVP 0 101
       a=rtpmap:0 PCMU/8000
       a=rtpmap:101 telephone-event/8000
       a=fmtp:101 0-15

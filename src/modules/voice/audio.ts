@@ -2,6 +2,7 @@
 // (a G.711 codec encodes exactly these samples). The simulated PBX makes what its callers "say" here: speech
 // synthesised by espeak-ng when it is installed, else a plainly synthetic tone, and it says which.
 import { execFile } from 'node:child_process';
+import g711 from 'alawmulaw';
 
 export const SAMPLE_RATE = 8000;
 /** The longest a synthesised text may be; espeak-ng takes about a second per 15 characters. */
@@ -39,10 +40,18 @@ export function encodeWav(samples: Int16Array): Buffer {
   return wav;
 }
 
+/** WAVE format codes we read (RFC 2361); WAVE_FORMAT_EXTENSIBLE names one of them in its sub-format. */
+const WAVE_PCM = 1;
+const WAVE_FLOAT = 3;
+const WAVE_ALAW = 6;
+const WAVE_MULAW = 7;
+const WAVE_EXTENSIBLE = 0xfffe;
+
 /**
- * Reads a 16-bit PCM WAV, walking its chunks (unknown ones such as LIST are skipped). A data chunk that claims
- * more than the file holds is read to the file's end: programs writing to a pipe (espeak-ng --stdout) cannot
- * go back to fill the size in.
+ * Reads a WAV file into 16-bit samples, walking its chunks (unknown ones such as LIST are skipped): linear PCM
+ * of 8, 16, 24 or 32 bits, 32-bit float, and G.711 A-law and µ-law, plain or as WAVE_FORMAT_EXTENSIBLE, what
+ * audio editors and telephone systems write. A data chunk that claims more than the file holds is read to the
+ * file's end: programs writing to a pipe (espeak-ng --stdout) cannot go back to fill the size in.
  */
 export function decodeWav(bytes: Buffer): DecodedWav {
   if (
@@ -52,7 +61,7 @@ export function decodeWav(bytes: Buffer): DecodedWav {
   ) {
     throw new Error('Not a WAV file: no RIFF/WAVE header');
   }
-  let format: Omit<DecodedWav, 'samples'> | undefined;
+  let format: (Omit<DecodedWav, 'samples'> & { code: number }) | undefined;
   let offset = 12;
   while (offset + 8 <= bytes.length) {
     const id = bytes.toString('ascii', offset, offset + 4);
@@ -60,26 +69,71 @@ export function decodeWav(bytes: Buffer): DecodedWav {
     const body = offset + 8;
     if (id === 'fmt ') {
       if (size < 16 || body + 16 > bytes.length) throw new Error('WAV fmt chunk is truncated');
-      const code = bytes.readUInt16LE(body);
-      if (code !== 1) throw new Error(`WAV format ${code} is not linear PCM`);
+      let code = bytes.readUInt16LE(body);
+      if (code === WAVE_EXTENSIBLE) {
+        if (size < 40 || body + 26 > bytes.length) throw new Error('WAV extensible fmt chunk is truncated');
+        code = bytes.readUInt16LE(body + 24); // the sub-format GUID begins with the format code
+      }
       format = {
+        code,
         channels: bytes.readUInt16LE(body + 2),
         sampleRate: bytes.readUInt32LE(body + 4),
         bitsPerSample: bytes.readUInt16LE(body + 14),
       };
-      if (format.bitsPerSample !== 16) throw new Error(`WAV has ${format.bitsPerSample}-bit samples, not 16`);
+      const bits = format.bitsPerSample;
+      const readable =
+        (code === WAVE_PCM && [8, 16, 24, 32].includes(bits)) ||
+        (code === WAVE_FLOAT && bits === 32) ||
+        ((code === WAVE_ALAW || code === WAVE_MULAW) && bits === 8);
+      if (!readable) {
+        throw new Error(
+          `WAV format ${code} with ${bits}-bit samples is not supported: use linear PCM (8, 16, 24 or 32-bit), 32-bit float, A-law or µ-law`,
+        );
+      }
       if (format.channels < 1 || format.sampleRate < 1) throw new Error('WAV fmt chunk is invalid');
     } else if (id === 'data') {
       if (!format) throw new Error('WAV data comes before its fmt chunk');
+      const { code, ...shape } = format;
       const end = Math.min(bytes.length, body + size);
-      const count = Math.floor((end - body) / 2);
-      const samples = new Int16Array(count);
-      for (let i = 0; i < count; i++) samples[i] = bytes.readInt16LE(body + i * 2);
-      return { ...format, samples };
+      return { ...shape, samples: wavSamples(bytes.subarray(body, end), code, shape.bitsPerSample) };
     }
     offset = body + size + (size % 2); // chunks are padded to an even length
   }
   throw new Error('WAV file is truncated: no data chunk');
+}
+
+/** The samples of a WAV data chunk as 16-bit linear PCM. */
+function wavSamples(data: Buffer, code: number, bits: number): Int16Array {
+  if (code === WAVE_ALAW) return g711.alaw.decode(data);
+  if (code === WAVE_MULAW) return g711.mulaw.decode(data);
+  const width = bits / 8;
+  const samples = new Int16Array(Math.floor(data.length / width));
+  for (let i = 0; i < samples.length; i++) {
+    const at = i * width;
+    if (code === WAVE_FLOAT) {
+      samples[i] = Math.round(Math.max(-1, Math.min(1, data.readFloatLE(at))) * 32767);
+    } else if (bits === 8) {
+      samples[i] = (data[at]! - 128) << 8; // 8-bit WAV is unsigned
+    } else {
+      samples[i] = data.readIntLE(at + width - 2, 2); // the two most significant bytes
+    }
+  }
+  return samples;
+}
+
+/** A decoded WAV as telephone audio: its channels mixed to one and resampled to 8 kHz. */
+export function telephoneAudio(wav: DecodedWav): Int16Array {
+  const { channels } = wav;
+  let mono = wav.samples;
+  if (channels > 1) {
+    mono = new Int16Array(Math.floor(wav.samples.length / channels));
+    for (let i = 0; i < mono.length; i++) {
+      let sum = 0;
+      for (let c = 0; c < channels; c++) sum += wav.samples[i * channels + c]!;
+      mono[i] = Math.round(sum / channels);
+    }
+  }
+  return resample(mono, wav.sampleRate, SAMPLE_RATE);
 }
 
 export function silence(seconds: number): Int16Array {
@@ -141,10 +195,7 @@ export async function synthesise(text: string): Promise<Int16Array | undefined> 
     );
   });
   if (!output) return undefined;
-  const wav = decodeWav(output);
-  const mono =
-    wav.channels === 1 ? wav.samples : wav.samples.filter((_sample, index) => index % wav.channels === 0);
-  return resample(mono, wav.sampleRate, SAMPLE_RATE);
+  return telephoneAudio(decodeWav(output));
 }
 
 /**

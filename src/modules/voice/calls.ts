@@ -35,8 +35,6 @@ export const PHONE_RING_SECONDS = 30;
 const HANGUP_CHANNEL = 'voice_hangup';
 const HANGUP_WAIT_MS = 5000;
 const HANGUP_POLL_MS = 100;
-const DEFAULT_GREETING =
-  'The person you are calling is not available. Please leave a message after the tone.';
 
 /** How a leg's end that was not an answer ends the call. */
 const STATUS_OF: Record<Exclude<RingResult['outcome'], 'answered'>, CallStatus> = {
@@ -531,10 +529,7 @@ export class CallService {
   /** The voicemail box answers: the greeting, then the caller's message until they hang up. */
   private async voicemail(live: Live, extension: ExtensionRow, at: Date): Promise<void> {
     await this.answered(live, at, live.row.extension_id ? {} : { extension_id: extension.id });
-    const message = await live.engine.takeVoicemail(
-      live.leg,
-      extension.voicemail_greeting ?? DEFAULT_GREETING,
-    );
+    const message = await live.engine.takeVoicemail(live.leg, await this.extensions.greetingOf(extension));
     await this.finish(
       live,
       { status: 'completed', at: message.at, cause: message.cause },

@@ -10,6 +10,9 @@ export interface ExtensionRow {
   user_id: string | null;
   voicemail_enabled: boolean;
   voicemail_greeting: string | null;
+  /** The uploaded greeting's length; null when the box speaks its text greeting. */
+  voicemail_greeting_seconds: number | null;
+  voicemail_greeting_uploaded_at: Date | null;
   forward_to: string | null;
   ring_seconds: number;
   sip_username: string;
@@ -110,6 +113,57 @@ export class ExtensionStore {
     const [row] = await db.query<ExtensionRow>(
       `UPDATE extensions SET ${sets.join(', ')} WHERE id = $1 AND organization_id = $2 RETURNING *`,
       params,
+    );
+    return row;
+  }
+
+  /** Keeps `audio` as the extension's greeting (replacing any before); undefined when it is not the organization's. */
+  async saveGreeting(
+    db: Queryable,
+    organizationId: string,
+    id: string,
+    greeting: { audio: Buffer; seconds: number },
+    now: Date,
+  ): Promise<ExtensionRow | undefined> {
+    const [row] = await db.query<ExtensionRow>(
+      `UPDATE extensions SET voicemail_greeting_seconds = $3, voicemail_greeting_uploaded_at = $4, updated_at = $4
+       WHERE id = $1 AND organization_id = $2 RETURNING *`,
+      [id, organizationId, greeting.seconds, now],
+    );
+    if (!row) return undefined;
+    await db.query(
+      `INSERT INTO voicemail_greetings (extension_id, organization_id, audio) VALUES ($1, $2, $3)
+       ON CONFLICT (extension_id) DO UPDATE SET audio = EXCLUDED.audio`,
+      [id, organizationId, greeting.audio],
+    );
+    return row;
+  }
+
+  /** The uploaded greeting's WAV, if the extension has one. */
+  async greeting(db: Queryable, organizationId: string, id: string): Promise<Buffer | undefined> {
+    const [row] = await db.query<{ audio: Uint8Array }>(
+      'SELECT audio FROM voicemail_greetings WHERE extension_id = $1 AND organization_id = $2',
+      [id, organizationId],
+    );
+    return row ? Buffer.from(row.audio.buffer, row.audio.byteOffset, row.audio.byteLength) : undefined;
+  }
+
+  /** Removes the uploaded greeting; undefined when the extension had none (or is not the organization's). */
+  async removeGreeting(
+    db: Queryable,
+    organizationId: string,
+    id: string,
+    now: Date,
+  ): Promise<ExtensionRow | undefined> {
+    const removed = await db.query(
+      'DELETE FROM voicemail_greetings WHERE extension_id = $1 AND organization_id = $2 RETURNING extension_id',
+      [id, organizationId],
+    );
+    if (removed.length === 0) return undefined;
+    const [row] = await db.query<ExtensionRow>(
+      `UPDATE extensions SET voicemail_greeting_seconds = NULL, voicemail_greeting_uploaded_at = NULL, updated_at = $3
+       WHERE id = $1 AND organization_id = $2 RETURNING *`,
+      [id, organizationId, now],
     );
     return row;
   }

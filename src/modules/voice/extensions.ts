@@ -13,11 +13,22 @@ import { normalisePhone } from '../../platform/phone.ts';
 import type { UserService } from '../identity/index.ts';
 import type { NumberService } from '../numbers/index.ts';
 import type { Organization } from '../organizations/index.ts';
+import { decodeWav, encodeWav, SAMPLE_RATE, telephoneAudio } from './audio.ts';
 import { type ExtensionColumns, type ExtensionRow, ExtensionStore } from './extension-store.ts';
+import type { VoicemailGreeting } from './pbx.ts';
 import type { ExtensionCreateInput, ExtensionPatchInput, PublicExtension } from './schemas.ts';
 
 /** Bytes of randomness in a SIP password (24 characters of base64url). */
 const SIP_PASSWORD_BYTES = 18;
+/** The longest uploaded greeting: long enough for any message, short enough that callers stay on the line. */
+export const MAX_GREETING_SECONDS = 120;
+/** What a box without a greeting of its own says. */
+const DEFAULT_GREETING =
+  'The person you are calling is not available. Please leave a message after the tone.';
+
+function invalidAudio(message: string): ApiError {
+  return new ApiError(400, message, { code: 'INVALID_AUDIO' });
+}
 
 export class ExtensionService {
   private readonly db: Database;
@@ -112,6 +123,59 @@ export class ExtensionService {
     });
   }
 
+  /**
+   * Keeps an uploaded WAV as the extension's voicemail greeting, converted to telephone audio (8 kHz mono):
+   * played instead of the text greeting until it is removed. A file that is not a WAV we can read, holds no
+   * sound, or lasts longer than two minutes is refused (400 INVALID_AUDIO) and nothing changes.
+   */
+  async uploadGreeting(organizationId: string, id: string, file: Buffer): Promise<PublicExtension> {
+    let samples: Int16Array;
+    try {
+      samples = telephoneAudio(decodeWav(file));
+    } catch (error) {
+      throw invalidAudio(`The greeting must be a WAV file: ${(error as Error).message}`);
+    }
+    const seconds = samples.length / SAMPLE_RATE;
+    if (samples.length === 0) throw invalidAudio('The greeting holds no audio');
+    if (seconds > MAX_GREETING_SECONDS) {
+      throw invalidAudio(
+        `The greeting lasts ${Math.round(seconds)} seconds; a greeting may last at most ${MAX_GREETING_SECONDS}`,
+      );
+    }
+    const greeting = { audio: encodeWav(samples), seconds: Math.ceil(seconds) };
+    const row = await this.db.transaction((tx) =>
+      this.store.saveGreeting(tx, organizationId, id, greeting, this.clock.now()),
+    );
+    if (!row) throw ApiError.notFound('Extension');
+    return this.toPublic(row);
+  }
+
+  /** The uploaded greeting as WAV; 404 when the extension has none. */
+  async greetingAudio(organizationId: string, id: string): Promise<Buffer> {
+    await this.find(this.db, organizationId, id);
+    const audio = await this.store.greeting(this.db, organizationId, id);
+    if (!audio) throw ApiError.notFound('Voicemail greeting');
+    return audio;
+  }
+
+  /** Goes back to the text greeting; 404 when there was no uploaded one. */
+  async removeGreeting(organizationId: string, id: string): Promise<PublicExtension> {
+    return this.db.transaction(async (tx) => {
+      await this.find(tx, organizationId, id);
+      const row = await this.store.removeGreeting(tx, organizationId, id, this.clock.now());
+      if (!row) throw ApiError.notFound('Voicemail greeting');
+      return this.toPublic(row);
+    });
+  }
+
+  /** What the extension's voicemail box says before the beep: its uploaded audio, else its text. */
+  async greetingOf(row: ExtensionRow): Promise<VoicemailGreeting> {
+    const text = row.voicemail_greeting ?? DEFAULT_GREETING;
+    if (row.voicemail_greeting_seconds === null) return { text };
+    const wav = await this.store.greeting(this.db, row.organization_id, row.id);
+    return wav ? { text, audio: decodeWav(wav).samples } : { text };
+  }
+
   /** Whether the organization has extension `id` (a number's voice route may name it). */
   async exists(organizationId: string, id: string, tx: Queryable = this.db): Promise<boolean> {
     return (await this.store.find(tx, organizationId, id)) !== undefined;
@@ -170,7 +234,17 @@ export class ExtensionService {
       extension: row.extension,
       name: row.name,
       userId: row.user_id,
-      voicemail: { enabled: row.voicemail_enabled, greeting: row.voicemail_greeting },
+      voicemail: {
+        enabled: row.voicemail_enabled,
+        greeting: row.voicemail_greeting,
+        greetingAudio:
+          row.voicemail_greeting_seconds === null
+            ? null
+            : {
+                durationSeconds: row.voicemail_greeting_seconds,
+                uploadedAt: row.voicemail_greeting_uploaded_at!.toISOString(),
+              },
+      },
       forwardTo: row.forward_to,
       ringSeconds: row.ring_seconds,
       sip: { username: row.sip_username, domain: this.sipDomain, ...(password ? { password } : {}) },

@@ -40,6 +40,12 @@ export interface CallEnd {
   cause: string;
 }
 
+/** What a voicemail box says before the beep: the owner's uploaded audio (8 kHz) when there is one, else the text. */
+export interface VoicemailGreeting {
+  text: string;
+  audio?: Int16Array;
+}
+
 export interface Pbx {
   readonly name: string;
   /** Whether it can take voicemail (record a caller's audio); without, unanswered calls end unanswered. */
@@ -57,7 +63,7 @@ export interface Pbx {
   /** Holds an answered call until a side hangs up; with `record`, the audio of the conversation. */
   converse(call: PbxCall, options: { record: boolean }): Promise<CallEnd & { recording?: CallAudio }>;
   /** Plays the greeting, then records the caller until they hang up. */
-  takeVoicemail(call: PbxCall, greeting: string): Promise<CallEnd & { audio: CallAudio }>;
+  takeVoicemail(call: PbxCall, greeting: VoicemailGreeting): Promise<CallEnd & { audio: CallAudio }>;
   /** Ends what the call is doing now; the pending step resolves with cause `hangup_requested`. */
   hangup(callId: string): boolean;
   /** The platform is done with the call (it ended): the PBX forgets it. */

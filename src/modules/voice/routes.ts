@@ -1,12 +1,16 @@
 // Extensions on the developer API and the portal (CONTRACT section 9). Scopes extensions:read and
 // extensions:write; the voice product; in the portal any member reads and owners and admins change them.
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import { ApiError } from '../../platform/errors.ts';
 import type { App } from '../../platform/http/app-type.ts';
+import { sendBytes } from '../../platform/http/byte-range.ts';
 import { callerOf, cursorScope } from '../../platform/http/caller.ts';
 import { envelope, IdParams } from '../../platform/http/schemas.ts';
 import type { ModuleRoutes } from '../../platform/module.ts';
 import { OffsetPageQuery, PageEnvelope, pageResponse } from '../../platform/pagination.ts';
 import { organizationsModule } from '../organizations/index.ts';
+import { MAX_GREETING_SECONDS } from './extensions.ts';
 import { ExtensionCreate, ExtensionPatch, ExtensionSchema } from './schemas.ts';
 import type { VoiceServices } from './services.ts';
 
@@ -113,6 +117,73 @@ export const extensionRoutes: ModuleRoutes<VoiceServices> =
       }),
     );
 
+    app.put(
+      '/extensions/:id/voicemail-greeting',
+      {
+        config: { ...write, uploadLimit: MAX_GREETING_UPLOAD_BYTES, errorStatuses: [413] },
+        schema: {
+          operationId: 'extensions.uploadGreeting',
+          tags,
+          summary: "Upload the voicemail box's own greeting (multipart field `file`, a WAV file)",
+          description:
+            'Send `multipart/form-data` with a WAV file in field `file`: linear PCM (8, 16, 24 or 32-bit), 32-bit ' +
+            `float, A-law or µ-law, any sample rate, mono or stereo, at most ${MAX_GREETING_SECONDS} seconds and ` +
+            `${MAX_GREETING_UPLOAD_BYTES / 1024 / 1024} MB. It is kept as telephone audio (8 kHz mono) and played ` +
+            'instead of the text greeting until it is deleted. Refusals: 400 INVALID_AUDIO (not a readable WAV, ' +
+            'empty or too long), 413 (too large).',
+          params: IdParams,
+          response: { 200: envelope(ExtensionSchema) },
+        },
+      },
+      async (request) => {
+        const { organizationId } = callerOf(request);
+        const file = await greetingFile(request);
+        return {
+          success: true as const,
+          data: await extensions.uploadGreeting(organizationId, request.params.id, file),
+        };
+      },
+    );
+
+    app.get(
+      '/extensions/:id/voicemail-greeting',
+      {
+        config: { ...read, errorStatuses: [416] },
+        schema: {
+          operationId: 'extensions.greetingAudio',
+          tags,
+          summary:
+            'The uploaded voicemail greeting (audio/wav, 8 kHz mono); 404 when the box speaks its text',
+          params: IdParams,
+          response: {
+            200: Type.Unsafe<Buffer>({ type: 'string', format: 'binary', description: 'audio/wav' }),
+          },
+        },
+      },
+      async (request, reply) => {
+        const audio = await extensions.greetingAudio(callerOf(request).organizationId, request.params.id);
+        return sendBytes(request, reply, audio, 'audio/wav');
+      },
+    );
+
+    app.delete(
+      '/extensions/:id/voicemail-greeting',
+      {
+        config: write,
+        schema: {
+          operationId: 'extensions.deleteGreeting',
+          tags,
+          summary: 'Delete the uploaded greeting: the box speaks its text greeting again',
+          params: IdParams,
+          response: { 200: envelope(ExtensionSchema) },
+        },
+      },
+      async (request) => ({
+        success: true as const,
+        data: await extensions.removeGreeting(callerOf(request).organizationId, request.params.id),
+      }),
+    );
+
     app.delete(
       '/extensions/:id',
       {
@@ -131,3 +202,29 @@ export const extensionRoutes: ModuleRoutes<VoiceServices> =
       },
     );
   };
+
+/** A WAV of two minutes at 44.1 kHz stereo 16-bit is 21 MB; telephone-quality files are far smaller. */
+const MAX_GREETING_UPLOAD_BYTES = 25 * 1024 * 1024;
+
+/** The bytes of the multipart field `file`; 400 INVALID_AUDIO without one, 413 past the limit. */
+async function greetingFile(request: FastifyRequest): Promise<Buffer> {
+  if (!request.isMultipart()) throw noGreetingFile();
+  try {
+    for await (const part of request.parts({ limits: { fileSize: MAX_GREETING_UPLOAD_BYTES } })) {
+      if (part.type === 'file' && part.fieldname === 'file') return await part.toBuffer();
+      if (part.type === 'file') part.file.resume();
+    }
+  } catch (error) {
+    // The parser's own refusals (a file past the limit: 413) carry their status; a body that cannot be read
+    // at all is the client's fault.
+    if ((error as { statusCode?: number }).statusCode) throw error;
+    throw ApiError.badRequest(`The multipart body could not be read: ${(error as Error).message}`);
+  }
+  throw noGreetingFile();
+}
+
+function noGreetingFile(): ApiError {
+  return new ApiError(400, 'Send the greeting as a WAV file in the multipart field "file"', {
+    code: 'INVALID_AUDIO',
+  });
+}

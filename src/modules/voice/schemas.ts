@@ -59,7 +59,17 @@ export const ExtensionSchema = Type.Object({
   extension: Type.String(),
   name: Type.String(),
   userId: Type.Union([Type.String(), Type.Null()]),
-  voicemail: Type.Object({ enabled: Type.Boolean(), greeting: Type.Union([Type.String(), Type.Null()]) }),
+  voicemail: Type.Object({
+    enabled: Type.Boolean(),
+    greeting: Type.Union([Type.String(), Type.Null()]),
+    greetingAudio: Type.Union(
+      [Type.Object({ durationSeconds: Type.Integer(), uploadedAt: Type.String() }), Type.Null()],
+      {
+        description:
+          'The uploaded greeting (PUT /extensions/{id}/voicemail-greeting), played instead of `greeting`; null: the text is spoken',
+      },
+    ),
+  }),
   forwardTo: Type.Union([Type.String(), Type.Null()]),
   ringSeconds: Type.Integer(),
   sip: SipCredentials,

@@ -14,7 +14,16 @@
 import type { Clock } from '../../platform/clock.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { recordedAudio } from './audio.ts';
-import type { CallAudio, CallEnd, Party, Pbx, PbxCall, RingOutcome, RingResult } from './pbx.ts';
+import type {
+  CallAudio,
+  CallEnd,
+  Party,
+  Pbx,
+  PbxCall,
+  RingOutcome,
+  RingResult,
+  VoicemailGreeting,
+} from './pbx.ts';
 
 /** What the operator's test control may say happens next on a call. */
 export const PBX_EVENTS = ['ringing', 'answered', 'completed', 'busy', 'no_answer', 'failed'] as const;
@@ -139,7 +148,7 @@ export class SimulatedPbx implements Pbx {
     );
   }
 
-  takeVoicemail(call: PbxCall, _greeting: string): Promise<CallEnd & { audio: CallAudio }> {
+  takeVoicemail(call: PbxCall, _greeting: VoicemailGreeting): Promise<CallEnd & { audio: CallAudio }> {
     const simulated = this.call(call.id);
     const startedAt = this.now(simulated);
     const text = simulated.behaviour.voicemailText;

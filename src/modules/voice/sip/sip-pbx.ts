@@ -24,7 +24,16 @@ import type { Organization, OrganizationService } from '../../organizations/inde
 import { encodeWav, MAX_SECONDS, SAMPLE_RATE, silence, synthesise, tone } from '../audio.ts';
 import type { CallService } from '../calls.ts';
 import type { ExtensionService } from '../extensions.ts';
-import type { CallAudio, CallEnd, Party, Pbx, PbxCall, RingOutcome, RingResult } from '../pbx.ts';
+import type {
+  CallAudio,
+  CallEnd,
+  Party,
+  Pbx,
+  PbxCall,
+  RingOutcome,
+  RingResult,
+  VoicemailGreeting,
+} from '../pbx.ts';
 import type { Registrar } from './registrar.ts';
 import {
   answeringDirection,
@@ -473,12 +482,13 @@ export class SipPbx implements Pbx {
   }
 
   /**
-   * The voicemail box answers the caller itself: 200 with our SDP, the greeting spoken (espeak-ng, else a tone)
-   * and a beep into RTP, then the caller's RTP recorded until a side hangs up or ten minutes pass. A caller
+   * The voicemail box answers the caller itself: 200 with our SDP, the greeting (the uploaded audio, else its
+   * text spoken by espeak-ng, else a tone) and a beep into RTP, then the caller's RTP recorded until a side
+   * hangs up or ten minutes pass. A caller
    * whose offer has neither PCMU nor PCMA cannot leave a message: the step fails (the call ends `failed`,
    * `platform_error`) and the caller gets 488.
    */
-  async takeVoicemail(call: PbxCall, greeting: string): Promise<CallEnd & { audio: CallAudio }> {
+  async takeVoicemail(call: PbxCall, greeting: VoicemailGreeting): Promise<CallEnd & { audio: CallAudio }> {
     const sipCall = this.calls.get(call.id);
     if (!sipCall) return { at: this.deps.clock.now(), cause: 'normal_clearing', audio: emptyAudio() };
     const offer = parseOffer(sipCall.remoteSdp.caller);
@@ -526,7 +536,7 @@ export class SipPbx implements Pbx {
       // The greeting takes its own time; the message may then last MAX_SECONDS.
       let limit: NodeJS.Timeout | undefined;
       void (async () => {
-        const speech = (await synthesise(greeting).catch(() => undefined)) ?? tone(1);
+        const speech = greeting.audio ?? (await synthesise(greeting.text).catch(() => undefined)) ?? tone(1);
         await media.play(concatenate(speech, silence(0.3), tone(0.4, 1000)));
         if (ended) return;
         media.startRecording();
