@@ -310,7 +310,7 @@ describe('extensions', () => {
       assert.match(res.body.error, message, what);
       assert.equal(res.body.code, 'INVALID_AUDIO', what);
     }
-    // Past 25 MB: refused as the file streams in (a declared length above the limit is refused before).
+    // Past 25 MB: refused as the file streams in (a declared length well above the limit is refused before).
     const huge = await uploadGreeting(acme, ext.id, new Uint8Array(25 * 1024 * 1024 + 1));
     assert.equal(huge.status, 413, JSON.stringify(huge.body));
     const declared = await new Promise<number | undefined>((resolve, reject) => {

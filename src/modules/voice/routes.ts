@@ -120,7 +120,7 @@ export const extensionRoutes: ModuleRoutes<VoiceServices> =
     app.put(
       '/extensions/:id/voicemail-greeting',
       {
-        config: { ...write, uploadLimit: MAX_GREETING_UPLOAD_BYTES, errorStatuses: [413] },
+        config: { ...write, uploadLimit: MAX_GREETING_UPLOAD_BYTES + 64 * 1024, errorStatuses: [413] },
         schema: {
           operationId: 'extensions.uploadGreeting',
           tags,
@@ -211,13 +211,18 @@ async function greetingFile(request: FastifyRequest): Promise<Buffer> {
   if (!request.isMultipart()) throw noGreetingFile();
   try {
     for await (const part of request.parts({ limits: { fileSize: MAX_GREETING_UPLOAD_BYTES } })) {
-      if (part.type === 'file' && part.fieldname === 'file') return await part.toBuffer();
+      if (part.type === 'file' && part.fieldname === 'file') {
+        const file = await part.toBuffer();
+        // The parser marks a file cut at the limit but does not always throw for it.
+        if (part.file.truncated) throw new ApiError(413, 'The greeting file is larger than 25 MB');
+        return file;
+      }
       if (part.type === 'file') part.file.resume();
     }
   } catch (error) {
     // The parser's own refusals (a file past the limit: 413) carry their status; a body that cannot be read
     // at all is the client's fault.
-    if ((error as { statusCode?: number }).statusCode) throw error;
+    if (error instanceof ApiError || (error as { statusCode?: number }).statusCode) throw error;
     throw ApiError.badRequest(`The multipart body could not be read: ${(error as Error).message}`);
   }
   throw noGreetingFile();
