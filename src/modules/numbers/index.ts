@@ -7,7 +7,7 @@ import { numberOperatorRoutes, numberRoutes } from './routes.ts';
 import { NumberService } from './service.ts';
 
 export type { PhoneNumber } from './service.ts';
-export { NumberService, type VoiceRouteTargets } from './service.ts';
+export { NumberService, type RouteTargetExists } from './service.ts';
 
 export interface NumbersServices {
   numbers: NumberService;

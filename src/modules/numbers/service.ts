@@ -34,12 +34,10 @@ export interface PhoneNumber {
 }
 
 /**
- * Which route targets exist: the voice module (built after this one) knows its extensions, and agents when
- * they exist. Until one is given, no extension or agent exists.
+ * Whether a route's target exists: the voice module (built after this one) knows its extensions, the agents
+ * module its agents. Until a module says how for a type, no target of that type exists.
  */
-export interface VoiceRouteTargets {
-  exists(organizationId: string, route: VoiceRoute): Promise<boolean>;
-}
+export type RouteTargetExists = (organizationId: string, target: string) => Promise<boolean>;
 
 /** How many candidates a search asks the carrier for at a time, to drop those already owned in one query. */
 const SEARCH_CHUNK = 50;
@@ -50,7 +48,7 @@ export class NumberService {
   private readonly carrier: Carrier;
   private readonly pagination: Paginator;
   private readonly store = new NumberStore();
-  private targets: VoiceRouteTargets | undefined;
+  private readonly targets = new Map<VoiceRoute['type'], RouteTargetExists>();
 
   constructor(deps: { db: Database; clock: Clock; carrier: Carrier; pagination: Paginator }) {
     this.db = deps.db;
@@ -59,9 +57,9 @@ export class NumberService {
     this.pagination = deps.pagination;
   }
 
-  /** Tells the service which extensions and agents a voice route may name. */
-  useRouteTargets(targets: VoiceRouteTargets): void {
-    this.targets = targets;
+  /** Tells the service which targets a voice route of `types` may name (extensions, agents). */
+  useRouteTargets(types: VoiceRoute['type'][], exists: RouteTargetExists): void {
+    for (const type of types) this.targets.set(type, exists);
   }
 
   /** Clears the voice route of the organization's numbers that send calls to `target` by one of `types`. */
@@ -185,7 +183,8 @@ export class NumberService {
         throw ApiError.badRequest('voiceRoute.target: a number cannot forward to itself');
       return { type: 'forward', target };
     }
-    if (!(await this.targets?.exists(org.id, route))) {
+    const exists = this.targets.get(route.type);
+    if (!(await exists?.(org.id, route.target))) {
       const what = route.type === 'agent' ? 'agent' : 'extension';
       throw ApiError.badRequest(`voiceRoute.target: no ${what} ${route.target} in this organization`);
     }

@@ -2,6 +2,7 @@
 // product; in the portal any member places and hangs up calls. The operator's region capacity and the
 // simulated PBX's test controls are here too.
 import { Type } from 'typebox';
+import { ApiError } from '../../platform/errors.ts';
 import type { App } from '../../platform/http/app-type.ts';
 import { callerOf, cursorScope } from '../../platform/http/caller.ts';
 import { envelope, IdParams } from '../../platform/http/schemas.ts';
@@ -189,7 +190,16 @@ export const pbxTestControls: ModuleRoutes<VoiceServices> =
       },
       async (request) => {
         await calls.getAny(request.params.id);
-        await simulatedPbx.drive(request.params.id, request.body.event);
+        const { event, text, audio } = request.body;
+        if (event === 'utterance' && !text && !audio) {
+          throw ApiError.badRequest(
+            'An utterance carries the words as `text` or a WAV of them as `audio` (base64)',
+          );
+        }
+        await simulatedPbx.drive(request.params.id, event, {
+          text,
+          audio: audio ? Buffer.from(audio, 'base64') : undefined,
+        });
         return { success: true as const, data: toCall(await calls.getAny(request.params.id)) };
       },
     );

@@ -62,6 +62,7 @@ export interface CallChange {
   duration_seconds?: number;
   hangup_cause?: string;
   extension_id?: string;
+  agent_id?: string;
   recording_id?: string;
   voicemail_id?: string;
   lease_expires_at?: Date | null;

@@ -24,7 +24,7 @@ import { CallAnswered, CallCompleted, CallRinging } from './events.ts';
 import type { ExtensionRow } from './extension-store.ts';
 import type { ExtensionService } from './extensions.ts';
 import type { CallMedia } from './media.ts';
-import type { CallAudio, Party, Pbx, PbxCall, RingResult } from './pbx.ts';
+import type { AgentLine, CallAudio, Party, Pbx, PbxCall, RingResult } from './pbx.ts';
 import type { CallCreateInput, PublicCall } from './schemas.ts';
 
 /** Seconds a capacity lease lasts; the program renews it every third of that. */
@@ -60,6 +60,27 @@ interface Leftovers {
   recording?: CallAudio;
 }
 
+/**
+ * An AI agent on calls (the agents module gives one): it keeps each agent call's record and does the talking.
+ * The voice module rings, answers, transfers and ends the call around it.
+ */
+export interface AgentRunner {
+  /** Agent `agentId` takes or places the call: its agent call record begins, before it rings or answers. */
+  begin(call: CallRow, agentId: string): Promise<void>;
+  /**
+   * Talks on the answered call until the caller hangs up, the agent ends the call, or it hands the call to
+   * `transferTo`. `hangUp` ends what the line is doing (the agent's time is up).
+   */
+  converse(call: CallRow, line: AgentLine, hangUp: () => void): Promise<AgentEnd>;
+  /** The call ended (answered or not): the agent call record gets its end. */
+  end(call: CallRow, how: { transferred: boolean; endedByAgent: boolean }): Promise<void>;
+}
+
+export type AgentEnd =
+  | { kind: 'hangup'; at: Date; cause: string }
+  | { kind: 'ended_by_agent'; at: Date }
+  | { kind: 'transfer'; at: Date; to: string };
+
 /** What a running call knows of itself between steps. */
 interface Live {
   row: CallRow;
@@ -86,6 +107,7 @@ export class CallService {
   private readonly running = new Map<string, Promise<void>>();
   private readonly engines = new Map<string, Pbx>();
   private leaseTimer?: NodeJS.Timeout;
+  private agents?: AgentRunner;
   private hangups?: Promise<(() => Promise<void>) | undefined>;
 
   constructor(deps: {
@@ -115,7 +137,68 @@ export class CallService {
     this.log = deps.log;
   }
 
+  /** Lets AI agents take calls (a number routed to an agent) and place them. */
+  useAgents(runner: AgentRunner): void {
+    this.agents = runner;
+  }
+
   // The API
+
+  /**
+   * POST /agents/{id}/calls: agent `agentId` calls `to` from one of the organization's numbers (`from`, else
+   * its first). Answers at once (202); the agent talks once the callee answers.
+   */
+  async placeForAgent(
+    org: Organization,
+    agentId: string,
+    input: { to: string; from?: string },
+  ): Promise<PublicCall> {
+    const refusal = accountRefusal(org, { product: 'voice' });
+    if (refusal) throw refusal;
+    const to = normalisePhone(input.to, org.region);
+    if (!to) throw ApiError.badRequest('to must be a phone number');
+    let from: string | undefined;
+    if (input.from) {
+      const normalised = normalisePhone(input.from, org.region);
+      const own = normalised ? await this.numbers.findByNumber(normalised) : undefined;
+      if (!own || own.organizationId !== org.id) {
+        throw ApiError.badRequest('from must be one of your numbers (the caller id the callee sees)');
+      }
+      from = own.number;
+    } else {
+      from = (await this.numbers.list(org.id))[0]?.number;
+      if (!from) throw ApiError.badRequest('from: the organization has no number to call from');
+    }
+    const engine = this.placing();
+    if (!this.agents || !engine.agentLine) {
+      throw new ApiError(409, `AI agents cannot place calls on the ${engine.name} PBX yet`, {
+        code: 'AGENT_CALLS_UNAVAILABLE',
+      });
+    }
+    const row = await this.admit({
+      organizationId: org.id,
+      region: org.region,
+      direction: 'outbound',
+      from,
+      to,
+      extensionId: null,
+      record: false,
+    });
+    const placed = (await this.store.change(this.db, row.id, { agent_id: agentId }, this.clock.now())) ?? row;
+    await this.agents.begin(placed, agentId);
+    this.start(
+      placed,
+      (running) =>
+        this.withAgent(running, async (how) => {
+          const callee = await this.ring(running, { kind: 'phone', number: to }, PHONE_RING_SECONDS);
+          if (callee.outcome !== 'answered') return this.finish(running, notAnswered(callee));
+          await this.answered(running, callee.at);
+          await this.agentTalks(running, how);
+        }),
+      engine,
+    );
+    return toCall(placed);
+  }
 
   /** POST /calls: an outbound (click-to-call) or internal call. Answers at once (202); the call plays out. */
   async place(org: Organization, input: CallCreateInput): Promise<PublicCall> {
@@ -246,7 +329,7 @@ export class CallService {
       ? 'no_voice_product'
       : org.suspended
         ? 'account_suspended'
-        : !number.voiceRoute || number.voiceRoute.type === 'agent'
+        : !number.voiceRoute || (number.voiceRoute.type === 'agent' && (!this.agents || !engine.agentLine))
           ? 'no_route'
           : undefined;
     if (refusal) return { call: await this.refuse(call, refusal) };
@@ -276,6 +359,7 @@ export class CallService {
     const program = this.start(
       row,
       async (live) => {
+        if (route.type === 'agent') return this.agentAnswers(live, route.target);
         if (route.type === 'forward') return this.forward(live, route.target);
         if (route.type === 'voicemail') return this.voicemail(live, extension!, new Date(this.clock.now()));
         return this.reachExtension(live, extension!);
@@ -524,6 +608,63 @@ export class CallService {
     const result = await this.ring(live, { kind: 'phone', number }, PHONE_RING_SECONDS);
     if (result.outcome !== 'answered') return this.finish(live, notAnswered(result));
     await this.talk(live, result.at);
+  }
+
+  /** An AI agent answers at once and talks with the caller. */
+  private async agentAnswers(live: Live, agentId: string): Promise<void> {
+    await this.step(live, { agent_id: agentId });
+    await this.agents!.begin(live.row, agentId);
+    await this.withAgent(live, async (how) => {
+      await this.answered(live, this.clock.now());
+      await this.agentTalks(live, how);
+    });
+  }
+
+  /**
+   * Runs an agent call's steps; whatever they end in (a failure too: the call ends `failed`), the agent call's
+   * record gets its end.
+   */
+  private async withAgent(
+    live: Live,
+    steps: (how: { transferred: boolean; endedByAgent: boolean }) => Promise<void>,
+  ): Promise<void> {
+    const how = { transferred: false, endedByAgent: false };
+    try {
+      await steps(how);
+    } catch (error) {
+      this.log.error({ err: error, callId: live.row.id }, 'agent call failed');
+      await this.finish(live, { status: 'failed', at: this.clock.now(), cause: 'platform_error' });
+    }
+    await this.agents!.end(live.row, how);
+  }
+
+  /** The agent talks; the call ends as the agent's conversation does, or is transferred to a person. */
+  private async agentTalks(live: Live, how: { transferred: boolean; endedByAgent: boolean }): Promise<void> {
+    const line = live.engine.agentLine!(live.leg);
+    const end = await this.agents!.converse(live.row, line, () => live.engine.hangup(live.row.id));
+    if (end.kind === 'hangup')
+      return this.finish(live, { status: 'completed', at: end.at, cause: end.cause });
+    if (end.kind === 'ended_by_agent') {
+      how.endedByAgent = true;
+      return this.finish(live, { status: 'completed', at: end.at, cause: 'normal_clearing' });
+    }
+    // A transfer: the person at `to` (an extension or a phone) rings; answered, caller and person talk.
+    const extension = /^[0-9]{2,6}$/.test(end.to)
+      ? await this.extensions.store.findByNumber(this.db, live.row.organization_id, end.to)
+      : undefined;
+    const result = extension
+      ? await this.ring(live, extensionParty(extension), extension.ring_seconds)
+      : await this.ring(live, { kind: 'phone', number: end.to }, PHONE_RING_SECONDS);
+    if (result.outcome !== 'answered') {
+      return this.finish(live, { status: 'completed', at: result.at, cause: 'transfer_failed' });
+    }
+    how.transferred = true;
+    const talk = await live.engine.converse(live.leg, { record: live.row.record });
+    await this.finish(
+      live,
+      { status: 'completed', at: talk.at, cause: talk.cause },
+      { recording: talk.recording },
+    );
   }
 
   /** The voicemail box answers: the greeting, then the caller's message until they hang up. */

@@ -20,7 +20,11 @@ import { Registrar } from './sip/registrar.ts';
 import { SipPbx } from './sip/sip-pbx.ts';
 import { type Transcriber, transcriberFrom } from './transcribers.ts';
 
+export type { CallRow } from './call-store.ts';
+export type { AgentEnd, AgentRunner, CallService } from './calls.ts';
 export type { ExtensionService } from './extensions.ts';
+export type { CallMedia } from './media.ts';
+export type { AgentLine } from './pbx.ts';
 export type { VoiceServices } from './services.ts';
 
 export const voiceModule = defineModule({
@@ -37,11 +41,10 @@ export const voiceModule = defineModule({
       numbers,
       sipDomain: config.sipDomain,
     });
-    // A number's voice route may name an extension (or its voicemail box); agents arrive with their module.
-    numbers.useRouteTargets({
-      exists: async (organizationId, route) =>
-        route.type !== 'agent' && (await extensions.exists(organizationId, route.target)),
-    });
+    // A number's voice route may name an extension (or its voicemail box); agents: the agents module.
+    numbers.useRouteTargets(['extension', 'voicemail'], (organizationId, target) =>
+      extensions.exists(organizationId, target),
+    );
     let transcriber: Promise<Transcriber | undefined> | undefined;
     const media = new CallMedia({
       db,

@@ -73,6 +73,15 @@ export class CallMedia {
   }
 
   /** Stores the recording of `call`, in the transaction that ends the call. */
+  /**
+   * The words in a WAV (a caller speaking to an AI agent), by the same engine as transcriptions; undefined
+   * when no engine is configured or installed.
+   */
+  async speechToText(wav: Buffer): Promise<string | undefined> {
+    const transcriber = await this.transcriber();
+    return transcriber ? (await transcriber.transcribe(wav)).trim() : undefined;
+  }
+
   async addRecording(tx: Queryable, call: CallRow, audio: CallAudio, at: Date): Promise<RecordingRow> {
     const row = await this.store.insertRecording(tx, {
       id: newId('rec', at.getTime()),

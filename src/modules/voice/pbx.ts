@@ -64,8 +64,26 @@ export interface Pbx {
   converse(call: PbxCall, options: { record: boolean }): Promise<CallEnd & { recording?: CallAudio }>;
   /** Plays the greeting, then records the caller until they hang up. */
   takeVoicemail(call: PbxCall, greeting: VoicemailGreeting): Promise<CallEnd & { audio: CallAudio }>;
+  /**
+   * The answered call as a voice agent hears and speaks it (an AI agent answering or calling). Absent: the
+   * PBX cannot carry agent calls.
+   */
+  agentLine?(call: PbxCall): AgentLine;
   /** Ends what the call is doing now; the pending step resolves with cause `hangup_requested`. */
   hangup(callId: string): boolean;
   /** The platform is done with the call (it ended): the PBX forgets it. */
   release(callId: string): void;
+}
+
+/** What a voice agent hears: the caller's words (as text, or as audio to transcribe), or the caller gone. */
+export type Heard =
+  | { kind: 'speech'; at: Date; text?: string; audio?: Buffer }
+  | { kind: 'hangup'; at: Date; cause: string };
+
+/** An answered call as a voice agent has it: it speaks, then listens for the caller's next words. */
+export interface AgentLine {
+  /** Speaks `text` to the caller (synthesised where the PBX carries audio); resolves when it has been said. */
+  say(text: string): Promise<void>;
+  /** The caller's next utterance, or their hanging up (the API's hang-up too: cause `hangup_requested`). */
+  listen(): Promise<Heard>;
 }

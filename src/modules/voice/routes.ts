@@ -137,6 +137,7 @@ export const extensionRoutes: ModuleRoutes<VoiceServices> =
       },
       async (request) => {
         const { organizationId } = callerOf(request);
+        await extensions.get(organizationId, request.params.id); // 404 before the body is read
         const file = await greetingFile(request);
         return {
           success: true as const,

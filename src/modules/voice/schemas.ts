@@ -193,12 +193,28 @@ export const TestInbound = Type.Object(
     voicemailText: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
     speech: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
     durationSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 600 })),
+    utterances: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 1000 }), {
+        maxItems: 50,
+        description: 'What the caller says to an AI agent, turn by turn',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
 export type TestInboundInput = Static<typeof TestInbound>;
 
 export const TestCallEvent = Type.Object(
-  { event: Type.Enum(['ringing', 'answered', 'completed', 'busy', 'no_answer', 'failed']) },
+  {
+    event: Type.Enum(['ringing', 'answered', 'completed', 'busy', 'no_answer', 'failed', 'utterance']),
+    text: Type.Optional(Type.String({ minLength: 1, maxLength: 1000, description: 'utterance: the words' })),
+    audio: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 4_000_000,
+        description: 'utterance: a WAV of the words, base64',
+      }),
+    ),
+  },
   { additionalProperties: false },
 );

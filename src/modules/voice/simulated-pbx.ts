@@ -15,8 +15,10 @@ import type { Clock } from '../../platform/clock.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { recordedAudio } from './audio.ts';
 import type {
+  AgentLine,
   CallAudio,
   CallEnd,
+  Heard,
   Party,
   Pbx,
   PbxCall,
@@ -26,7 +28,15 @@ import type {
 } from './pbx.ts';
 
 /** What the operator's test control may say happens next on a call. */
-export const PBX_EVENTS = ['ringing', 'answered', 'completed', 'busy', 'no_answer', 'failed'] as const;
+export const PBX_EVENTS = [
+  'ringing',
+  'answered',
+  'completed',
+  'busy',
+  'no_answer',
+  'failed',
+  'utterance',
+] as const;
 export type PbxEvent = (typeof PBX_EVENTS)[number];
 
 /** Last four digits of a phone number that make the simulator's legs to it end that way. */
@@ -45,6 +55,14 @@ export interface SimulatedBehaviour {
   voicemailText?: string;
   speech?: string;
   durationSeconds?: number;
+  /** What the caller says to an AI agent, turn by turn; then they hang up (auto, instant) or wait (manual). */
+  utterances?: string[];
+}
+
+/** What a test control's `utterance` carries: the caller's words as text, or a WAV of them. */
+export interface Utterance {
+  text?: string;
+  audio?: Buffer;
 }
 
 export type SimulationMode = 'auto' | 'manual';
@@ -56,20 +74,24 @@ const DEFAULT_TALK_SECONDS = 30;
 /** A caller without words leaves this much tone. */
 const WORDLESS_VOICEMAIL_SECONDS = 5;
 
-type Step = 'ring' | 'converse' | 'voicemail';
+type Step = 'ring' | 'converse' | 'voicemail' | 'listen';
 
 /** The events each step takes; anything else from a test control is a 409 that says what it takes. */
 const ACCEPTS: Record<Step, readonly PbxEvent[]> = {
   ring: ['ringing', 'answered', 'busy', 'no_answer', 'failed', 'completed'],
   converse: ['completed'],
   voicemail: ['completed'],
+  listen: ['utterance', 'completed'],
 };
 
 interface Waiter {
   step: Step;
-  deliver(event: PbxEvent, at: Date): Promise<void>;
+  deliver(event: PbxEvent, at: Date, utterance?: Utterance): Promise<void>;
   hangup(at: Date): void;
 }
+
+/** A scripted event: seconds after the previous one, the event, and the caller's words for an utterance. */
+type PlannedEvent = [number, PbxEvent] | [number, PbxEvent, Utterance];
 
 interface SimulatedCall {
   behaviour: SimulatedBehaviour;
@@ -170,6 +192,38 @@ export class SimulatedPbx implements Pbx {
     );
   }
 
+  /**
+   * An agent on the call: what it says is taken as said (nothing is played to anyone); what the caller says
+   * comes from the script's `utterances` in turn, then from the test control's `utterance` events (manual),
+   * and once the script has no more words the caller hangs up (auto, instant).
+   */
+  agentLine(call: PbxCall): AgentLine {
+    const simulated = this.call(call.id);
+    return {
+      say: async () => {},
+      listen: () =>
+        this.wait<Heard>(
+          call.id,
+          (settle) => ({
+            step: 'listen',
+            deliver: async (event, at, utterance) => {
+              if (event === 'utterance') settle({ kind: 'speech', at, ...utterance });
+              else settle({ kind: 'hangup', at, cause: 'normal_clearing' });
+            },
+            hangup: (at) => settle({ kind: 'hangup', at, cause: 'hangup_requested' }),
+          }),
+          () => {
+            const next = simulated.behaviour.utterances?.shift();
+            if (next !== undefined)
+              return [[Math.ceil(next.split(/\s+/).length / 2.5), 'utterance', { text: next }]];
+            return [[2, 'completed']];
+          },
+          // Scripted words are said even in manual play; only the end waits for the test control.
+          () => (simulated.behaviour.utterances?.length ?? 0) > 0,
+        ),
+    };
+  }
+
   hangup(callId: string): boolean {
     const call = this.calls.get(callId);
     if (!call) return false;
@@ -191,7 +245,7 @@ export class SimulatedPbx implements Pbx {
    * on the PBX again or has ended the call), so the caller reads the call's new state. A 409 when the call is
    * not waiting on anything that takes `event`.
    */
-  async drive(callId: string, event: PbxEvent): Promise<void> {
+  async drive(callId: string, event: PbxEvent, utterance?: Utterance): Promise<void> {
     const call = this.calls.get(callId);
     const waiter = call?.waiter;
     if (!call || !waiter)
@@ -205,7 +259,7 @@ export class SimulatedPbx implements Pbx {
     }
     if (event === 'ringing') return waiter.deliver(event, this.clock.now());
     const settled = this.settled(call);
-    await waiter.deliver(event, this.clock.now());
+    await waiter.deliver(event, this.clock.now(), utterance);
     await settled;
   }
 
@@ -220,7 +274,8 @@ export class SimulatedPbx implements Pbx {
   private wait<T>(
     callId: string,
     makeWaiter: (settle: (result: T) => void, fail: (error: unknown) => void) => Waiter,
-    plan: (call: SimulatedCall) => [number, PbxEvent][],
+    plan: (call: SimulatedCall) => PlannedEvent[],
+    scriptedEvenWhenManual: () => boolean = () => false,
   ): Promise<T> {
     const call = this.call(callId);
     return new Promise<T>((resolve, reject) => {
@@ -237,42 +292,40 @@ export class SimulatedPbx implements Pbx {
       // Whoever delivers an event (a timer, the instant script, a test control), a failure to take it in
       // (the database gone while writing `ringing`) fails the step, and the call's program ends the call.
       const deliver = waiter.deliver;
-      waiter.deliver = (event, at) => deliver(event, at).catch(fail);
+      waiter.deliver = (event, at, utterance) => deliver(event, at, utterance).catch(fail);
       call.waiter = waiter;
       for (const settled of call.onSettle.splice(0)) settled();
-      if (call.instant) void this.playInstantly(call, waiter, plan(call));
-      else if (this.mode === 'auto') this.playOnTimers(call, waiter, plan(call));
+      if (call.instant || (this.mode === 'manual' && scriptedEvenWhenManual())) {
+        void this.playInstantly(call, waiter, plan(call));
+      } else if (this.mode === 'auto') this.playOnTimers(call, waiter, plan(call));
     });
   }
 
-  private playOnTimers(call: SimulatedCall, waiter: Waiter, plan: [number, PbxEvent][]): void {
+  private playOnTimers(call: SimulatedCall, waiter: Waiter, plan: PlannedEvent[]): void {
     let at = 0;
-    for (const [delaySeconds, event] of plan) {
+    for (const [delaySeconds, event, utterance] of plan) {
       at += delaySeconds;
       const timer = setTimeout(() => {
         call.timers.delete(timer);
-        if (call.waiter === waiter) void waiter.deliver(event, this.clock.now());
+        if (call.waiter === waiter) void waiter.deliver(event, this.clock.now(), utterance);
       }, at * 1000);
       timer.unref();
       call.timers.add(timer);
     }
   }
 
-  private async playInstantly(
-    call: SimulatedCall,
-    waiter: Waiter,
-    plan: [number, PbxEvent][],
-  ): Promise<void> {
+  private async playInstantly(call: SimulatedCall, waiter: Waiter, plan: PlannedEvent[]): Promise<void> {
     // After the step's promise is handed back, so the platform is listening before the first event.
     await Promise.resolve();
-    for (const [delaySeconds, event] of plan) {
+    for (const [delaySeconds, event, utterance] of plan) {
       if (call.waiter !== waiter) return;
-      call.virtualNow = new Date(this.now(call).getTime() + delaySeconds * 1000);
-      await waiter.deliver(event, call.virtualNow);
+      // Manual play keeps the clock's time; only an instant script runs on its own.
+      if (call.instant) call.virtualNow = new Date(this.now(call).getTime() + delaySeconds * 1000);
+      await waiter.deliver(event, this.now(call), utterance);
     }
   }
 
-  private ringPlan(call: SimulatedCall, party: Party, ringSeconds: number): [number, PbxEvent][] {
+  private ringPlan(call: SimulatedCall, party: Party, ringSeconds: number): PlannedEvent[] {
     const outcome =
       (party.kind === 'phone' ? magicOutcome(party.number) : undefined) ??
       call.behaviour.outcome ??

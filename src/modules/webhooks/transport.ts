@@ -35,6 +35,8 @@ export interface TransportOptions {
   resolver?: Resolver;
   /** The deadline of one whole attempt, DNS to the last byte read (default DELIVERY_TIMEOUT_MS). */
   timeoutMs?: number;
+  /** How much of the answer is read and kept (default RESPONSE_EXCERPT_BYTES); an agent's tool wants more. */
+  excerptBytes?: number;
 }
 
 /** The reason an attempt's deadline aborts it with: the attempt ends as a timeout failure. */
@@ -49,10 +51,12 @@ export class WebhookTransport {
   private readonly resolver: Resolver;
   /** The deadline of one whole attempt; the delivery queue checks it is well inside the job's lease. */
   readonly timeoutMs: number;
+  private readonly excerptBytes: number;
 
   constructor(private readonly options: TransportOptions) {
     this.resolver = options.resolver ?? systemResolver;
     this.timeoutMs = options.timeoutMs ?? DELIVERY_TIMEOUT_MS;
+    this.excerptBytes = options.excerptBytes ?? RESPONSE_EXCERPT_BYTES;
   }
 
   async post(url: string, headers: Record<string, string>, body: string): Promise<PostResult> {
@@ -155,17 +159,17 @@ export class WebhookTransport {
               statusCode: response.statusCode ?? null,
               durationMs: elapsed(),
               error: null,
-              responseExcerpt: Buffer.concat(chunks).toString('utf8').slice(0, RESPONSE_EXCERPT_BYTES),
+              responseExcerpt: Buffer.concat(chunks).toString('utf8').slice(0, this.excerptBytes),
               retryAfter: typeof retryAfter === 'string' ? retryAfter : null,
             });
           };
           response.on('data', (chunk: Buffer) => {
-            if (kept < RESPONSE_EXCERPT_BYTES) {
-              chunks.push(chunk.subarray(0, RESPONSE_EXCERPT_BYTES - kept));
-              kept += Math.min(chunk.length, RESPONSE_EXCERPT_BYTES - kept);
+            if (kept < this.excerptBytes) {
+              chunks.push(chunk.subarray(0, this.excerptBytes - kept));
+              kept += Math.min(chunk.length, this.excerptBytes - kept);
             }
             // Nothing past the excerpt matters: stop reading rather than take an endless answer.
-            if (kept >= RESPONSE_EXCERPT_BYTES) {
+            if (kept >= this.excerptBytes) {
               done();
               response.destroy();
             }
