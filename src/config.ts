@@ -71,6 +71,12 @@ export interface Config {
   transcriptionApiKey?: string;
   /** TRANSCRIPTION_MODEL: the model asked for (default `whisper-1`). */
   transcriptionModel: string;
+  /**
+   * AGENT_LLM_URL: the base URL (`…/v1`) of an OpenAI-compatible chat-completions service that answers for AI
+   * agents, with AGENT_LLM_API_KEY and AGENT_LLM_MODEL (default `gpt-4o-mini`). Unset: the offline responder
+   * answers from the agents' knowledge bases (docs/agents.md).
+   */
+  agentLlm?: { url: string; apiKey?: string; model: string };
 }
 
 export class ConfigError extends Error {}
@@ -169,6 +175,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push('TRANSCRIPTION_URL must be an http:// or https:// URL');
   }
 
+  const agentLlmUrl = env.AGENT_LLM_URL || undefined;
+  if (agentLlmUrl && !/^https?:\/\/[^/]/.test(agentLlmUrl)) {
+    problems.push('AGENT_LLM_URL must be an http:// or https:// URL');
+  }
+
   const encryptionKeys = (env.ENCRYPTION_KEY ?? '')
     .split(',')
     .map((secret) => secret.trim())
@@ -218,6 +229,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     transcriptionUrl,
     transcriptionApiKey: env.TRANSCRIPTION_API_KEY || undefined,
     transcriptionModel: env.TRANSCRIPTION_MODEL || 'whisper-1',
+    agentLlm: agentLlmUrl
+      ? {
+          url: agentLlmUrl,
+          apiKey: env.AGENT_LLM_API_KEY || undefined,
+          model: env.AGENT_LLM_MODEL || 'gpt-4o-mini',
+        }
+      : undefined,
   };
 }
 

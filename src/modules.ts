@@ -1,5 +1,6 @@
 // Every product module of the server, in one list. The composition root builds them and the app mounts
 // their routes in this order. Adding a module is a folder under src/modules/ and one line here.
+import { agentsModule } from './modules/agents/index.ts';
 import { apiKeysModule } from './modules/api-keys/index.ts';
 import { campaignsModule } from './modules/campaigns/index.ts';
 import { contactsModule } from './modules/contacts/index.ts';
@@ -7,7 +8,6 @@ import { identityModule } from './modules/identity/index.ts';
 import { messagingModule } from './modules/messaging/index.ts';
 import { numbersModule } from './modules/numbers/index.ts';
 import { organizationsModule } from './modules/organizations/index.ts';
-import { roadmapModule } from './modules/roadmap/index.ts';
 import { systemModule } from './modules/system/index.ts';
 import { voiceModule } from './modules/voice/index.ts';
 import { webhooksModule } from './modules/webhooks/index.ts';
@@ -22,6 +22,6 @@ export const MODULES = [
   messagingModule,
   campaignsModule,
   voiceModule,
+  agentsModule,
   webhooksModule,
-  roadmapModule,
 ] as const;

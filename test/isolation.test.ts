@@ -115,6 +115,20 @@ describe('organization A can reach none of organization B’s resources', () => 
     await t.admin('POST', `/test/pbx/calls/${call.body.data.id}`, { event: 'completed' });
     // A call still under way, for the hang-up route.
     await asB('POST', '/api/v2/calls', { from: number.number, to: '+12025550114' });
+    const kb = await asB('POST', '/api/v2/knowledge-bases', { name: 'B answers' });
+    assert.equal(kb.status, 201, kb.text);
+    const doc = await asB('POST', `/api/v2/knowledge-bases/${kb.body.data.id}/documents`, {
+      title: 'Hours',
+      content: 'Open daily.',
+    });
+    assert.equal(doc.status, 201, doc.text);
+    const agent = await asB('POST', '/api/v2/agents', {
+      name: 'B agent',
+      knowledgeBaseIds: [kb.body.data.id],
+    });
+    assert.equal(agent.status, 201, agent.text);
+    const agentCall = await asB('POST', `/api/v2/agents/${agent.body.data.id}/calls`, { to: '+12025550115' });
+    assert.equal(agentCall.status, 202, agentCall.text);
     const sent = await asB('POST', '/api/v2/messages/send', { to: '+12025550111', message: 'hi' });
     assert.equal(sent.status, 202, sent.text);
     const hook = await asB('POST', '/api/webhooks', {

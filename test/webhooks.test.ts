@@ -161,7 +161,7 @@ describe('webhook management', () => {
       assert.deepEqual(Object.keys(entry.example).sort(), Object.keys(entry.fields).sort(), entry.type);
     }
     assert.equal(res.body.data.find((e: any) => e.type === 'call.completed').status, 'available');
-    assert.equal(res.body.data.find((e: any) => e.type === 'agent_call.completed').status, 'coming');
+    assert.equal(res.body.data.find((e: any) => e.type === 'agent_call.completed').status, 'available');
     assert.equal(res.body.data.find((e: any) => e.type === 'contact.opted_out').status, 'available');
     // Needs a session like everything here.
     const anonymous = await t.request('GET', '/api/webhooks/events');

@@ -1,0 +1,105 @@
+// The SQL of agent calls: one row per call an agent took or placed, its transcript appended turn by turn.
+import type { Queryable } from '../../platform/db/index.ts';
+import type { ListQuery } from '../../platform/pagination.ts';
+
+export interface AgentCallRow {
+  id: string;
+  organization_id: string;
+  agent_id: string;
+  call_id: string;
+  direction: 'inbound' | 'outbound';
+  from_number: string;
+  to_number: string;
+  status: 'queued' | 'ringing' | 'in_progress' | 'completed' | 'failed';
+  outcome: 'completed' | 'transferred' | 'ended_by_agent' | 'no_answer' | 'failed' | null;
+  transcript: { role: 'agent' | 'caller'; text: string; at: string }[];
+  summary: string | null;
+  duration_seconds: number | null;
+  recording_id: string | null;
+  started_at: Date;
+  ended_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export class AgentCallStore {
+  async insert(
+    db: Queryable,
+    row: Pick<
+      AgentCallRow,
+      'id' | 'organization_id' | 'agent_id' | 'call_id' | 'direction' | 'from_number' | 'to_number' | 'status'
+    > & { now: Date },
+  ): Promise<AgentCallRow> {
+    const [inserted] = await db.query<AgentCallRow>(
+      `INSERT INTO agent_calls (id, organization_id, agent_id, call_id, direction, from_number, to_number, status,
+                                started_at, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $9)
+       ON CONFLICT (call_id) DO UPDATE SET updated_at = agent_calls.updated_at
+       RETURNING *`,
+      [
+        row.id,
+        row.organization_id,
+        row.agent_id,
+        row.call_id,
+        row.direction,
+        row.from_number,
+        row.to_number,
+        row.status,
+        row.now,
+      ],
+    );
+    return inserted!;
+  }
+
+  async byCall(db: Queryable, callId: string): Promise<AgentCallRow | undefined> {
+    const [row] = await db.query<AgentCallRow>('SELECT * FROM agent_calls WHERE call_id = $1', [callId]);
+    return row;
+  }
+
+  async find(db: Queryable, organizationId: string, id: string): Promise<AgentCallRow | undefined> {
+    const [row] = await db.query<AgentCallRow>(
+      'SELECT * FROM agent_calls WHERE id = $1 AND organization_id = $2',
+      [id, organizationId],
+    );
+    return row;
+  }
+
+  /** Appends a turn to the transcript (and marks the call in progress). */
+  async addTurn(db: Queryable, callId: string, turn: AgentCallRow['transcript'][number], now: Date) {
+    await db.query(
+      `UPDATE agent_calls SET transcript = transcript || $2::jsonb, status = 'in_progress', updated_at = $3
+       WHERE call_id = $1`,
+      [callId, JSON.stringify([turn]), now],
+    );
+  }
+
+  async setStatus(db: Queryable, callId: string, status: AgentCallRow['status'], now: Date) {
+    const [row] = await db.query<AgentCallRow>(
+      'UPDATE agent_calls SET status = $2, updated_at = $3 WHERE call_id = $1 AND ended_at IS NULL RETURNING *',
+      [callId, status, now],
+    );
+    return row;
+  }
+
+  async end(
+    db: Queryable,
+    callId: string,
+    end: Pick<AgentCallRow, 'status' | 'outcome' | 'summary' | 'duration_seconds' | 'recording_id'> & {
+      ended_at: Date;
+    },
+  ): Promise<AgentCallRow | undefined> {
+    const [row] = await db.query<AgentCallRow>(
+      `UPDATE agent_calls SET status = $2, outcome = $3, summary = $4, duration_seconds = $5, recording_id = $6,
+                              ended_at = $7, updated_at = $7
+       WHERE call_id = $1 AND ended_at IS NULL RETURNING *`,
+      [callId, end.status, end.outcome, end.summary, end.duration_seconds, end.recording_id, end.ended_at],
+    );
+    return row;
+  }
+
+  listQuery(
+    organizationId: string,
+  ): Pick<ListQuery<AgentCallRow, unknown>, 'select' | 'from' | 'where' | 'params'> {
+    return { select: '*', from: 'agent_calls', where: 'organization_id = $1', params: [organizationId] };
+  }
+}

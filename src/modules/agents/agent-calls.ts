@@ -1,0 +1,274 @@
+// Agent calls: an AI agent on a phone call (CONTRACT section 10). The voice module rings, answers, transfers
+// and ends the call; this runner does the talking (the agent's first message, then turn by turn: the caller's
+// words, transcribed when they come as audio, and the brain's reply), keeps the transcript turn by turn, and
+// when the call ends writes its outcome, a summary and the duration, with agent_call.* events.
+import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../../platform/clock.ts';
+import type { Database } from '../../platform/db/index.ts';
+import { ApiError } from '../../platform/errors.ts';
+import type { EventOutbox } from '../../platform/events.ts';
+import { newId } from '../../platform/ids.ts';
+import type { PageQueryInput, Paginator } from '../../platform/pagination.ts';
+import type { AgentEnd, AgentLine, AgentRunner, CallMedia, CallRow, CallService } from '../voice/index.ts';
+import { type AgentCallRow, AgentCallStore } from './agent-call-store.ts';
+import type { AgentService } from './agents.ts';
+import type { AgentBrain } from './brain.ts';
+import { AgentCallCompleted, AgentCallStarted, AgentCallTransferred } from './events.ts';
+import type { Turn } from './responder.ts';
+import type { PublicAgentCall } from './schemas.ts';
+
+const TIME_UP = "I'm sorry, we've reached the time limit for this call. Thank you for calling. Goodbye!";
+const TROUBLE = "I'm sorry, I'm having trouble answering right now.";
+const UNHEARD = "Sorry, I didn't catch that. Could you say it again?";
+
+export class AgentCallService implements AgentRunner {
+  private readonly db: Database;
+  private readonly clock: Clock;
+  private readonly pagination: Paginator;
+  private readonly events: EventOutbox;
+  private readonly agents: AgentService;
+  private readonly brain: AgentBrain;
+  private readonly calls: CallService;
+  private readonly media: CallMedia;
+  private readonly log: FastifyBaseLogger;
+  readonly store = new AgentCallStore();
+
+  constructor(deps: {
+    db: Database;
+    clock: Clock;
+    pagination: Paginator;
+    events: EventOutbox;
+    agents: AgentService;
+    brain: AgentBrain;
+    calls: CallService;
+    media: CallMedia;
+    log: FastifyBaseLogger;
+  }) {
+    this.db = deps.db;
+    this.clock = deps.clock;
+    this.pagination = deps.pagination;
+    this.events = deps.events;
+    this.agents = deps.agents;
+    this.brain = deps.brain;
+    this.calls = deps.calls;
+    this.media = deps.media;
+    this.log = deps.log;
+  }
+
+  /** POST /agents/{id}/calls: the agent calls `to`. */
+  async place(
+    org: Parameters<CallService['placeForAgent']>[0],
+    agentId: string,
+    input: { to: string; from?: string },
+  ) {
+    await this.agents.get(org.id, agentId);
+    const call = await this.calls.placeForAgent(org, agentId, input);
+    return this.byCall(call.id);
+  }
+
+  async get(organizationId: string, id: string): Promise<PublicAgentCall> {
+    const row = await this.store.find(this.db, organizationId, id);
+    if (!row) throw ApiError.notFound('Agent call');
+    return toPublic(row);
+  }
+
+  page(organizationId: string, query: PageQueryInput, surface: string) {
+    return this.pagination.list(this.db, query, {
+      endpoint: `${surface}.agent-calls.list`,
+      keyset: false,
+      organizationId,
+      ...this.store.listQuery(organizationId),
+      map: toPublic,
+    });
+  }
+
+  private async byCall(callId: string): Promise<PublicAgentCall> {
+    return toPublic((await this.store.byCall(this.db, callId))!);
+  }
+
+  // The runner the voice module drives
+
+  async begin(call: CallRow, agentId: string): Promise<void> {
+    const now = this.clock.now();
+    await this.db.transaction(async (tx) => {
+      const row = await this.store.insert(tx, {
+        id: newId('acall', now.getTime()),
+        organization_id: call.organization_id,
+        agent_id: agentId,
+        call_id: call.id,
+        direction: call.direction === 'inbound' ? 'inbound' : 'outbound',
+        from_number: call.from_number,
+        to_number: call.to_number,
+        status: call.direction === 'inbound' ? 'in_progress' : 'queued',
+        now,
+      });
+      if (row.direction === 'inbound') {
+        await this.events.record(tx, AgentCallStarted, {
+          organizationId: row.organization_id,
+          data: toPublic(row),
+        });
+      }
+    });
+  }
+
+  async converse(call: CallRow, line: AgentLine, hangUp: () => void): Promise<AgentEnd> {
+    const agent = await this.agents.profile(call.organization_id, call.agent_id!).catch(() => undefined);
+    if (call.direction !== 'inbound') {
+      const row = await this.store.setStatus(this.db, call.id, 'in_progress', this.clock.now());
+      if (row)
+        await this.events.record(this.db, AgentCallStarted, {
+          organizationId: row.organization_id,
+          data: toPublic(row),
+        });
+    }
+    if (!agent) {
+      // Deleted between the ring and the answer.
+      await line.say(TROUBLE);
+      return { kind: 'ended_by_agent', at: this.clock.now() };
+    }
+    const answeredAt = (call.answered_at ?? this.clock.now()).getTime();
+    const deadline = answeredAt + agent.row.max_duration_seconds * 1000;
+    let timeUp = false;
+    // A caller who says nothing more is still cut off at the limit.
+    const timer = setTimeout(
+      () => {
+        timeUp = true;
+        hangUp();
+      },
+      Math.max(0, deadline - this.clock.nowMs()),
+    );
+    timer.unref();
+    const turns: Turn[] = [];
+    const speak = async (text: string) => {
+      await line.say(text);
+      turns.push({ role: 'assistant', content: text });
+      await this.store.addTurn(
+        this.db,
+        call.id,
+        { role: 'agent', text, at: this.clock.now().toISOString() },
+        this.clock.now(),
+      );
+    };
+    try {
+      await speak(agent.firstMessage);
+      for (;;) {
+        const heard = await line.listen();
+        if (heard.kind === 'hangup') {
+          if (timeUp) return { kind: 'ended_by_agent', at: heard.at };
+          return { kind: 'hangup', at: heard.at, cause: heard.cause };
+        }
+        const text = heard.text ?? (heard.audio ? await this.transcribe(call, heard.audio) : undefined);
+        if (!text) {
+          await speak(UNHEARD);
+          continue;
+        }
+        turns.push({ role: 'user', content: text });
+        await this.store.addTurn(
+          this.db,
+          call.id,
+          { role: 'caller', text, at: heard.at.toISOString() },
+          this.clock.now(),
+        );
+        if (this.clock.nowMs() >= deadline) {
+          await speak(TIME_UP);
+          return { kind: 'ended_by_agent', at: this.clock.now() };
+        }
+        const reply = await this.brain.reply(agent, turns).catch((error) => {
+          this.log.warn({ err: error, callId: call.id }, 'the agent could not answer');
+          return {
+            reply: TROUBLE,
+            sources: [],
+            action: agent.transferTo ? ('transfer' as const) : ('end_call' as const),
+          };
+        });
+        await speak(reply.reply);
+        if (reply.action === 'end_call') return { kind: 'ended_by_agent', at: this.clock.now() };
+        if (reply.action === 'transfer' && agent.transferTo) {
+          return { kind: 'transfer', at: this.clock.now(), to: agent.transferTo };
+        }
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async end(call: CallRow, how: { transferred: boolean; endedByAgent: boolean }): Promise<void> {
+    const current = await this.calls.getAny(call.id).catch(() => call);
+    const answered = current.answered_at !== null;
+    const outcome: AgentCallRow['outcome'] =
+      current.status === 'failed'
+        ? 'failed'
+        : !answered
+          ? 'no_answer'
+          : how.transferred
+            ? 'transferred'
+            : how.endedByAgent
+              ? 'ended_by_agent'
+              : 'completed';
+    const endedAt = current.ended_at ?? this.clock.now();
+    await this.db.transaction(async (tx) => {
+      const existing = await this.store.byCall(tx, call.id);
+      if (!existing) return;
+      const row = await this.store.end(tx, call.id, {
+        status: outcome === 'failed' ? 'failed' : 'completed',
+        outcome,
+        summary: summarise(existing, outcome),
+        duration_seconds: current.duration_seconds ?? 0,
+        recording_id: current.recording_id,
+        ended_at: endedAt,
+      });
+      if (!row) return;
+      const event = { organizationId: row.organization_id, data: toPublic(row) };
+      if (outcome === 'transferred') await this.events.record(tx, AgentCallTransferred, event);
+      await this.events.record(tx, AgentCallCompleted, event);
+    });
+  }
+
+  private async transcribe(call: CallRow, wav: Buffer): Promise<string | undefined> {
+    try {
+      return await this.media.speechToText(wav);
+    } catch (error) {
+      this.log.warn({ err: error, callId: call.id }, 'could not transcribe what the caller said');
+      return undefined;
+    }
+  }
+}
+
+/**
+ * What the call was about, without a model: the caller's first questions and how it ended. (With a model
+ * configured the transcript is there for anything richer.)
+ */
+function summarise(row: AgentCallRow, outcome: AgentCallRow['outcome']): string {
+  const asked = row.transcript.filter((turn) => turn.role === 'caller').map((turn) => `"${turn.text}"`);
+  const ending: Record<NonNullable<AgentCallRow['outcome']>, string> = {
+    completed: 'The caller hung up.',
+    transferred: 'The agent transferred the call.',
+    ended_by_agent: 'The agent ended the call.',
+    no_answer: 'Nobody answered.',
+    failed: 'The call failed.',
+  };
+  const questions =
+    asked.length === 0
+      ? 'The caller said nothing.'
+      : `The caller said: ${asked.slice(0, 3).join(', ')}${asked.length > 3 ? ` and ${asked.length - 3} more` : ''}.`;
+  return `${questions} ${ending[outcome ?? 'completed']}`;
+}
+
+function toPublic(row: AgentCallRow): PublicAgentCall {
+  return {
+    id: row.id,
+    agentId: row.agent_id,
+    callId: row.call_id,
+    direction: row.direction,
+    from: row.from_number,
+    to: row.to_number,
+    status: row.status,
+    outcome: row.outcome,
+    transcript: row.transcript,
+    summary: row.summary,
+    durationSeconds: row.duration_seconds,
+    recordingId: row.recording_id,
+    startedAt: row.started_at.toISOString(),
+    endedAt: row.ended_at?.toISOString() ?? null,
+  };
+}

@@ -1,0 +1,55 @@
+// The events of agent calls (CONTRACT section 10). `data` is the agent call as GET /agent-calls/{id} answers.
+import { defineEvent } from '../../platform/events.ts';
+import { AgentCallSchema, type PublicAgentCall } from './schemas.ts';
+
+const example: PublicAgentCall = {
+  id: 'acall_0mf3k2a9x4q8w7e6r5t4y3u2',
+  agentId: 'agt_0mf3k2a9x4q8w7e6r5t4y3u2',
+  callId: 'call_0mf3k2a9x4q8w7e6r5t4y3u2',
+  direction: 'inbound',
+  from: '+12025550123',
+  to: '+12025550100',
+  status: 'completed',
+  outcome: 'completed',
+  transcript: [
+    { role: 'agent', text: 'Bright Smile Dental, how can I help?', at: '2026-06-10T12:00:01.000Z' },
+    { role: 'caller', text: 'Are you open on Saturdays?', at: '2026-06-10T12:00:04.000Z' },
+  ],
+  summary: 'The caller asked: "Are you open on Saturdays?" Answered from: Opening hours.',
+  durationSeconds: 95,
+  recordingId: null,
+  startedAt: '2026-06-10T12:00:00.000Z',
+  endedAt: '2026-06-10T12:01:35.000Z',
+};
+
+export const AgentCallStarted = defineEvent(
+  'agent_call.started',
+  AgentCallSchema,
+  'An AI agent answered a call, or placed one.',
+  {
+    example: {
+      ...example,
+      status: 'in_progress',
+      outcome: null,
+      summary: null,
+      durationSeconds: null,
+      endedAt: null,
+    },
+  },
+);
+export const AgentCallCompleted = defineEvent(
+  'agent_call.completed',
+  AgentCallSchema,
+  'An AI agent call ended.',
+  {
+    example,
+  },
+);
+export const AgentCallTransferred = defineEvent(
+  'agent_call.transferred',
+  AgentCallSchema,
+  'An AI agent handed its call to a person (`transferTo`), who answered.',
+  { example: { ...example, outcome: 'transferred' } },
+);
+
+export const AGENT_EVENTS = [AgentCallStarted, AgentCallCompleted, AgentCallTransferred];

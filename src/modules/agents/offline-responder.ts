@@ -1,0 +1,98 @@
+// The offline brain: answers from the agent's knowledge bases with no model, so an agent works on a machine
+// with no internet and no GPU. It finds the chunks that best match the caller's words (full-text search in
+// the agent's language), answers with the sentences of the best chunk that match the question best, and cites
+// the documents they came from. When nothing matches well enough it says it does not know and, when the agent
+// can transfer, offers to; a caller who asks for a person, or says yes to that offer, is transferred.
+import type { Database } from '../../platform/db/index.ts';
+import type { KnowledgeStore } from './knowledge-store.ts';
+import { searchConfigOf } from './language.ts';
+import type { AgentProfile, Responder, ResponderContext, Turn } from './responder.ts';
+import type { ChatReply, SearchHit, Source } from './schemas.ts';
+
+/**
+ * The least score a chunk needs to be answered from. Stop words never match, so any chunk found shares a
+ * word with the question; one word in the text scores about 0.06. The offline brain therefore answers when a
+ * meaningful word of the question is in the knowledge base, and says it does not know otherwise: a question
+ * about something the base never mentions gets no made-up answer (docs/agents.md says what this cannot tell).
+ */
+export const MIN_ANSWER_SCORE = 0.01;
+/** Sentences of the best chunk in an answer: enough to answer, short enough to say on a call. */
+const ANSWER_SENTENCES = 2;
+
+export const TRANSFER_OFFER = 'Would you like me to transfer you to someone who can help?';
+const DONT_KNOW = "I'm sorry, I don't have information about that.";
+const TRANSFERRING = 'Of course. Let me transfer you now.';
+const NO_TRANSFER = "I'm sorry, I can't transfer calls, but I'm happy to help with your questions.";
+const ANYTHING_ELSE = 'Is there anything else I can help you with?';
+
+/** A caller asking for a person. */
+const WANTS_PERSON =
+  /\b(human|real person|a person|someone|somebody|representative|operator|receptionist|staff member|transfer me|speak to|talk to)\b/i;
+/** A caller saying yes. */
+const YES = /^\s*(yes|yeah|yep|yup|sure|ok|okay|please|yes please|that would be great|absolutely)\b/i;
+const NO = /^\s*(no|nope|no thanks|no thank you|not now)\b/i;
+
+export class OfflineResponder implements Responder {
+  readonly name = 'offline';
+
+  constructor(
+    private readonly db: Database,
+    private readonly store: KnowledgeStore,
+  ) {}
+
+  async respond(agent: AgentProfile, conversation: Turn[], context: ResponderContext): Promise<ChatReply> {
+    const question = conversation.at(-1)?.content ?? '';
+    const previous = conversation.at(-2);
+    const offered = previous?.role === 'assistant' && previous.content.includes(TRANSFER_OFFER);
+
+    if (offered && YES.test(question) && agent.transferTo)
+      return { reply: TRANSFERRING, sources: [], action: 'transfer' };
+    if (offered && NO.test(question)) return { reply: `No problem. ${ANYTHING_ELSE}`, sources: [] };
+    if (WANTS_PERSON.test(question)) {
+      return agent.transferTo
+        ? { reply: TRANSFERRING, sources: [], action: 'transfer' }
+        : { reply: NO_TRANSFER, sources: [] };
+    }
+
+    const hits = (await context.search(question, 3)).filter((hit) => hit.score >= MIN_ANSWER_SCORE);
+    const best = hits[0];
+    if (!best) {
+      return { reply: agent.transferTo ? `${DONT_KNOW} ${TRANSFER_OFFER}` : DONT_KNOW, sources: [] };
+    }
+    const sentences = await this.bestSentences(agent, question, best);
+    return { reply: sentences.join(' '), sources: [sourceOf(best)] };
+  }
+
+  /** The sentences of the chunk that match the question best, in the order the chunk has them. */
+  private async bestSentences(agent: AgentProfile, question: string, hit: SearchHit): Promise<string[]> {
+    const sentences = hit.text
+      .split(/(?<=[.!?])\s+/)
+      .map((sentence) => sentence.trim())
+      .filter(Boolean);
+    if (sentences.length <= ANSWER_SENTENCES) return sentences;
+    const ranked = await this.store.rankSentences(
+      this.db,
+      searchConfigOf(agent.language),
+      question,
+      sentences,
+    );
+    const chosen = ranked
+      .filter((sentence) => sentence.score > 0)
+      .sort((a, b) => b.score - a.score || a.position - b.position)
+      .slice(0, ANSWER_SENTENCES)
+      .map((sentence) => sentence.position)
+      .sort((a, b) => a - b);
+    return chosen.length > 0
+      ? chosen.map((position) => sentences[position]!)
+      : sentences.slice(0, ANSWER_SENTENCES);
+  }
+}
+
+function sourceOf(hit: SearchHit): Source {
+  return {
+    documentId: hit.documentId,
+    knowledgeBaseId: hit.knowledgeBaseId,
+    title: hit.title,
+    score: hit.score,
+  };
+}
