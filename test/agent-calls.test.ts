@@ -2,14 +2,17 @@
 // to an agent, turn by turn (the caller's words from the test control), answered by the offline brain from the
 // knowledge base; the agent transferring to a person, ending the call on a goodbye, cut off at
 // maxDurationSeconds; the caller hanging up; an outbound call by the API, answered or not; the transcript,
-// outcome, summary and the agent_call.* webhooks; other organizations and products.
+// outcome, summary and the agent_call.* webhooks; other organizations and products. The caller's words as audio,
+// transcribed by the transcription engine (a local server speaking the OpenAI transcription API).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { encodeWav, tone } from '../src/modules/voice/audio.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { type Sender, sender } from './helpers/messaging.ts';
 import { createUser, signIn } from './helpers/portal.ts';
 import { type Receiver, startReceiver } from './helpers/receiver.ts';
+import { transcriptionServer } from './helpers/transcription-server.ts';
 
 describe('agent calls on the simulated PBX', () => {
   let t: TestApp;
@@ -224,5 +227,58 @@ describe('agent calls on the simulated PBX', () => {
     assert.equal(placed.status, 404);
     const noAgents = await sender(t, { products: ['messaging', 'voice'] });
     assert.equal((await t.request('GET', '/api/v2/agent-calls', { apiKey: noAgents.key })).status, 402);
+  });
+});
+
+describe('agent calls hearing audio', () => {
+  let t: TestApp;
+  let office: Sender;
+  let service: Awaited<ReturnType<typeof transcriptionServer>>;
+  let said = 'Do you take Cigna?';
+  before(async () => {
+    service = await transcriptionServer(() =>
+      said
+        ? { status: 200, body: JSON.stringify({ text: ` ${said} ` }) }
+        : { status: 400, body: '{"error":"x"}' },
+    );
+    t = await startTestApp({ config: { transcriptionUrl: service.url } });
+    office = await sender(t);
+    const api = (method: string, path: string, body?: unknown) =>
+      t.request(method, `/api/v2${path}`, { apiKey: office.key, body });
+    const kb = (await api('POST', '/knowledge-bases', { name: 'FAQ' })).body.data;
+    await api('POST', `/knowledge-bases/${kb.id}/documents`, {
+      title: 'Insurance',
+      content: 'We accept Delta Dental, MetLife and Cigna.',
+    });
+    const agent = (await api('POST', '/agents', { name: 'Desk', knowledgeBaseIds: [kb.id] })).body.data;
+    const [number] = (await api('GET', '/numbers')).body.data;
+    await api('PATCH', `/numbers/${number.id}`, { voiceRoute: { type: 'agent', target: agent.id } });
+  });
+  after(async () => {
+    await t.close();
+    await service.server.close();
+  });
+
+  test("the caller's audio is transcribed by the transcription engine and answered; unheard audio is asked again", async () => {
+    const arrived = await t.admin('POST', '/test/pbx/inbound', { from: '+14155550123', to: office.number });
+    const callId = arrived.body.data.id;
+    const wav = encodeWav(tone(1));
+    const heard = await t.admin('POST', `/test/pbx/calls/${callId}`, {
+      event: 'utterance',
+      audio: wav.toString('base64'),
+    });
+    assert.equal(heard.status, 200, heard.text);
+    assert.deepEqual(service.seen.at(-1), wav, 'the engine got the WAV the caller said');
+    const api = (path: string) => t.request('GET', `/api/v2${path}`, { apiKey: office.key });
+    let [row] = (await api('/agent-calls')).body.data;
+    assert.equal(row.transcript[1].text, 'Do you take Cigna?');
+    assert.match(row.transcript[2].text, /Cigna/);
+
+    said = '';
+    await t.admin('POST', `/test/pbx/calls/${callId}`, { event: 'utterance', audio: wav.toString('base64') });
+    [row] = (await api('/agent-calls')).body.data;
+    assert.equal(row.transcript.length, 4, 'nothing heard is not a caller turn');
+    assert.match(row.transcript[3].text, /didn't catch that/);
+    await t.admin('POST', `/test/pbx/calls/${callId}`, { event: 'completed' });
   });
 });

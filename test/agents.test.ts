@@ -240,6 +240,13 @@ describe('agents', () => {
     }
     const reader = await org({}, ['agents:read']);
     assert.equal((await api(reader, 'POST', '/agents', { name: 'x' })).status, 403);
+    // Chat may call the agent's tools, which act in the world: a read-only key cannot.
+    const readerAgent = (await api(acme, 'GET', `/agents/${agent.id}`)).status;
+    assert.equal(readerAgent, 200);
+    const readerChat = await api(reader, 'POST', `/agents/${agent.id}/chat`, {
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    assert.equal(readerChat.status, 403);
     const noAgents = await org({ products: ['messaging', 'voice'] });
     const gated = await api(noAgents, 'GET', '/agents');
     assert.equal(gated.status, 402);

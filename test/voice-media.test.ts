@@ -5,9 +5,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
-import multipart from '@fastify/multipart';
 import g711 from 'alawmulaw';
-import Fastify, { type FastifyInstance } from 'fastify';
 import {
   decodeWav,
   encodeWav,
@@ -21,6 +19,7 @@ import { ApiError } from '../src/platform/errors.ts';
 import { byteRange } from '../src/platform/http/byte-range.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { type Sender, sender } from './helpers/messaging.ts';
+import { transcriptionServer } from './helpers/transcription-server.ts';
 
 const espeak = spawnSync('espeak-ng', ['--version']).status === 0;
 
@@ -210,41 +209,6 @@ describe('byte ranges', () => {
     assert.ok(unsatisfiable('bytes=-0'));
   });
 });
-
-/** A local server speaking the OpenAI transcription API; `answer` decides each reply. */
-async function transcriptionServer(
-  answer: (request: { authorization?: string; model?: string; file: Buffer; filename?: string }) => {
-    status: number;
-    body: string;
-    hang?: boolean;
-  },
-): Promise<{ url: string; server: FastifyInstance; seen: Buffer[] }> {
-  const server = Fastify();
-  await server.register(multipart, { limits: { fileSize: 50 * 1024 * 1024 } });
-  const seen: Buffer[] = [];
-  server.post('/v1/audio/transcriptions', async (request, reply) => {
-    const fields: Record<string, string> = {};
-    let file: Buffer = Buffer.alloc(0);
-    let filename: string | undefined;
-    for await (const part of request.parts()) {
-      if (part.type === 'file') {
-        file = await part.toBuffer();
-        filename = part.filename;
-      } else fields[part.fieldname] = String(part.value);
-    }
-    seen.push(file);
-    const result = answer({
-      authorization: request.headers.authorization,
-      model: fields.model,
-      file,
-      filename,
-    });
-    if (result.hang) await new Promise((resolve) => setTimeout(resolve, 2000));
-    return reply.status(result.status).type('application/json').send(result.body);
-  });
-  await server.listen({ port: 0, host: '127.0.0.1' });
-  return { url: `http://127.0.0.1:${(server.server.address() as { port: number }).port}/v1`, server, seen };
-}
 
 describe('transcriptions end to end', () => {
   let t: TestApp;

@@ -1,6 +1,6 @@
 // Knowledge bases and agents on the developer API and the portal (CONTRACT section 10). Scopes agents:read
-// and agents:write; the agents product; in the portal any member reads and tries an agent in chat, owners and
-// admins change them.
+// and agents:write (chat too: a reply may call the agent's tools); the agents product; in the portal any member
+// reads and tries an agent in chat, owners and admins change them.
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { ApiError } from '../../platform/errors.ts';
@@ -448,7 +448,9 @@ export const agentRoutes: ModuleRoutes<AgentsServices> =
     app.post(
       '/agents/:id/chat',
       {
-        config: { ...read, errorStatuses: [502] },
+        // agents:write: a reply may call the agent's tools, which act in the world (book, cancel). Any portal
+        // member may try an agent.
+        config: { scope: 'agents:write', product: 'agents', errorStatuses: [502] },
         schema: {
           operationId: 'agents.chat',
           tags,
