@@ -35,6 +35,7 @@ export const PHONE_RING_SECONDS = 30;
 const HANGUP_CHANNEL = 'voice_hangup';
 const HANGUP_WAIT_MS = 5000;
 const HANGUP_POLL_MS = 100;
+const HANGUP_ASK_EVERY_MS = 1000;
 
 /** How a leg's end that was not an answer ends the call. */
 const STATUS_OF: Record<Exclude<RingResult['outcome'], 'answered'>, CallStatus> = {
@@ -406,9 +407,11 @@ export class CallService {
       return this.get(organizationId, id);
     }
     // Another process holds the call (several API processes share the database): it is asked over
-    // NOTIFY and hangs up if it holds it; the answer is the call once its record says it ended.
-    await this.store.askToHangUp(this.db, HANGUP_CHANNEL, id);
+    // NOTIFY and hangs up if it holds it; the answer is the call once its record says it ended. Asked again
+    // every second: a process that has just taken its first call may not be listening yet, and a NOTIFY
+    // nobody listens to is gone (a second hang-up of a call is nothing).
     for (let waited = 0; waited < HANGUP_WAIT_MS; waited += HANGUP_POLL_MS) {
+      if (waited % HANGUP_ASK_EVERY_MS === 0) await this.store.askToHangUp(this.db, HANGUP_CHANNEL, id);
       const now = await this.store.find(this.db, organizationId, id);
       if (now?.ended_at) return toCall(now);
       await sleep(HANGUP_POLL_MS);
