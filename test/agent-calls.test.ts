@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { encodeWav, tone } from '../src/modules/voice/audio.ts';
+import { decodeWav, encodeWav, tone } from '../src/modules/voice/audio.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { type Sender, sender } from './helpers/messaging.ts';
 import { createUser, signIn } from './helpers/portal.ts';
@@ -129,6 +129,20 @@ describe('agent calls on the simulated PBX', () => {
     assert.match(done.summary, /transferred/);
     assert.ok(done.endedAt);
     assert.equal(typeof done.durationSeconds, 'number');
+    // Recorded (agents record their calls unless told not to): the agent's part, then the person's.
+    assert.ok(done.recordingId, 'the agent call has a recording');
+    assert.equal((await api('GET', `/calls/${callId}`)).body.data.recordingId, done.recordingId);
+    const recording = (await api('GET', `/recordings/${done.recordingId}`)).body.data;
+    assert.equal(recording.callId, callId);
+    const audio = await fetch(`${t.url}/api/v2/recordings/${done.recordingId}/audio`, {
+      headers: { 'x-api-key': office.key },
+    });
+    assert.equal(audio.status, 200);
+    const wav = decodeWav(Buffer.from(await audio.arrayBuffer()));
+    assert.equal(wav.sampleRate, 8000);
+    // Seven turns spoken (each at least a second of speech or tone) before the person's part.
+    assert.ok(wav.samples.length >= 7 * 8000, `${wav.samples.length} samples`);
+    assert.equal(recording.durationSeconds, Math.ceil(wav.samples.length / 8000));
     // Webhooks are delivered concurrently: each once, in whatever order they arrive.
     assert.deepEqual((await events(done.id)).map((event) => event.type).sort(), [
       'agent_call.completed',
@@ -163,6 +177,28 @@ describe('agent calls on the simulated PBX', () => {
     assert.equal((await drive(goneCall, { event: 'utterance', text: 'hello?' })).status, 409);
   });
 
+  test('an agent told not to record its calls leaves no recording', async () => {
+    assert.equal((await api('PATCH', `/agents/${agentId}`, { recordCalls: false })).status, 200);
+    try {
+      const bye = await t.admin('POST', '/test/pbx/inbound', {
+        from: '+14155550128',
+        to: office.number,
+        utterances: ['Goodbye!'],
+      });
+      const callId = bye.body.data.id;
+      let ended = await agentCallOf(callId);
+      for (let i = 0; i < 100 && !ended?.outcome; i++) {
+        await sleep(50);
+        ended = await agentCallOf(callId);
+      }
+      assert.equal(ended.outcome, 'ended_by_agent');
+      assert.equal(ended.recordingId, null);
+      assert.equal((await api('GET', `/calls/${callId}`)).body.data.recordingId, null);
+    } finally {
+      await api('PATCH', `/agents/${agentId}`, { recordCalls: true });
+    }
+  });
+
   test('maxDurationSeconds: past it, the agent says so and ends the call', async () => {
     const arrived = await t.admin('POST', '/test/pbx/inbound', { from: '+14155550126', to: office.number });
     const callId = arrived.body.data.id;
@@ -193,6 +229,7 @@ describe('agent calls on the simulated PBX', () => {
     const callId = placed.body.data.callId;
     for (let i = 0; i < 50 && (await drive(callId, { event: 'ringing' })).status !== 200; i++)
       await sleep(20);
+    assert.equal((await agentCallOf(callId)).status, 'ringing');
     await drive(callId, { event: 'answered' });
     await turnsReached(callId, 1);
     await drive(callId, { event: 'utterance', text: 'What insurance do you accept?' });
@@ -231,6 +268,32 @@ describe('agent calls on the simulated PBX', () => {
     assert.equal(placed.status, 404);
     const noAgents = await sender(t, { products: ['messaging', 'voice'] });
     assert.equal((await t.request('GET', '/api/v2/agent-calls', { apiKey: noAgents.key })).status, 402);
+
+    // A number still routed to an agent after the organization lost the agents product: calls to it are
+    // refused (recorded failed, no_agents_product), and no agent answers them.
+    const lapsed = await sender(t);
+    const theirsApi = (method: string, path: string, body?: unknown) =>
+      t.request(method, `/api/v2${path}`, { apiKey: lapsed.key, body });
+    const theirAgent = await theirsApi('POST', '/agents', { name: 'Lapsed', firstMessage: 'Hello.' });
+    assert.equal(theirAgent.status, 201, theirAgent.text);
+    const [theirNumber] = (await theirsApi('GET', '/numbers')).body.data;
+    const routed = await theirsApi('PATCH', `/numbers/${theirNumber.id}`, {
+      voiceRoute: { type: 'agent', target: theirAgent.body.data.id },
+    });
+    assert.equal(routed.status, 200, routed.text);
+    const lost = await t.admin('PATCH', `/organizations/${lapsed.id}`, { products: ['messaging', 'voice'] });
+    assert.equal(lost.status, 200, lost.text);
+    const arrived = await t.admin('POST', '/test/pbx/inbound', { from: '+14155550123', to: lapsed.number });
+    assert.equal(arrived.status, 201, arrived.text);
+    const refusedCall = (await theirsApi('GET', `/calls/${arrived.body.data.id}`)).body.data;
+    assert.equal(refusedCall.status, 'failed');
+    assert.equal(refusedCall.hangupCause, 'no_agents_product');
+    assert.equal(refusedCall.agentId, null);
+    const restored = await t.admin('PATCH', `/organizations/${lapsed.id}`, {
+      products: ['messaging', 'voice', 'agents'],
+    });
+    assert.equal(restored.status, 200, restored.text);
+    assert.deepEqual((await theirsApi('GET', '/agent-calls')).body.data, []);
   });
 });
 

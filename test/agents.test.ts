@@ -66,6 +66,7 @@ describe('agents', () => {
         endCallPhrases: ['goodbye', 'bye'],
         transferTo: null,
         maxDurationSeconds: 600,
+        recordCalls: true,
         tools: [],
         createdAt: undefined,
         updatedAt: undefined,
@@ -80,10 +81,12 @@ describe('agents', () => {
       endCallPhrases: [' see you ', 'that is all'],
       transferTo: '200',
       maxDurationSeconds: 300,
+      recordCalls: false,
       tools: [lookup],
       knowledgeBaseIds: [],
     });
     assert.equal(changed.status, 200, changed.text);
+    assert.equal(changed.body.data.recordCalls, false);
     assert.deepEqual(changed.body.data.endCallPhrases, ['see you', 'that is all']);
     assert.equal(changed.body.data.transferTo, '200');
     assert.deepEqual(changed.body.data.tools, [lookup]);
@@ -120,6 +123,7 @@ describe('agents', () => {
       ['language', { name: 'a', language: 'English' }, /language/],
       ['voice', { name: 'a', voice: 'Robot Voice' }, /voice/],
       ['duration', { name: 'a', maxDurationSeconds: 5 }, /maxDurationSeconds/],
+      ['recording', { name: 'a', recordCalls: 'yes' }, /recordCalls/],
       [
         'their base',
         { name: 'a', knowledgeBaseIds: [theirs.id] },

@@ -72,6 +72,8 @@ export async function runSipp(
     callee?: string;
     /** SIPp's media port (`-mp`; each run needs its own when runs overlap). */
     mediaPort?: number;
+    /** How long the whole scenario may take; 15 s unless said. */
+    timeoutSeconds?: number;
   },
 ): Promise<number> {
   const file = join(tmpdir(), `sipp-${process.pid}-${Math.random().toString(36).slice(2)}.xml`);
@@ -104,13 +106,13 @@ export async function runSipp(
         String(options.localPort ?? 0),
         ...(options.mediaPort ? ['-mp', String(options.mediaPort)] : []),
         '-timeout',
-        '15s',
+        `${options.timeoutSeconds ?? 15}s`,
         '-timeout_error',
         '-nostdin',
         // SIPP_TRACE=1 keeps every message and error of the run in the temporary directory, for debugging.
         ...(process.env.SIPP_TRACE ? ['-trace_msg', '-trace_err'] : []),
       ],
-      { timeout: 30_000, cwd: tmpdir() },
+      { timeout: ((options.timeoutSeconds ?? 15) + 15) * 1000, cwd: tmpdir() },
       (error) => resolve(error ? ((error as { code?: number }).code ?? 1) : 0),
     );
   });

@@ -73,10 +73,18 @@ export class AgentCallStore {
     );
   }
 
-  async setStatus(db: Queryable, callId: string, status: AgentCallRow['status'], now: Date) {
+  /** Moves a live agent call to `status` (only from one of `from`, when given). */
+  async setStatus(
+    db: Queryable,
+    callId: string,
+    status: AgentCallRow['status'],
+    now: Date,
+    from?: AgentCallRow['status'][],
+  ) {
     const [row] = await db.query<AgentCallRow>(
-      'UPDATE agent_calls SET status = $2, updated_at = $3 WHERE call_id = $1 AND ended_at IS NULL RETURNING *',
-      [callId, status, now],
+      `UPDATE agent_calls SET status = $2, updated_at = $3
+       WHERE call_id = $1 AND ended_at IS NULL AND ($4::text[] IS NULL OR status = ANY($4::text[])) RETURNING *`,
+      [callId, status, now, from ?? null],
     );
     return row;
   }

@@ -88,8 +88,9 @@ export class AgentCallService implements AgentRunner {
 
   // The runner the voice module drives
 
-  async begin(call: CallRow, agentId: string): Promise<void> {
+  async begin(call: CallRow, agentId: string): Promise<{ record: boolean }> {
     const now = this.clock.now();
+    const agent = await this.agents.profile(call.organization_id, agentId).catch(() => undefined);
     await this.db.transaction(async (tx) => {
       const row = await this.store.insert(tx, {
         id: newId('acall', now.getTime()),
@@ -109,6 +110,11 @@ export class AgentCallService implements AgentRunner {
         });
       }
     });
+    return { record: agent?.row.record_calls ?? false };
+  }
+
+  async ringing(call: CallRow, at: Date): Promise<void> {
+    await this.store.setStatus(this.db, call.id, 'ringing', at, ['queued']);
   }
 
   async converse(call: CallRow, line: AgentLine, hangUp: () => void): Promise<AgentEnd> {
@@ -140,7 +146,7 @@ export class AgentCallService implements AgentRunner {
     timer.unref();
     const turns: Turn[] = [];
     const speak = async (text: string) => {
-      await line.say(text);
+      await line.say(text, agent.row.voice);
       turns.push({ role: 'assistant', content: text });
       await this.store.addTurn(
         this.db,

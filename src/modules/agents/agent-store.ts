@@ -14,6 +14,7 @@ export interface AgentRow {
   end_call_phrases: string[];
   transfer_to: string | null;
   max_duration_seconds: number;
+  record_calls: boolean;
   tools: AgentTool[];
   knowledge_base_ids: string[];
   created_at: Date;
@@ -31,6 +32,7 @@ export type AgentColumns = Partial<
     | 'end_call_phrases'
     | 'transfer_to'
     | 'max_duration_seconds'
+    | 'record_calls'
     | 'tools'
   >
 >;
@@ -47,8 +49,8 @@ export class AgentStore {
   ): Promise<void> {
     await db.query(
       `INSERT INTO agents (id, organization_id, name, instructions, first_message, voice, language, end_call_phrases,
-                           transfer_to, max_duration_seconds, tools, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11::jsonb, $12, $12)`,
+                           transfer_to, max_duration_seconds, record_calls, tools, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12::jsonb, $13, $13)`,
       [
         row.id,
         row.organization_id,
@@ -60,6 +62,7 @@ export class AgentStore {
         JSON.stringify(row.end_call_phrases),
         row.transfer_to,
         row.max_duration_seconds,
+        row.record_calls,
         JSON.stringify(row.tools),
         row.now,
       ],

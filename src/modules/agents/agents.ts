@@ -69,6 +69,7 @@ export class AgentService {
         end_call_phrases: DEFAULT_END_CALL_PHRASES,
         transfer_to: null,
         max_duration_seconds: DEFAULT_MAX_DURATION_SECONDS,
+        record_calls: true,
         tools: [],
         ...definedOnly(columns),
         id,
@@ -175,6 +176,7 @@ export class AgentService {
       end_call_phrases: input.endCallPhrases?.map((phrase) => phrase.trim()).filter(Boolean),
       transfer_to: transferTo,
       max_duration_seconds: input.maxDurationSeconds,
+      record_calls: input.recordCalls,
       tools: input.tools,
     };
   }
@@ -226,6 +228,7 @@ function toPublic(row: AgentRow): PublicAgent {
     endCallPhrases: row.end_call_phrases,
     transferTo: row.transfer_to,
     maxDurationSeconds: row.max_duration_seconds,
+    recordCalls: row.record_calls,
     tools: row.tools,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),

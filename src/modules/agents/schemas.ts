@@ -137,6 +137,9 @@ export const AgentCreate = Type.Object(
     maxDurationSeconds: Type.Optional(
       Type.Integer({ minimum: 30, maximum: 7200, description: 'Default 600' }),
     ),
+    recordCalls: Type.Optional(
+      Type.Boolean({ description: 'Whether its calls are recorded, both sides in one track; default true' }),
+    ),
     tools: Type.Optional(Type.Array(ToolSchema, { maxItems: 20 })),
   },
   { additionalProperties: false },
@@ -156,6 +159,7 @@ export const AgentSchema = Type.Object({
   endCallPhrases: Type.Array(Type.String()),
   transferTo: Type.Union([Type.String(), Type.Null()]),
   maxDurationSeconds: Type.Integer(),
+  recordCalls: Type.Boolean(),
   tools: Type.Array(ToolSchema),
   createdAt: Type.String(),
   updatedAt: Type.String(),

@@ -3,6 +3,7 @@
 // synthesised by espeak-ng when it is installed, else a plainly synthetic tone, and it says which.
 import { execFile } from 'node:child_process';
 import g711 from 'alawmulaw';
+import type { CallAudio } from './pbx.ts';
 
 export const SAMPLE_RATE = 8000;
 /** The longest a synthesised text may be; espeak-ng takes about a second per 15 characters. */
@@ -177,13 +178,16 @@ export function resample(samples: Int16Array, fromRate: number, toRate: number):
 
 let espeakMissing = false;
 
-/** Speech for `text` at 8 kHz from espeak-ng; undefined when it is not installed (looked for once). */
-export async function synthesise(text: string): Promise<Int16Array | undefined> {
+/**
+ * Speech for `text` at 8 kHz from espeak-ng in `voice` (an espeak-ng voice name, e.g. en-us, en-gb+f3, es);
+ * undefined when it is not installed (looked for once).
+ */
+export async function synthesise(text: string, voice = 'en-us'): Promise<Int16Array | undefined> {
   if (espeakMissing) return undefined;
   const output = await new Promise<Buffer | undefined>((resolve, reject) => {
     execFile(
       'espeak-ng',
-      ['--stdout', '-v', 'en-us', '-s', '150', '--', text.slice(0, MAX_TEXT)],
+      ['--stdout', '-v', voice, '-s', '150', '--', text.slice(0, MAX_TEXT)],
       { encoding: 'buffer', timeout: ESPEAK_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024 },
       (error, stdout) => {
         if (error && (error as NodeJS.ErrnoException).code === 'ENOENT') {
@@ -227,5 +231,65 @@ export async function recordedAudio(options: {
     wav: encodeWav(samples),
     durationSeconds: Math.ceil(samples.length / SAMPLE_RATE),
     voice: speech ? 'espeak-ng' : 'tone',
+  };
+}
+
+/**
+ * A simulated conversation as one recording: each part in turn (text spoken by espeak-ng, else a tone as long
+ * as its words take; a WAV as it is), with a short pause between turns.
+ */
+export async function conversationAudio(
+  parts: (string | Buffer)[],
+): Promise<{ wav: Buffer; durationSeconds: number; voice: 'espeak-ng' | 'tone' }> {
+  let spoken = true;
+  const pieces: Int16Array[] = [];
+  for (const part of parts) {
+    let samples: Int16Array | undefined;
+    if (typeof part === 'string') {
+      samples = await synthesise(part).catch(() => undefined);
+      if (!samples) {
+        spoken = false;
+        samples = tone(Math.max(1, part.split(/\s+/).length / 2.5));
+      }
+    } else {
+      try {
+        samples = telephoneAudio(decodeWav(part));
+      } catch {
+        continue; // Audio nobody could hear is not in the recording either.
+      }
+    }
+    pieces.push(samples, silence(0.3));
+  }
+  const samples = new Int16Array(
+    Math.min(
+      MAX_SECONDS * SAMPLE_RATE,
+      pieces.reduce((sum, piece) => sum + piece.length, 0),
+    ),
+  );
+  let at = 0;
+  for (const piece of pieces) {
+    if (at >= samples.length) break;
+    samples.set(piece.subarray(0, samples.length - at), at);
+    at += piece.length;
+  }
+  return {
+    wav: encodeWav(samples),
+    durationSeconds: Math.max(1, Math.ceil(samples.length / SAMPLE_RATE)),
+    voice: spoken ? 'espeak-ng' : 'tone',
+  };
+}
+
+/** Two parts of one call's audio, one after the other (either may be missing); the first part's voice. */
+export function joinAudio(first?: CallAudio, second?: CallAudio): CallAudio | undefined {
+  if (!first || !second) return first ?? second;
+  const a = decodeWav(first.wav).samples;
+  const b = decodeWav(second.wav).samples;
+  const samples = new Int16Array(Math.min(MAX_SECONDS * SAMPLE_RATE * 2, a.length + b.length));
+  samples.set(a.subarray(0, samples.length));
+  if (a.length < samples.length) samples.set(b.subarray(0, samples.length - a.length), a.length);
+  return {
+    wav: encodeWav(samples),
+    durationSeconds: Math.max(1, Math.ceil(samples.length / SAMPLE_RATE)),
+    voice: first.voice,
   };
 }

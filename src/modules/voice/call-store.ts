@@ -63,6 +63,8 @@ export interface CallChange {
   hangup_cause?: string;
   extension_id?: string;
   agent_id?: string;
+  /** Recorded from now on (an AI agent whose calls are recorded). */
+  record?: boolean;
   recording_id?: string;
   voicemail_id?: string;
   lease_expires_at?: Date | null;

@@ -19,6 +19,7 @@ import type { PageQueryInput, Paginator } from '../../platform/pagination.ts';
 import { normalisePhone } from '../../platform/phone.ts';
 import type { NumberService } from '../numbers/index.ts';
 import { accountRefusal, type Organization, type OrganizationService } from '../organizations/index.ts';
+import { joinAudio } from './audio.ts';
 import { type CallChange, type CallRow, type CallStatus, CallStore, type NewCall } from './call-store.ts';
 import { CallAnswered, CallCompleted, CallRinging } from './events.ts';
 import type { ExtensionRow } from './extension-store.ts';
@@ -66,8 +67,13 @@ interface Leftovers {
  * The voice module rings, answers, transfers and ends the call around it.
  */
 export interface AgentRunner {
-  /** Agent `agentId` takes or places the call: its agent call record begins, before it rings or answers. */
-  begin(call: CallRow, agentId: string): Promise<void>;
+  /**
+   * Agent `agentId` takes or places the call: its agent call record begins, before it rings or answers. Says
+   * whether the agent's calls are recorded.
+   */
+  begin(call: CallRow, agentId: string): Promise<{ record: boolean }>;
+  /** The agent's outbound call rings. */
+  ringing(call: CallRow, at: Date): Promise<void>;
   /**
    * Talks on the answered call until the caller hangs up, the agent ends the call, or it hands the call to
    * `transferTo`. `hangUp` ends what the line is doing (the agent's time is up).
@@ -185,8 +191,9 @@ export class CallService {
       extensionId: null,
       record: false,
     });
-    const placed = (await this.store.change(this.db, row.id, { agent_id: agentId }, this.clock.now())) ?? row;
-    await this.agents.begin(placed, agentId);
+    let placed = (await this.store.change(this.db, row.id, { agent_id: agentId }, this.clock.now())) ?? row;
+    const { record } = await this.agents.begin(placed, agentId);
+    if (record) placed = (await this.store.change(this.db, row.id, { record }, this.clock.now())) ?? placed;
     this.start(
       placed,
       (running) =>
@@ -330,9 +337,11 @@ export class CallService {
       ? 'no_voice_product'
       : org.suspended
         ? 'account_suspended'
-        : !number.voiceRoute || (number.voiceRoute.type === 'agent' && (!this.agents || !engine.agentLine))
-          ? 'no_route'
-          : undefined;
+        : number.voiceRoute?.type === 'agent' && !org.products.includes('agents')
+          ? 'no_agents_product'
+          : !number.voiceRoute || (number.voiceRoute.type === 'agent' && (!this.agents || !engine.agentLine))
+            ? 'no_route'
+            : undefined;
     if (refusal) return { call: await this.refuse(call, refusal) };
 
     const route = number.voiceRoute!;
@@ -616,7 +625,8 @@ export class CallService {
   /** An AI agent answers at once and talks with the caller. */
   private async agentAnswers(live: Live, agentId: string): Promise<void> {
     await this.step(live, { agent_id: agentId });
-    await this.agents!.begin(live.row, agentId);
+    const { record } = await this.agents!.begin(live.row, agentId);
+    if (record) await this.step(live, { record });
     await this.withAgent(live, async (how) => {
       await this.answered(live, this.clock.now());
       await this.agentTalks(live, how);
@@ -641,15 +651,32 @@ export class CallService {
     await this.agents!.end(live.row, how);
   }
 
-  /** The agent talks; the call ends as the agent's conversation does, or is transferred to a person. */
+  /**
+   * The agent talks; the call ends as the agent's conversation does, or is transferred to a person. A recorded
+   * agent call has one recording: the agent's part, then the person's after a transfer.
+   */
   private async agentTalks(live: Live, how: { transferred: boolean; endedByAgent: boolean }): Promise<void> {
-    const line = live.engine.agentLine!(live.leg);
-    const end = await this.agents!.converse(live.row, line, () => live.engine.hangup(live.row.id));
+    const line = live.engine.agentLine!(live.leg, { record: live.row.record });
+    let end: AgentEnd;
+    let agentPart: CallAudio | undefined;
+    try {
+      end = await this.agents!.converse(live.row, line, () => live.engine.hangup(live.row.id));
+    } finally {
+      agentPart = await line.close();
+    }
     if (end.kind === 'hangup')
-      return this.finish(live, { status: 'completed', at: end.at, cause: end.cause });
+      return this.finish(
+        live,
+        { status: 'completed', at: end.at, cause: end.cause },
+        { recording: agentPart },
+      );
     if (end.kind === 'ended_by_agent') {
       how.endedByAgent = true;
-      return this.finish(live, { status: 'completed', at: end.at, cause: 'normal_clearing' });
+      return this.finish(
+        live,
+        { status: 'completed', at: end.at, cause: 'normal_clearing' },
+        { recording: agentPart },
+      );
     }
     // A transfer: the person at `to` (an extension or a phone) rings; answered, caller and person talk.
     const extension = /^[0-9]{2,6}$/.test(end.to)
@@ -659,14 +686,18 @@ export class CallService {
       ? await this.ring(live, extensionParty(extension), extension.ring_seconds)
       : await this.ring(live, { kind: 'phone', number: end.to }, PHONE_RING_SECONDS);
     if (result.outcome !== 'answered') {
-      return this.finish(live, { status: 'completed', at: result.at, cause: 'transfer_failed' });
+      return this.finish(
+        live,
+        { status: 'completed', at: result.at, cause: 'transfer_failed' },
+        { recording: agentPart },
+      );
     }
     how.transferred = true;
     const talk = await live.engine.converse(live.leg, { record: live.row.record });
     await this.finish(
       live,
       { status: 'completed', at: talk.at, cause: talk.cause },
-      { recording: talk.recording },
+      { recording: joinAudio(agentPart, talk.recording) },
     );
   }
 
@@ -696,6 +727,7 @@ export class CallService {
     return live.engine.ring(live.leg, party, ringSeconds, async (at) => {
       if (live.row.status !== 'queued') return;
       await this.step(live, { status: 'ringing' }, at, CallRinging);
+      if (live.row.agent_id) await this.agents?.ringing(live.row, at);
     });
   }
 

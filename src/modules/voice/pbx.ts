@@ -65,10 +65,10 @@ export interface Pbx {
   /** Plays the greeting, then records the caller until they hang up. */
   takeVoicemail(call: PbxCall, greeting: VoicemailGreeting): Promise<CallEnd & { audio: CallAudio }>;
   /**
-   * The answered call as a voice agent hears and speaks it (an AI agent answering or calling). Absent: the
-   * PBX cannot carry agent calls.
+   * The answered call as a voice agent hears and speaks it (an AI agent answering or calling); with `record`,
+   * both sides of what is said are kept. Absent: the PBX cannot carry agent calls.
    */
-  agentLine?(call: PbxCall): AgentLine;
+  agentLine?(call: PbxCall, options: { record: boolean }): AgentLine;
   /** Ends what the call is doing now; the pending step resolves with cause `hangup_requested`. */
   hangup(callId: string): boolean;
   /** The platform is done with the call (it ended): the PBX forgets it. */
@@ -82,8 +82,16 @@ export type Heard =
 
 /** An answered call as a voice agent has it: it speaks, then listens for the caller's next words. */
 export interface AgentLine {
-  /** Speaks `text` to the caller (synthesised where the PBX carries audio); resolves when it has been said. */
-  say(text: string): Promise<void>;
+  /**
+   * Speaks `text` to the caller (synthesised in `voice`, an espeak-ng voice, where the PBX carries audio);
+   * resolves when it has been said.
+   */
+  say(text: string, voice?: string): Promise<void>;
   /** The caller's next utterance, or their hanging up (the API's hang-up too: cause `hangup_requested`). */
   listen(): Promise<Heard>;
+  /**
+   * The agent is done with the line (the call ends, or goes on to a person): its media is let go, and what it
+   * recorded, when asked to, is handed back.
+   */
+  close(): Promise<CallAudio | undefined>;
 }

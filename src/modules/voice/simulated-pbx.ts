@@ -13,7 +13,7 @@
 //            them (the clock is not moved: `endedAt` may lie after the clock's now).
 import type { Clock } from '../../platform/clock.ts';
 import { ApiError } from '../../platform/errors.ts';
-import { recordedAudio } from './audio.ts';
+import { conversationAudio, recordedAudio } from './audio.ts';
 import type {
   AgentLine,
   CallAudio,
@@ -195,14 +195,18 @@ export class SimulatedPbx implements Pbx {
   /**
    * An agent on the call: what it says is taken as said (nothing is played to anyone); what the caller says
    * comes from the script's `utterances` in turn, then from the test control's `utterance` events (manual),
-   * and once the script has no more words the caller hangs up (auto, instant).
+   * and once the script has no more words the caller hangs up (auto, instant). With `record`, the recording
+   * is both sides' words in turn, spoken by espeak-ng (a caller's audio as they sent it).
    */
-  agentLine(call: PbxCall): AgentLine {
+  agentLine(call: PbxCall, options: { record: boolean }): AgentLine {
     const simulated = this.call(call.id);
+    const said: (string | Buffer)[] = [];
     return {
-      say: async () => {},
-      listen: () =>
-        this.wait<Heard>(
+      say: async (text) => {
+        said.push(text);
+      },
+      listen: async () => {
+        const heard = await this.wait<Heard>(
           call.id,
           (settle) => ({
             step: 'listen',
@@ -220,7 +224,14 @@ export class SimulatedPbx implements Pbx {
           },
           // Scripted words are said even in manual play; only the end waits for the test control.
           () => (simulated.behaviour.utterances?.length ?? 0) > 0,
-        ),
+        );
+        if (heard.kind === 'speech') {
+          const words = heard.text ?? heard.audio;
+          if (words) said.push(words);
+        }
+        return heard;
+      },
+      close: async () => (options.record ? conversationAudio(said) : undefined),
     };
   }
 

@@ -8,7 +8,8 @@ import { createSocket, type Socket } from 'node:dgram';
 import { isIP } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import g711 from 'alawmulaw';
-import { SAMPLE_RATE } from '../audio.ts';
+import { encodeWav, SAMPLE_RATE } from '../audio.ts';
+import type { CallAudio } from '../pbx.ts';
 
 export type G711 = 'PCMU' | 'PCMA';
 const PAYLOAD_TYPES: Record<G711, number> = { PCMU: 0, PCMA: 8 };
@@ -203,6 +204,8 @@ export class RtpSession {
   private closed = false;
   /** The keys the caller pressed (RFC 4733), in order. */
   digits = '';
+  /** Called with each packet of the caller's audio as it arrives (decoded), recorded or not. */
+  onAudio?: (samples: Int16Array, timestamp: number) => void;
 
   private constructor(
     private readonly socket: Socket,
@@ -220,13 +223,17 @@ export class RtpSession {
     return new RtpSession(socket, socket.address().port, offer, maxSeconds);
   }
 
-  /** Sends `samples` as 20 ms packets at real-time pace; stops early when the session closes. */
-  async play(samples: Int16Array): Promise<void> {
+  /**
+   * Sends `samples` as 20 ms packets at real-time pace; stops early when the session closes or `stop` says so.
+   * Resolves with how many samples were sent.
+   */
+  async play(samples: Int16Array, stop: () => boolean = () => false): Promise<number> {
     const encode = this.offer.codec === 'PCMU' ? g711.mulaw.encode : g711.alaw.encode;
     const started = performance.now();
+    let offset = 0;
     for (
-      let offset = 0, index = 0;
-      offset < samples.length && !this.closed;
+      let index = 0;
+      offset < samples.length && !this.closed && !stop();
       offset += SAMPLES_PER_PACKET, index++
     ) {
       const frame = new Int16Array(SAMPLES_PER_PACKET);
@@ -236,6 +243,13 @@ export class RtpSession {
       const wait = due - performance.now();
       if (wait > 0) await sleep(wait);
     }
+    return Math.min(offset, samples.length);
+  }
+
+  /** `samples` as the caller hears them: through this session's G.711 law and back. */
+  carried(samples: Int16Array): Int16Array {
+    const law = this.offer.codec === 'PCMU' ? g711.mulaw : g711.alaw;
+    return law.decode(law.encode(samples));
   }
 
   /** From now on the caller's audio is kept. */
@@ -279,12 +293,14 @@ export class RtpSession {
       }
       return;
     }
-    if (type !== PAYLOAD_TYPES[this.offer.codec] || !this.recording) return;
+    if (type !== PAYLOAD_TYPES[this.offer.codec]) return;
+    const decoded = DECODERS[type]!(payload);
+    this.onAudio?.(decoded, timestamp);
+    if (!this.recording) return;
     const recording = this.recording;
     recording.firstTimestamp ??= timestamp;
     const offset = (timestamp - recording.firstTimestamp) >>> 0;
     if (offset >= recording.samples.length) return; // Past the longest message, or from before the start.
-    const decoded = DECODERS[PAYLOAD_TYPES[this.offer.codec]]!(payload);
     const fits = decoded.subarray(0, recording.samples.length - offset);
     recording.samples.set(fits, offset);
     recording.end = Math.max(recording.end, offset + fits.length);
@@ -306,14 +322,7 @@ export class RtpRelay {
     Side,
     { socket: Socket; port: number; remote?: { address: string; port: number }; latched: boolean }
   >;
-  private recording?: {
-    startedAt: number;
-    maxSamples: number;
-    /** Per side: where its stream's first packet fell on the recording's timeline, and its timestamp. */
-    streams: Partial<
-      Record<Side, { offset: number; firstTimestamp: number; chunks: [number, Int16Array][] }>
-    >;
-  };
+  private recording?: CallRecorder;
   private closed = false;
   /** Packets forwarded, per direction (for tests and the log). */
   readonly forwarded: Record<Side, number> = { caller: 0, callee: 0 };
@@ -354,28 +363,12 @@ export class RtpRelay {
 
   /** From now on both directions are kept, up to `maxSeconds`. */
   startRecording(maxSeconds: number): void {
-    this.recording ??= { startedAt: performance.now(), maxSamples: maxSeconds * SAMPLE_RATE, streams: {} };
+    this.recording ??= new CallRecorder(maxSeconds);
   }
 
   /** Both directions mixed into one track, from the start of recording to the last sample received. */
   recorded(): Int16Array {
-    const recording = this.recording;
-    if (!recording) return new Int16Array(0);
-    const tracks = Object.values(recording.streams).map((stream) => {
-      const end = stream.chunks.reduce((last, [at, samples]) => Math.max(last, at + samples.length), 0);
-      const track = new Int16Array(Math.min(end, recording.maxSamples));
-      for (const [at, samples] of stream.chunks) {
-        if (at < track.length) track.set(samples.subarray(0, track.length - at), at);
-      }
-      return track;
-    });
-    const mixed = new Int16Array(tracks.reduce((longest, track) => Math.max(longest, track.length), 0));
-    for (let index = 0; index < mixed.length; index++) {
-      let sum = 0;
-      for (const track of tracks) sum += track[index] ?? 0;
-      mixed[index] = Math.max(-32768, Math.min(32767, sum));
-    }
-    return mixed;
+    return this.recording?.mixed() ?? new Int16Array(0);
   }
 
   close(): void {
@@ -403,21 +396,81 @@ export class RtpRelay {
   }
 
   private record(side: Side, packet: Buffer): void {
-    const recording = this.recording!;
     const rtp = readRtp(packet);
     const decode = rtp && DECODERS[rtp.type];
     if (!rtp || !decode) return; // Telephone events, comfort noise, codecs we cannot decode.
-    const { timestamp } = rtp;
-    let stream = recording.streams[side];
-    if (!stream) {
-      // The stream joins the timeline where its first packet arrived; after that its own clock places it.
-      const offset = Math.round(((performance.now() - recording.startedAt) * SAMPLE_RATE) / 1000);
-      stream = { offset, firstTimestamp: timestamp, chunks: [] };
-      recording.streams[side] = stream;
+    this.recording!.stream(side, rtp.timestamp, decode(rtp.payload));
+  }
+}
+
+/**
+ * A call's audio, several tracks on one timeline mixed into one: an RTP stream joins where its first packet
+ * arrived, then its own clock (the RTP timestamp) places each packet, so jitter does not stretch it, lost
+ * packets leave silence and reordered ones land where they belong; audio we play is placed when it starts.
+ */
+export class CallRecorder {
+  private readonly startedAt = performance.now();
+  private readonly maxSamples: number;
+  private readonly tracks = new Map<
+    string,
+    { offset?: number; firstTimestamp?: number; chunks: [number, Int16Array][] }
+  >();
+
+  constructor(maxSeconds: number) {
+    this.maxSamples = maxSeconds * SAMPLE_RATE;
+  }
+
+  /** Where on the timeline now is, in samples. */
+  now(): number {
+    return Math.round(((performance.now() - this.startedAt) * SAMPLE_RATE) / 1000);
+  }
+
+  /** A packet of an RTP stream (decoded), placed by its timestamp. */
+  stream(track: string, timestamp: number, samples: Int16Array): void {
+    const entry = this.track(track);
+    if (entry.offset === undefined || entry.firstTimestamp === undefined) {
+      entry.offset = this.now();
+      entry.firstTimestamp = timestamp;
     }
-    const at = stream.offset + ((timestamp - stream.firstTimestamp) | 0);
-    if (at < 0 || at >= recording.maxSamples) return;
-    stream.chunks.push([at, decode(rtp.payload)]);
+    this.place(entry, entry.offset + ((timestamp - entry.firstTimestamp) | 0), samples);
+  }
+
+  /** Audio at `at` samples on the timeline (what we played, from when it started). */
+  add(track: string, at: number, samples: Int16Array): void {
+    this.place(this.track(track), at, samples);
+  }
+
+  /** Every track mixed, from the start to the last sample. */
+  mixed(): Int16Array {
+    const tracks = [...this.tracks.values()].map(({ chunks }) => {
+      const end = chunks.reduce((last, [at, samples]) => Math.max(last, at + samples.length), 0);
+      const track = new Int16Array(Math.min(end, this.maxSamples));
+      for (const [at, samples] of chunks) {
+        if (at < track.length) track.set(samples.subarray(0, track.length - at), at);
+      }
+      return track;
+    });
+    const mixed = new Int16Array(tracks.reduce((longest, track) => Math.max(longest, track.length), 0));
+    for (let index = 0; index < mixed.length; index++) {
+      let sum = 0;
+      for (const track of tracks) sum += track[index] ?? 0;
+      mixed[index] = Math.max(-32768, Math.min(32767, sum));
+    }
+    return mixed;
+  }
+
+  private track(name: string) {
+    let entry = this.tracks.get(name);
+    if (!entry) {
+      entry = { chunks: [] };
+      this.tracks.set(name, entry);
+    }
+    return entry;
+  }
+
+  private place(entry: { chunks: [number, Int16Array][] }, at: number, samples: Int16Array): void {
+    if (at < 0 || at >= this.maxSamples) return;
+    entry.chunks.push([at, samples]);
   }
 }
 
@@ -445,4 +498,13 @@ async function bindSocket(host: string): Promise<Socket> {
   });
   socket.on('error', () => {}); // An ICMP unreachable from a side gone: nothing to do.
   return socket;
+}
+
+/** Audio heard over RTP as a call's recording or message: whole seconds, at least one. */
+export function rtpAudio(samples: Int16Array): CallAudio {
+  return {
+    wav: encodeWav(samples),
+    durationSeconds: Math.max(1, Math.ceil(samples.length / SAMPLE_RATE)),
+    voice: 'rtp',
+  };
 }

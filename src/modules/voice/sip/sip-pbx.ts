@@ -21,7 +21,7 @@ import type { Clock } from '../../../platform/clock.ts';
 import type { Database } from '../../../platform/db/index.ts';
 import { ApiError } from '../../../platform/errors.ts';
 import type { Organization, OrganizationService } from '../../organizations/index.ts';
-import { encodeWav, MAX_SECONDS, SAMPLE_RATE, silence, synthesise, tone } from '../audio.ts';
+import { MAX_SECONDS, silence, synthesise, tone } from '../audio.ts';
 import type { CallService } from '../calls.ts';
 import type { ExtensionService } from '../extensions.ts';
 import type {
@@ -34,6 +34,7 @@ import type {
   RingResult,
   VoicemailGreeting,
 } from '../pbx.ts';
+import { RtpAgentLine } from './agent-line.ts';
 import type { Registrar } from './registrar.ts';
 import {
   answeringDirection,
@@ -44,6 +45,7 @@ import {
   RtpRelay,
   RtpSession,
   relaySdp,
+  rtpAudio,
   withDirection,
 } from './rtp.ts';
 
@@ -88,6 +90,8 @@ interface SipCall {
   localSdp: Partial<Record<Side, string>>;
   /** The media of a call between two sides, from the first leg we place. */
   relay?: RtpRelay;
+  /** Our own media with the caller (the voicemail box, an AI agent), instead of the relay's. */
+  ownMedia?: RtpSession;
   /** What the current step waits for. */
   onCancel?: (cause: string) => void;
   onBye?: (from: 'caller' | 'callee' | 'api') => void;
@@ -445,15 +449,32 @@ export class SipPbx implements Pbx {
     })();
   }
 
-  converse(call: PbxCall, options: { record: boolean }): Promise<CallEnd & { recording?: CallAudio }> {
+  async converse(call: PbxCall, options: { record: boolean }): Promise<CallEnd & { recording?: CallAudio }> {
     const sipCall = this.calls.get(call.id);
-    if (!sipCall) return Promise.resolve({ at: this.deps.clock.now(), cause: 'normal_clearing' });
+    if (!sipCall) return { at: this.deps.clock.now(), cause: 'normal_clearing' };
     const relay = sipCall.relay;
     const hosts = this.deps.mediaHosts();
-    if (sipCall.invite && !sipCall.answered) {
+    const calleeSdp = sipCall.remoteSdp.callee;
+    if (sipCall.ownMedia && relay && hosts && calleeSdp) {
+      // The caller talked with our own media (an AI agent that transferred them): a re-INVITE moves them onto
+      // the relay, towards the person who answered.
+      const sdp = relaySdp(calleeSdp, hosts.advertise, relay.port('caller'));
+      sipCall.ownMedia.close();
+      sipCall.ownMedia = undefined;
+      sipCall.localSdp.caller = sdp;
+      const dialog = this.callerDialog(sipCall);
+      const answer = dialog && !sipCall.callerGone ? await this.sendReinvite(dialog, sdp) : undefined;
+      if (answer) this.remoteMoved(sipCall, 'caller', answer);
+      else relay.setRemote('caller', sipCall.remoteSdp.caller);
+      if (answer === undefined) {
+        // The caller is gone or refused: the person is hung up on.
+        if (sipCall.callee) this.sendBye(sipCall.callee);
+        this.hangUpCaller(sipCall);
+        return { at: this.deps.clock.now(), cause: 'normal_clearing' };
+      }
+    } else if (sipCall.invite && !sipCall.answered) {
       // The caller is answered with the callee's SDP moved to our relay; a caller who offered nothing gets
       // our offer in the callee's codec and answers in the ACK.
-      const calleeSdp = sipCall.remoteSdp.callee;
       const sdp =
         relay && hosts && calleeSdp
           ? sipCall.invite.content
@@ -491,29 +512,7 @@ export class SipPbx implements Pbx {
   async takeVoicemail(call: PbxCall, greeting: VoicemailGreeting): Promise<CallEnd & { audio: CallAudio }> {
     const sipCall = this.calls.get(call.id);
     if (!sipCall) return { at: this.deps.clock.now(), cause: 'normal_clearing', audio: emptyAudio() };
-    const offer = parseOffer(sipCall.remoteSdp.caller);
-    const hosts = this.deps.mediaHosts();
-    if (!offer || !hosts) {
-      if (sipCall.invite) {
-        this.respondToCaller(sipCall, 488, 'Not Acceptable Here');
-        sipCall.answered = true; // Answered with the 488: release must not answer again.
-      }
-      throw new Error('The caller offered no G.711 audio stream: no voicemail can be recorded');
-    }
-    sipCall.relay?.close();
-    sipCall.relay = undefined;
-    const media = await RtpSession.open(hosts.bind, offer, MAX_SECONDS);
-    const ours = answerSdp(hosts.advertise, media.port, offer);
-    sipCall.localSdp.caller = ours;
-    if (sipCall.invite) {
-      sipCall.answered = true;
-      this.respondToCaller(sipCall, 200, 'OK', ours);
-    } else if (!(await this.sendReinvite(sipCall.caller!, ours))) {
-      // The first leg of an API call, answered already: its media moves from the relay to the voicemail box.
-      media.close();
-      this.hangUpCaller(sipCall);
-      throw new Error('The caller refused the re-INVITE to the voicemail box');
-    }
+    const media = await this.answerWithOwnMedia(sipCall);
     return new Promise((resolve) => {
       let ended = false;
       const end = (cause: string) => {
@@ -549,6 +548,72 @@ export class SipPbx implements Pbx {
     });
   }
 
+  /**
+   * An AI agent on the call: answered with our own media (the caller's INVITE, or the first leg of a call the
+   * API placed, re-INVITEd from the relay), the agent's words spoken into it and the caller's cut into
+   * utterances (agent-line.ts). A transfer moves the caller back onto the relay, towards the person (converse).
+   */
+  agentLine(call: PbxCall, options: { record: boolean }): RtpAgentLine {
+    const sipCall = this.calls.get(call.id);
+    const line = new RtpAgentLine({
+      open: () =>
+        sipCall ? this.answerWithOwnMedia(sipCall) : Promise.reject(new Error('The call has ended')),
+      clock: this.deps.clock,
+      record: options.record,
+      // The line's end hands the call's BYEs to whatever step comes next (the transfer's ring, converse).
+      onClose: () => {
+        if (sipCall) sipCall.onBye = undefined;
+      },
+    });
+    if (!sipCall) line.hungUp('normal_clearing');
+    else {
+      sipCall.onBye = (from) => {
+        if (from !== 'caller') this.hangUpCaller(sipCall);
+        line.hungUp(from === 'api' ? 'hangup_requested' : 'normal_clearing');
+      };
+    }
+    return line;
+  }
+
+  /**
+   * Answers the caller with media of our own (the voicemail box, an AI agent): an RTP session in the codec
+   * the caller offered, in our 200 to their INVITE, or in a re-INVITE of a leg answered already (an API call's
+   * first leg, a caller the agent answered before the voicemail). A caller whose offer has neither PCMU nor
+   * PCMA gets 488 and the step fails.
+   */
+  private async answerWithOwnMedia(sipCall: SipCall): Promise<RtpSession> {
+    const offer = parseOffer(sipCall.remoteSdp.caller);
+    const hosts = this.deps.mediaHosts();
+    if (!offer || !hosts) {
+      if (sipCall.invite && !sipCall.answered) {
+        this.respondToCaller(sipCall, 488, 'Not Acceptable Here');
+        sipCall.answered = true; // Answered with the 488: release must not answer again.
+      }
+      throw new Error('The caller offered no G.711 audio stream: we cannot speak with them');
+    }
+    sipCall.relay?.close();
+    sipCall.relay = undefined;
+    sipCall.ownMedia?.close();
+    const media = await RtpSession.open(hosts.bind, offer, MAX_SECONDS);
+    const ours = answerSdp(hosts.advertise, media.port, offer);
+    sipCall.localSdp.caller = ours;
+    if (sipCall.invite && !sipCall.answered) {
+      sipCall.answered = true;
+      this.respondToCaller(sipCall, 200, 'OK', ours);
+    } else {
+      const dialog = this.callerDialog(sipCall);
+      const answer = dialog ? await this.sendReinvite(dialog, ours) : undefined;
+      if (answer === undefined) {
+        media.close();
+        this.hangUpCaller(sipCall);
+        throw new Error('The caller refused the re-INVITE to our media');
+      }
+      if (answer) sipCall.remoteSdp.caller = answer;
+    }
+    sipCall.ownMedia = media;
+    return media;
+  }
+
   hangup(callId: string): boolean {
     const call = this.calls.get(callId);
     if (!call) return false;
@@ -563,11 +628,13 @@ export class SipPbx implements Pbx {
     if (call.invite && !call.answered) {
       const [status, reason] = FINAL_RESPONSE[call.lastOutcome === 'answered' ? 'failed' : call.lastOutcome];
       this.respondToCaller(call, status, reason);
-    } else if (!call.invite) {
-      // An API call whose first leg answered but that ended before talking (the callee busy, say).
+    } else {
+      // Answered and ended by us: an AI agent that said goodbye, an API call whose first leg answered but
+      // that ended before talking (the callee busy, say). Once only: a side that hung up is not sent a BYE.
       this.hangUpCaller(call);
     }
     call.relay?.close();
+    call.ownMedia?.close();
     this.calls.delete(callId);
     for (const [leg, id] of this.legs) if (id === callId) this.legs.delete(leg);
   }
@@ -659,10 +726,13 @@ export class SipPbx implements Pbx {
     return call.caller;
   }
 
-  /** A re-INVITE of a dialog we hold with `sdp` as the new offer; true when the other side took it. */
-  private sendReinvite(dialog: Dialog, sdp: string): Promise<boolean> {
+  /**
+   * A re-INVITE of a dialog we hold with `sdp` as the new offer: the other side's answer ('' when its 200
+   * carried none), or undefined when it refused.
+   */
+  private sendReinvite(dialog: Dialog, sdp: string): Promise<string | undefined> {
     const stack = this.deps.stack();
-    if (!stack) return Promise.resolve(false);
+    if (!stack) return Promise.resolve(undefined);
     const invite = this.inDialog(dialog, 'INVITE');
     invite.headers.contact = [{ uri: `sip:pbx@${this.deps.address()}`, params: {} }];
     invite.headers['max-forwards'] = '70';
@@ -673,7 +743,7 @@ export class SipPbx implements Pbx {
         const status = response.status ?? 500;
         if (status < 200) return;
         if (status < 300) this.acknowledge(response, invite);
-        resolve(status < 300);
+        resolve(status < 300 ? (response.content ?? '') : undefined);
       });
     });
   }
@@ -729,13 +799,4 @@ function concatenate(...parts: Int16Array[]): Int16Array {
 /** A message with nothing in it: a second of silence. */
 function emptyAudio(): CallAudio {
   return rtpAudio(silence(1));
-}
-
-/** Audio heard over RTP as a call's recording or message: whole seconds, at least one. */
-function rtpAudio(samples: Int16Array): CallAudio {
-  return {
-    wav: encodeWav(samples),
-    durationSeconds: Math.max(1, Math.ceil(samples.length / SAMPLE_RATE)),
-    voice: 'rtp',
-  };
 }

@@ -1,0 +1,119 @@
+// An AI agent on a SIP call: what it says is synthesised by espeak-ng and played into RTP at real-time pace;
+// what the caller says is cut into utterances from their RTP (utterances.ts) and handed to the agent as WAV
+// audio, which the agents module transcribes with the call's Transcriber. Turns are half duplex: while the
+// agent speaks, what the line picks up is not the caller's turn (their phone's echo of the agent would be
+// taken for words); the caller is heard again once the agent has finished. With `record`, both sides are kept
+// on one timeline, as a recorded call between two people is.
+import type { Clock } from '../../../platform/clock.ts';
+import { encodeWav, MAX_SECONDS, synthesise, tone } from '../audio.ts';
+import type { AgentLine, CallAudio, Heard } from '../pbx.ts';
+import { CallRecorder, type RtpSession, rtpAudio } from './rtp.ts';
+import { UtteranceDetector } from './utterances.ts';
+
+/** How long a phone may send nothing before what the caller was saying counts as said. */
+const SILENT_PHONE_MS = 800;
+/** Without espeak-ng the caller hears a tone as long as the words would take (about 2.5 words a second). */
+const WORDS_PER_SECOND = 2.5;
+
+export class RtpAgentLine implements AgentLine {
+  private session?: Promise<RtpSession>;
+  private readonly detector = new UtteranceDetector();
+  private readonly recorder?: CallRecorder;
+  private readonly heard: Heard[] = [];
+  private waiting?: (heard: Heard) => void;
+  private speaking = false;
+  private gone?: Heard & { kind: 'hangup' };
+  private silentPhone?: NodeJS.Timeout;
+
+  constructor(
+    private readonly deps: {
+      /** Answers the caller with our own media (once): the session the agent speaks and listens on. */
+      open: () => Promise<RtpSession>;
+      clock: Clock;
+      record: boolean;
+      /** The agent is done with the line. */
+      onClose: () => void;
+    },
+  ) {
+    if (deps.record) this.recorder = new CallRecorder(MAX_SECONDS);
+  }
+
+  async say(text: string, voice?: string): Promise<void> {
+    if (this.gone) return;
+    const session = await this.media();
+    if (this.gone) return;
+    // A voice this espeak-ng does not have is spoken in its default voice rather than not at all.
+    const speech =
+      (await synthesise(text, voice)
+        .catch(() => synthesise(text))
+        .catch(() => undefined)) ?? tone(Math.max(1, text.split(/\s+/).length / WORDS_PER_SECOND));
+    this.speaking = true;
+    this.detector.reset();
+    try {
+      const at = this.recorder?.now() ?? 0;
+      const sent = await session.play(speech, () => this.gone !== undefined);
+      this.recorder?.add('agent', at, session.carried(speech.subarray(0, sent)));
+    } finally {
+      this.speaking = false;
+    }
+  }
+
+  async listen(): Promise<Heard> {
+    if (!this.gone) await this.media();
+    const next = this.heard.shift() ?? this.gone;
+    if (next) return next;
+    return new Promise((resolve) => {
+      this.waiting = resolve;
+    });
+  }
+
+  /** The caller hung up, or the call was hung up (`hangup_requested`): what listens hears it. */
+  hungUp(cause: string): void {
+    if (this.gone) return;
+    this.gone = { kind: 'hangup', at: this.deps.clock.now(), cause };
+    this.deliver(this.gone);
+    void this.session?.then((session) => session.close()).catch(() => {});
+  }
+
+  async close(): Promise<CallAudio | undefined> {
+    this.deps.onClose();
+    clearTimeout(this.silentPhone);
+    const session = await this.session?.catch(() => undefined);
+    session?.close();
+    if (!this.recorder) return undefined;
+    return rtpAudio(this.recorder.mixed());
+  }
+
+  private media(): Promise<RtpSession> {
+    this.session ??= this.deps.open().then((session) => {
+      session.onAudio = (samples, timestamp) => this.hear(samples, timestamp);
+      return session;
+    });
+    return this.session;
+  }
+
+  private hear(samples: Int16Array, timestamp: number): void {
+    this.recorder?.stream('caller', timestamp, samples);
+    if (this.speaking || this.gone) return;
+    for (const utterance of this.detector.push(samples)) this.utterance(utterance);
+    clearTimeout(this.silentPhone);
+    if (this.detector.hearing) {
+      this.silentPhone = setTimeout(() => {
+        const utterance = this.detector.quiet();
+        if (utterance && !this.speaking && !this.gone) this.utterance(utterance);
+      }, SILENT_PHONE_MS);
+      this.silentPhone.unref();
+    }
+  }
+
+  private utterance(samples: Int16Array): void {
+    this.deliver({ kind: 'speech', at: this.deps.clock.now(), audio: encodeWav(samples) });
+  }
+
+  private deliver(heard: Heard): void {
+    const waiting = this.waiting;
+    this.waiting = undefined;
+    if (waiting) waiting(heard);
+    else if (heard.kind === 'speech') this.heard.push(heard);
+  }
+}
