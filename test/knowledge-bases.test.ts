@@ -127,6 +127,73 @@ describe('knowledge bases', () => {
     assert.equal(bad.status, 400);
   });
 
+  test("a large base: a question's common words do not outrank its rare ones; word counts follow every change", async () => {
+    const acme = await org();
+    const kb = await base(acme, { name: 'Large' });
+    /** knowledge_terms as the triggers keep it, and as the chunks say it should be. */
+    const counts = async () => {
+      const kept = await t.ctx.db.query<{ lexeme: string; chunks: number }>(
+        'SELECT lexeme, chunks FROM knowledge_terms WHERE knowledge_base_id = $1 ORDER BY lexeme',
+        [kb.id],
+      );
+      const truth = await t.ctx.db.query<{ lexeme: string; chunks: number }>(
+        `SELECT l.lexeme, count(*)::int AS chunks
+         FROM knowledge_chunks c CROSS JOIN LATERAL unnest(tsvector_to_array(c.search)) AS l(lexeme)
+         WHERE c.knowledge_base_id = $1 GROUP BY 1 ORDER BY 1`,
+        [kb.id],
+      );
+      assert.deepEqual(kept, truth);
+      return new Map(kept.map((row) => [row.lexeme, row.chunks]));
+    };
+    // Every sentence of a long care guide says "tooth" (several hundred chunks hold it); one page is about
+    // zirconia.
+    const sentences = Array.from(
+      { length: 3000 },
+      (_, i) =>
+        `Tooth care tip ${i}: brush each tooth gently, floss between every tooth, and rinse the tooth well.`,
+    );
+    const guide = await api(acme, 'POST', `/knowledge-bases/${kb.id}/documents`, {
+      title: 'Care guide',
+      content: sentences.join(' '),
+    });
+    assert.equal(guide.status, 201, guide.text);
+    const crowns = await api(acme, 'POST', `/knowledge-bases/${kb.id}/documents`, {
+      title: 'Crowns',
+      content: 'Our crowns are milled from zirconia in a single visit.',
+    });
+    assert.equal(crowns.status, 201, crowns.text);
+    const words = await counts();
+    assert.ok(words.get('tooth')! > 200, `tooth is in ${words.get('tooth')} chunks`);
+    assert.equal(words.get('zirconia'), 1);
+
+    // Ranked over every chunk holding either word, a chunk saying "tooth" four times would win; the rare word
+    // decides instead, and the common one still counts.
+    const [best] = await search(acme, kb.id, 'Is my tooth zirconia?', 1);
+    assert.equal(best!.documentId, crowns.body.data.id);
+    // Asked for more than the rare word's chunks hold: they come first, then the best of the rest.
+    const five = await search(acme, kb.id, 'Is my tooth zirconia?', 5);
+    assert.equal(five.length, 5);
+    assert.equal(five[0]!.documentId, crowns.body.data.id);
+    // Only common words: every match, as ever.
+    assert.equal((await search(acme, kb.id, 'tooth floss', 3)).length, 3);
+
+    // The counts follow a changed document, a deleted one and a new language.
+    const changed = await api(acme, 'PATCH', `/knowledge-bases/${kb.id}/documents/${crowns.body.data.id}`, {
+      content: 'Our crowns are porcelain.',
+    });
+    assert.equal(changed.status, 200, changed.text);
+    assert.equal((await counts()).get('zirconia'), undefined);
+    assert.equal(
+      (await api(acme, 'DELETE', `/knowledge-bases/${kb.id}/documents/${guide.body.data.id}`)).status,
+      200,
+    );
+    assert.equal((await counts()).get('tooth'), undefined);
+    await api(acme, 'PATCH', `/knowledge-bases/${kb.id}`, { language: 'es' });
+    await counts();
+    assert.equal((await api(acme, 'DELETE', `/knowledge-bases/${kb.id}`)).status, 200);
+    assert.equal((await counts()).size, 0);
+  });
+
   test('files: text, Markdown, CSV rows, HTML without its scripts, PDF pages; titled by name or field', async () => {
     const acme = await org();
     const kb = await base(acme);

@@ -32,6 +32,7 @@ export interface DocumentRow {
 
 export interface ChunkHit {
   document_id: string;
+  position: number;
   knowledge_base_id: string;
   title: string;
   text: string;
@@ -49,6 +50,10 @@ const DOCUMENT_COLUMNS = `id, knowledge_base_id, organization_id, title, source,
  * A question as a text-search query: its words stemmed by the base's configuration (stop words dropped), any
  * of them matching (a caller's question rarely holds every word of the answer).
  */
+/** A word in more chunks of a base than this is common (see KnowledgeStore.search). */
+const COMMON_CHUNKS = 200;
+const ALL_CHUNKS = 2 ** 31 - 1;
+
 const ANY_WORD = (config: string, question: string) =>
   `replace(plainto_tsquery(${config}, ${question})::text, '&', '|')::tsquery`;
 
@@ -251,19 +256,43 @@ export class KnowledgeStore {
    * of length normalisation were chosen on the dental corpus of the tests (20 questions, each finding its
    * document first): PostgreSQL's default title weight of 1.0 let a title word outrank the text that
    * answers, and normalising by length favoured short chunks that mention a word in passing.
+   *
+   * Ranking costs a read of every candidate chunk, and a question holding one of a large base's common words
+   * matches most of it. So, as Elasticsearch's common-terms query does, the candidates are the chunks holding
+   * the question's words that are in at most COMMON_CHUNKS chunks of the base (knowledge_terms); the common
+   * words still count in every candidate's score. When every word is common, all chunks holding any word are
+   * ranked, as without the cut; when the candidates are fewer than `limit`, the rest of the hits come after
+   * them from that full ranking. A base of fewer chunks than COMMON_CHUNKS never has a common word, so its
+   * results are exactly the full ranking's.
    */
   async search(db: Queryable, organizationId: string, baseIds: string[], question: string, limit: number) {
-    return db.query<ChunkHit>(
-      `SELECT c.document_id, c.knowledge_base_id, d.title, c.text, ts_rank('{0.1, 0.2, 0.4, 0.5}', c.search, q.query, 0)::float8 AS score
-       FROM knowledge_bases kb
-       CROSS JOIN LATERAL (SELECT ${ANY_WORD('kb.search_config', '$3')} AS query) q
-       JOIN knowledge_chunks c ON c.knowledge_base_id = kb.id AND c.search @@ q.query
-       JOIN knowledge_documents d ON d.id = c.document_id
-       WHERE kb.organization_id = $1 AND kb.id = ANY($2::text[])
-       ORDER BY score DESC, c.document_id, c.position
-       LIMIT $4`,
-      [organizationId, baseIds, question, limit],
-    );
+    const ranked = (commonChunks: number) =>
+      db.query<ChunkHit>(
+        `SELECT c.document_id, c.position, c.knowledge_base_id, d.title, c.text,
+                ts_rank('{0.1, 0.2, 0.4, 0.5}', c.search, q.query, 0)::float8 AS score
+         FROM knowledge_bases kb
+         CROSS JOIN LATERAL (SELECT ${ANY_WORD('kb.search_config', '$3')} AS query) q
+         CROSS JOIN LATERAL (
+           -- The question's uncommon words as a query (each lexeme quoted as tsquery input quotes it).
+           SELECT string_agg('''' || replace(replace(w.lexeme, '\\', '\\\\'), '''', '''''') || '''', ' | ')
+                    FILTER (WHERE coalesce(t.chunks, 0) <= $5)::tsquery AS query
+           FROM unnest(tsvector_to_array(to_tsvector(kb.search_config, $3))) AS w(lexeme)
+           LEFT JOIN knowledge_terms t ON t.knowledge_base_id = kb.id AND t.lexeme = w.lexeme
+         ) rare
+         JOIN knowledge_chunks c ON c.knowledge_base_id = kb.id AND c.search @@ coalesce(rare.query, q.query)
+         JOIN knowledge_documents d ON d.id = c.document_id
+         WHERE kb.organization_id = $1 AND kb.id = ANY($2::text[])
+         ORDER BY score DESC, c.document_id, c.position
+         LIMIT $4`,
+        [organizationId, baseIds, question, limit, commonChunks],
+      );
+    const narrowed = await ranked(COMMON_CHUNKS);
+    if (narrowed.length >= limit) return narrowed;
+    // Fewer than asked for: the rest from the ranking of every match, after them (so the best hit does not
+    // depend on how many are asked for).
+    const kept = new Set(narrowed.map((hit) => `${hit.document_id}:${hit.position}`));
+    const rest = (await ranked(ALL_CHUNKS)).filter((hit) => !kept.has(`${hit.document_id}:${hit.position}`));
+    return [...narrowed, ...rest].slice(0, limit);
   }
 
   /**
