@@ -357,7 +357,9 @@ export class SipPbx implements Pbx {
       }
       if (!current.relay) {
         current.relay = await RtpRelay.open(hosts.bind);
-        current.relay.setRemote('caller', current.remoteSdp.caller);
+        // A caller whose INVITE we have not answered gets no media until we do (converse): the callee's first
+        // packets, forwarded before our 200 reached the caller, left some phones (baresip) silent all call.
+        if (!current.invite || current.answered) current.relay.setRemote('caller', current.remoteSdp.caller);
       }
       const relay = current.relay;
       // The offer this leg gets: the caller's own, moved to our relay; without one (an API call, a caller who
@@ -483,6 +485,7 @@ export class SipPbx implements Pbx {
           : undefined;
       sipCall.localSdp.caller = sdp;
       sipCall.answered = true;
+      relay?.setRemote('caller', sipCall.remoteSdp.caller);
       this.respondToCaller(sipCall, 200, 'OK', sdp);
     }
     if (options.record) relay?.startRecording(MAX_SECONDS);
