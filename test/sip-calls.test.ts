@@ -81,6 +81,31 @@ describe('calls between SIP phones (SIPp)', {
     );
   });
 
+  test('an extension with two phones: both ring, the first to answer takes the call and the other is cancelled', async () => {
+    const created = await t.request('POST', '/api/v2/extensions', {
+      apiKey: office.key,
+      body: { extension: '103', name: 'Support' },
+    });
+    assert.equal(created.status, 201, created.text);
+    const support = created.body.data as Extension;
+    const deskPhonePort = await freePort();
+    const mobilePort = await freePort();
+    for (const localPort of [deskPhonePort, mobilePort]) {
+      assert.equal(await runSipp(port, { ...support.sip, localPort }), 0, 'a phone of 103 registers');
+    }
+    const ringsOnly = answeringPhone(deskPhonePort, { scenario: ringUntilCancelled() });
+    const answers = answeringPhone(mobilePort, { scenario: answerAfter(500) });
+    await new Promise((resolve) => setTimeout(resolve, 300)); // SIPp binds its ports
+    const caller = await runSipp(port, { ...desk.sip, scenario: callScenario(200), callee: '103' });
+    assert.equal(caller, 0, 'the caller reached 103 and talked');
+    assert.equal(await answers.done, 0, 'one phone rang, answered and was hung up');
+    assert.equal(await ringsOnly.done, 0, 'the other rang and was cancelled (200 to the CANCEL, 487, ACK)');
+    const [call] = await calls();
+    assert.equal(call!.to, '103');
+    assert.equal(call!.status, 'completed');
+    assert.equal(call!.hangupCause, 'normal_clearing');
+  });
+
   test('refused: a wrong password (403), an extension that does not exist (404), a callee with no phone nor voicemail (480)', async () => {
     const before = (await calls()).length;
     assert.equal(
@@ -124,3 +149,83 @@ describe('calls between SIP phones (SIPp)', {
     assert.equal(call!.hangupCause, 'not_registered');
   });
 });
+
+/** A phone that rings (180) until the INVITE is cancelled: 200 to the CANCEL, 487 to the INVITE, its ACK. */
+function ringUntilCancelled(): string {
+  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
+<scenario name="ring until cancelled">
+  <recv request="INVITE" crlf="true"/>
+  <send><![CDATA[
+      SIP/2.0 180 Ringing
+      [last_Via:]
+      [last_From:]
+      [last_To:];tag=[pid]SIPpTag01[call_number]
+      [last_Call-ID:]
+      [last_CSeq:]
+      Contact: <sip:[local_ip]:[local_port];transport=[transport]>
+      Content-Length: 0
+
+    ]]></send>
+  <recv request="CANCEL"/>
+  <send><![CDATA[
+      SIP/2.0 200 OK
+      [last_Via:]
+      [last_From:]
+      [last_To:];tag=[pid]SIPpTag01[call_number]
+      [last_Call-ID:]
+      [last_CSeq:]
+      Content-Length: 0
+
+    ]]></send>
+  <send><![CDATA[
+      SIP/2.0 487 Request Terminated
+      [last_Via:]
+      [last_From:]
+      [last_To:];tag=[pid]SIPpTag01[call_number]
+      [last_Call-ID:]
+      CSeq: 1 INVITE
+      Content-Length: 0
+
+    ]]></send>
+  <recv request="ACK"/>
+</scenario>`;
+}
+
+/** A phone that rings, answers after `ms` (PCMU), and waits for the BYE. */
+function answerAfter(ms: number): string {
+  const reply = (status: string, sdp: boolean, tag = true) => `
+  <send><![CDATA[
+      SIP/2.0 ${status}
+      [last_Via:]
+      [last_From:]
+      [last_To:]${tag ? ';tag=[pid]SIPpTag01[call_number]' : ''}
+      [last_Call-ID:]
+      [last_CSeq:]
+      Contact: <sip:[local_ip]:[local_port];transport=[transport]>
+      ${
+        sdp
+          ? `Content-Type: application/sdp
+      Content-Length: [len]
+
+      v=0
+      o=phone 1 1 IN IP[local_ip_type] [local_ip]
+      s=-
+      c=IN IP[media_ip_type] [media_ip]
+      t=0 0
+      m=audio [media_port] RTP/AVP 0
+      a=rtpmap:0 PCMU/8000
+`
+          : 'Content-Length: 0\n'
+      }
+    ]]></send>`;
+  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
+<scenario name="answer after a while">
+  <recv request="INVITE" crlf="true"/>
+  ${reply('180 Ringing', false)}
+  <pause milliseconds="${ms}"/>
+  ${reply('200 OK', true)}
+  <recv request="ACK" crlf="true"/>
+  <recv request="BYE"/>
+  ${reply('200 OK', false, false)}
+</scenario>`;
+}

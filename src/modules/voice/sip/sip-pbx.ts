@@ -51,6 +51,9 @@ import {
 
 type Side = 'caller' | 'callee';
 
+/** The most phones of one extension rung at once (a desk phone, a softphone, a mobile app, and then some). */
+const MAX_FORKS = 10;
+
 /** The final answer to the caller's INVITE when the call ended without an answer. */
 const FINAL_RESPONSE: Record<RingOutcome, [number, string]> = {
   answered: [200, 'OK'],
@@ -334,10 +337,11 @@ export class SipPbx implements Pbx {
       const stack = this.deps.stack();
       const hosts = this.deps.mediaHosts();
       if (!stack || !hosts) return this.outcome(current, { outcome: 'failed', at: now(), cause: 'no_sip' });
-      // An extension: its first registered phone, from the caller's number. A phone number: the trunk, with
-      // the call's caller id (one of our numbers) as the From the network shows. The first leg of an API call
-      // shows the number it is about to connect to.
-      let uri: string;
+      // An extension: every phone registered to it rings at once (forking), from the caller's number; the
+      // first to answer takes the call and the others are cancelled. A phone number: the trunk, with the call's
+      // caller id (one of our numbers) as the From the network shows. The first leg of an API call shows the
+      // number it is about to connect to.
+      let uris: string[];
       let to: string;
       let fromUser: string;
       if (party.kind === 'extension') {
@@ -345,14 +349,14 @@ export class SipPbx implements Pbx {
         if (contacts.length === 0) {
           return this.outcome(current, { outcome: 'no_answer', at: now(), cause: 'not_registered' });
         }
-        uri = contacts[0]!.contact;
+        uris = contacts.slice(0, MAX_FORKS).map((contact) => contact.contact);
         to = `sip:${party.extension}@${this.deps.domain}`;
         // The caller's extension number or phone number as the platform recorded it (not their SIP username).
         fromUser = leg === 'caller' && !current.invite ? call.to : call.from;
       } else {
         const host = trunk!.host.includes(':') ? `[${trunk!.host}]` : trunk!.host;
-        uri = `sip:${party.number}@${host}${trunk!.port ? `:${trunk!.port}` : ''}`;
-        to = uri;
+        uris = [`sip:${party.number}@${host}${trunk!.port ? `:${trunk!.port}` : ''}`];
+        to = uris[0]!;
         fromUser = call.from;
       }
       if (!current.relay) {
@@ -369,86 +373,101 @@ export class SipPbx implements Pbx {
         ? relaySdp(callerOffer, hosts.advertise, relay.port(leg))
         : offerSdp(hosts.advertise, relay.port(leg), codecsOf(current.remoteSdp.caller));
       current.localSdp[leg] = offer;
-      const localTag = randomBytes(6).toString('hex');
-      const invite: SipMessage = {
-        method: 'INVITE',
-        uri,
-        headers: {
-          to: { uri: to, params: {} },
-          from: { uri: `sip:${fromUser}@${this.deps.domain}`, params: { tag: localTag } },
-          'call-id': randomBytes(12).toString('hex'),
-          cseq: { method: 'INVITE', seq: 1 },
-          via: [],
-          contact: [{ uri: `sip:pbx@${this.deps.address()}`, params: {} }],
-          'max-forwards': '70',
-          'content-type': 'application/sdp',
-        },
-        content: offer,
-      };
-      this.legs.set(invite.headers['call-id'], call.id);
+      // One INVITE per phone, each its own dialog (we are a back-to-back user agent, not a forking proxy).
+      const forks = uris.map((uri) => {
+        const localTag = randomBytes(6).toString('hex');
+        const invite: SipMessage = {
+          method: 'INVITE',
+          uri,
+          headers: {
+            to: { uri: to, params: {} },
+            from: { uri: `sip:${fromUser}@${this.deps.domain}`, params: { tag: localTag } },
+            'call-id': randomBytes(12).toString('hex'),
+            cseq: { method: 'INVITE', seq: 1 },
+            via: [],
+            contact: [{ uri: `sip:pbx@${this.deps.address()}`, params: {} }],
+            'max-forwards': '70',
+            'content-type': 'application/sdp',
+          },
+          content: offer,
+        };
+        this.legs.set(invite.headers['call-id'], call.id);
+        return { invite, localTag, final: undefined as number | undefined };
+      });
       return new Promise<RingResult>((resolve) => {
         let done = false;
+        let ringing = false;
         const settle = (result: RingResult) => {
           if (done) return;
           done = true;
           clearTimeout(timer);
           current.onCancel = undefined;
+          // The phones still ringing stop; their Call-IDs are forgotten (a late BYE from one gets 481).
+          for (const fork of forks) {
+            if (fork.final === undefined) this.cancelInvite(stack, fork.invite);
+            else if (fork.final >= 300) this.legs.delete(fork.invite.headers['call-id']);
+          }
           resolve(this.outcome(current, result));
         };
-        const cancelLeg = () => {
-          const cancel: SipMessage = {
-            method: 'CANCEL',
-            uri: invite.uri,
-            headers: {
-              to: invite.headers.to,
-              from: invite.headers.from,
-              'call-id': invite.headers['call-id'],
-              cseq: { method: 'CANCEL', seq: invite.headers.cseq.seq },
-              via: invite.headers.via,
-            },
-          };
-          stack.send(cancel);
-        };
-        const timer = setTimeout(() => {
-          cancelLeg();
-          settle({ outcome: 'no_answer', at: now(), cause: 'ring_timeout' });
-        }, ringSeconds * 1000);
+        const timer = setTimeout(
+          () => settle({ outcome: 'no_answer', at: now(), cause: 'ring_timeout' }),
+          ringSeconds * 1000,
+        );
         timer.unref();
-        current.onCancel = (cause) => {
-          cancelLeg();
-          settle({ outcome: 'canceled', at: now(), cause });
-        };
-        stack.send(invite, (response) => {
-          const status = response.status ?? 500;
-          if (done && status >= 200 && status < 300) {
-            // Answered after we gave up on it: acknowledge and end that leg.
-            this.acknowledge(response, invite);
-            this.sendBye(this.dialogOf(response, invite, localTag));
-            return;
-          }
-          if (status === 180 || status === 183) {
-            void onRinging(now()).catch((error) =>
-              this.deps.log.warn({ err: error }, 'ringing not recorded'),
-            );
-            if (current.invite) this.respondToCaller(current, 180, 'Ringing');
-          } else if (status >= 200 && status < 300) {
-            this.acknowledge(response, invite);
-            current[leg] = this.dialogOf(response, invite, localTag);
-            current.remoteSdp[leg] = response.content;
-            relay.setRemote(leg, response.content);
-            settle({ outcome: 'answered', at: now(), cause: 'answered' });
-          } else if (status >= 300) {
-            const outcome: RingOutcome =
-              status === 486 || status === 600 || status === 603
+        current.onCancel = (cause) => settle({ outcome: 'canceled', at: now(), cause });
+        for (const fork of forks) {
+          stack.send(fork.invite, (response) => {
+            const status = response.status ?? 500;
+            if (status >= 200) fork.final ??= status;
+            if (done && status >= 200 && status < 300) {
+              // Answered after we gave up on it, or after another phone took the call: acknowledged and ended.
+              this.acknowledge(response, fork.invite);
+              this.sendBye(this.dialogOf(response, fork.invite, fork.localTag));
+              this.legs.delete(fork.invite.headers['call-id']);
+              return;
+            }
+            if (status === 180 || status === 183) {
+              if (ringing) return;
+              ringing = true;
+              void onRinging(now()).catch((error) =>
+                this.deps.log.warn({ err: error }, 'ringing not recorded'),
+              );
+              if (current.invite) this.respondToCaller(current, 180, 'Ringing');
+            } else if (status >= 200 && status < 300) {
+              this.acknowledge(response, fork.invite);
+              current[leg] = this.dialogOf(response, fork.invite, fork.localTag);
+              current.remoteSdp[leg] = response.content;
+              relay.setRemote(leg, response.content);
+              settle({ outcome: 'answered', at: now(), cause: 'answered' });
+            } else if (status >= 300 && forks.every((each) => each.final !== undefined)) {
+              // Every phone refused: the most telling refusal (busy over unanswered over failed).
+              const finals = forks.map((each) => each.final!);
+              const outcome: RingOutcome = finals.some((code) => code === 486 || code === 600 || code === 603)
                 ? 'busy'
-                : status === 408 || status === 480 || status === 487
+                : finals.some((code) => code === 408 || code === 480 || code === 487)
                   ? 'no_answer'
                   : 'failed';
-            settle({ outcome, at: now(), cause: outcome === 'no_answer' ? 'ring_timeout' : outcome });
-          }
-        });
+              settle({ outcome, at: now(), cause: outcome === 'no_answer' ? 'ring_timeout' : outcome });
+            }
+          });
+        }
       });
     })();
+  }
+
+  /** CANCEL of an INVITE of ours that has no final answer yet. */
+  private cancelInvite(stack: SipStack, invite: SipMessage): void {
+    stack.send({
+      method: 'CANCEL',
+      uri: invite.uri,
+      headers: {
+        to: invite.headers.to,
+        from: invite.headers.from,
+        'call-id': invite.headers['call-id'],
+        cseq: { method: 'CANCEL', seq: invite.headers.cseq.seq },
+        via: invite.headers.via,
+      },
+    });
   }
 
   async converse(call: PbxCall, options: { record: boolean }): Promise<CallEnd & { recording?: CallAudio }> {
