@@ -18,7 +18,8 @@ export class SipListener {
 
   constructor(
     private readonly registrar: Registrar,
-    private readonly pbx: SipPbx,
+    /** The PBX that carries the calls this listener receives. */
+    readonly pbx: SipPbx,
     private readonly domain: string,
     private readonly log: FastifyBaseLogger,
     /** SIP_MEDIA_ADDRESS, if set. */

@@ -636,6 +636,15 @@ export class SipPbx implements Pbx {
     return media;
   }
 
+  /**
+   * RTP packets our relay has passed each way on a live call (none: the call is not ours, or has no relay):
+   * one-way audio shows here as one side at zero.
+   */
+  mediaOf(callId: string): { fromCaller: number; fromCallee: number } | undefined {
+    const relay = this.calls.get(callId)?.relay;
+    return relay && { fromCaller: relay.forwarded.caller, fromCallee: relay.forwarded.callee };
+  }
+
   hangup(callId: string): boolean {
     const call = this.calls.get(callId);
     if (!call) return false;
