@@ -1,4 +1,6 @@
 // The SQL of agents and the knowledge bases they answer from. Every method takes the Queryable to run on.
+
+import { assignments } from '../../platform/db/assignments.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import type { ListQuery } from '../../platform/pagination.ts';
 import type { AgentTool } from './schemas.ts';
@@ -37,7 +39,7 @@ export type AgentColumns = Partial<
   >
 >;
 
-const JSON_COLUMNS = new Set(['end_call_phrases', 'tools']);
+const JSON_COLUMNS = { end_call_phrases: 'jsonb', tools: 'jsonb' };
 /** An agent with its bases in the order given. */
 const AGENT_COLUMNS = `a.*, COALESCE((SELECT array_agg(akb.knowledge_base_id ORDER BY akb.position)
   FROM agent_knowledge_bases akb WHERE akb.agent_id = a.id), ARRAY[]::text[]) AS knowledge_base_ids`;
@@ -98,12 +100,7 @@ export class AgentStore {
     now: Date,
   ): Promise<boolean> {
     const params: unknown[] = [id, organizationId, now];
-    const sets = ['updated_at = $3'];
-    for (const [column, value] of Object.entries(columns)) {
-      if (value === undefined) continue;
-      const json = JSON_COLUMNS.has(column);
-      sets.push(`${column} = $${params.push(json ? JSON.stringify(value) : value)}${json ? '::jsonb' : ''}`);
-    }
+    const sets = ['updated_at = $3', ...assignments(columns, params, JSON_COLUMNS)];
     const rows = await db.query(
       `UPDATE agents SET ${sets.join(', ')} WHERE id = $1 AND organization_id = $2 RETURNING id`,
       params,

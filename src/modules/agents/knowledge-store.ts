@@ -1,5 +1,7 @@
 // The SQL of knowledge bases, their documents and the chunks the search index holds. Every method takes the
 // Queryable to run on.
+
+import { assignments } from '../../platform/db/assignments.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import type { ListQuery } from '../../platform/pagination.ts';
 import type { DocumentSource } from './documents.ts';
@@ -116,11 +118,7 @@ export class KnowledgeStore {
     now: Date,
   ): Promise<KnowledgeBaseRow | undefined> {
     const params: unknown[] = [id, organizationId, now];
-    const sets = ['updated_at = $3'];
-    for (const [column, value] of Object.entries(fields)) {
-      if (value === undefined) continue;
-      sets.push(`${column} = $${params.push(value)}${column === 'search_config' ? '::regconfig' : ''}`);
-    }
+    const sets = ['updated_at = $3', ...assignments(fields, params, { search_config: 'regconfig' })];
     const updated = await db.query(
       `UPDATE knowledge_bases SET ${sets.join(', ')} WHERE id = $1 AND organization_id = $2 RETURNING id`,
       params,

@@ -2,6 +2,8 @@
 // (contact lists are in list-store.ts; an import's staging and batched upserts in import-store.ts). Every
 // method takes the Queryable to run on, so the services decide what shares a transaction; the rules stay with
 // them.
+
+import { assignments } from '../../platform/db/assignments.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import { type ListQuery, listCounterTotal } from '../../platform/pagination.ts';
 import type { ConsentStatus, CustomFields, OptOutMethod } from './schemas.ts';
@@ -196,19 +198,9 @@ export class ContactStore {
     changes: ContactChanges,
     now: Date,
   ): Promise<{ id: string; phone: string } | undefined> {
-    const sets: string[] = [];
     const values: unknown[] = [organizationId, id, now];
-    for (const [field, column] of CHANGE_COLUMNS) {
-      const value = changes[field];
-      if (value === undefined) continue;
-      if (field === 'customFields') {
-        values.push(JSON.stringify(value));
-        sets.push(`${column} = $${values.length}::jsonb`);
-      } else {
-        values.push(value);
-        sets.push(`${column} = $${values.length}`);
-      }
-    }
+    const columns = Object.fromEntries(CHANGE_COLUMNS.map(([field, column]) => [column, changes[field]]));
+    const sets = assignments(columns, values, { custom_fields: 'jsonb' });
     const [row] = await db.query<{ id: string; phone: string }>(
       `UPDATE contacts SET updated_at = $3${sets.map((s) => `, ${s}`).join('')}
         WHERE organization_id = $1 AND id = $2 RETURNING id, phone`,

@@ -1,6 +1,7 @@
 // The SQL of users and their memberships. Every method takes the Queryable to run on, so sign-up and the
 // operator API can create a user and its memberships in one transaction; the rules stay with UserService.
 
+import { assignments } from '../../platform/db/assignments.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import type { Role } from '../../platform/http/caller.ts';
 
@@ -92,16 +93,15 @@ export class UserStore {
 
   /** Applies `changes`; undefined when there is no such user. */
   async update(db: Queryable, id: string, changes: UserChanges, now: Date): Promise<UserRow | undefined> {
-    const sets: string[] = [];
     const values: unknown[] = [id, now];
-    const set = (column: string, value: unknown) => {
-      values.push(value);
-      sets.push(`${column} = $${values.length}`);
-    };
-    if (changes.name !== undefined) set('name', changes.name);
-    if (changes.passwordHash !== undefined) set('password_hash', changes.passwordHash);
-    if (changes.requirePasswordChange !== undefined)
-      set('require_password_change', changes.requirePasswordChange);
+    const sets = assignments(
+      {
+        name: changes.name,
+        password_hash: changes.passwordHash,
+        require_password_change: changes.requirePasswordChange,
+      },
+      values,
+    );
     const [row] = await db.query<UserRow>(
       `UPDATE users SET updated_at = $2${sets.map((s) => `, ${s}`).join('')} WHERE id = $1 RETURNING *`,
       values,

@@ -1,5 +1,7 @@
 // The organizations module's SQL. Every method takes the Queryable to run on, so sign-up and the operator API
 // can create an organization inside their own transaction.
+
+import { assignments } from '../../platform/db/assignments.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import type { OrganizationInput, Plan, Product, Region, SubscriptionState } from './schemas.ts';
 
@@ -86,14 +88,8 @@ export class OrganizationStore {
     createdAt: Date | undefined,
     now: Date,
   ): Promise<OrganizationRow | undefined> {
-    const sets: string[] = [];
     const values: unknown[] = [id, now];
-    const given = givenColumns(fields);
-    if (createdAt !== undefined) given.push(['created_at', createdAt]);
-    for (const [column, value] of given) {
-      values.push(value);
-      sets.push(`${column} = $${values.length}`);
-    }
+    const sets = assignments({ ...Object.fromEntries(givenColumns(fields)), created_at: createdAt }, values);
     const [row] = await db.query<OrganizationRow>(
       `UPDATE organizations SET updated_at = $2${sets.map((s) => `, ${s}`).join('')} WHERE id = $1 RETURNING *`,
       values,

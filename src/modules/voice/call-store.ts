@@ -1,4 +1,6 @@
 // The SQL of calls and of each region's PBX capacity. Every method takes the Queryable to run on.
+
+import { assignments } from '../../platform/db/assignments.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import type { ListQuery } from '../../platform/pagination.ts';
 
@@ -122,10 +124,7 @@ export class CallStore {
    */
   async change(db: Queryable, id: string, change: CallChange, now: Date): Promise<CallRow | undefined> {
     const params: unknown[] = [id, now];
-    const sets = ['updated_at = $2'];
-    for (const [column, value] of Object.entries(change)) {
-      if (value !== undefined) sets.push(`${column} = $${params.push(value)}`);
-    }
+    const sets = ['updated_at = $2', ...assignments({ ...change }, params)];
     const [row] = await db.query<CallRow>(
       `UPDATE calls SET ${sets.join(', ')} WHERE id = $1 AND ended_at IS NULL RETURNING *`,
       params,

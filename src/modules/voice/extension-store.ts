@@ -1,4 +1,6 @@
 // The SQL of extensions. Every method takes the Queryable to run on.
+
+import { assignments } from '../../platform/db/assignments.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import type { ListQuery } from '../../platform/pagination.ts';
 
@@ -106,10 +108,7 @@ export class ExtensionStore {
     now: Date,
   ): Promise<ExtensionRow | undefined> {
     const params: unknown[] = [id, organizationId, now];
-    const sets = ['updated_at = $3'];
-    for (const [column, value] of Object.entries(columns)) {
-      if (value !== undefined) sets.push(`${column} = $${params.push(value)}`);
-    }
+    const sets = ['updated_at = $3', ...assignments({ ...columns }, params)];
     const [row] = await db.query<ExtensionRow>(
       `UPDATE extensions SET ${sets.join(', ')} WHERE id = $1 AND organization_id = $2 RETURNING *`,
       params,
