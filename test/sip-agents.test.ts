@@ -19,7 +19,17 @@ import { RtpSession } from '../src/modules/voice/sip/rtp.ts';
 import { UtteranceDetector } from '../src/modules/voice/sip/utterances.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { type Sender, sender } from './helpers/messaging.ts';
-import { answeringPhone, freePort, runSipp, sippInstalled } from './helpers/sipp.ts';
+import {
+  answeringPhone,
+  answeringScenario,
+  freePort,
+  runSipp,
+  sippInstalled,
+  sippPause,
+  sippStream,
+  trunkCall,
+} from './helpers/sipp.ts';
+import { strength } from './helpers/tones.ts';
 import { transcriptionServer } from './helpers/transcription-server.ts';
 
 const espeakInstalled = (await synthesise('test')) !== undefined;
@@ -48,22 +58,6 @@ function contains(haystack: Int16Array, needle: Int16Array): boolean {
   return false;
 }
 
-/** The strength of `frequency` in `samples` (Goertzel), relative to the signal's energy. */
-function strength(samples: Int16Array, frequency: number): number {
-  const coefficient = 2 * Math.cos((2 * Math.PI * frequency) / 8000);
-  let previous = 0;
-  let before = 0;
-  let energy = 0;
-  for (const sample of samples) {
-    const current = sample + coefficient * previous - before;
-    before = previous;
-    previous = current;
-    energy += sample * sample;
-  }
-  const power = previous * previous + before * before - coefficient * previous * before;
-  return energy === 0 ? 0 : power / (energy * samples.length);
-}
-
 /** Waits until `session` has heard audio and then nothing new for `quietMs`; resolves with all it heard. */
 async function heardUntilQuiet(session: RtpSession, quietMs = 700): Promise<Int16Array> {
   let length = -1;
@@ -80,114 +74,6 @@ async function heardUntilQuiet(session: RtpSession, quietMs = 700): Promise<Int1
   }
   throw new Error('the agent never finished speaking');
 }
-
-/** The trunk calls `[field1]` with its media on the test's socket `mediaPort`, then waits for our BYE. */
-function callerScenario(mediaPort: number): string {
-  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
-<scenario name="a caller talks with an agent">
-  <send retrans="500"><![CDATA[
-      INVITE sip:[field1]@[remote_ip]:[remote_port] SIP/2.0
-      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
-      From: <sip:+14155550123@[local_ip]>;tag=[pid]SIPpTag[call_number]
-      To: <sip:[field1]@[remote_ip]>
-      Call-ID: [call_id]
-      CSeq: 1 INVITE
-      Contact: <sip:trunk@[local_ip]:[local_port]>
-      Max-Forwards: 70
-      Content-Type: application/sdp
-      Content-Length: [len]
-
-      v=0
-      o=trunk 1 1 IN IP[local_ip_type] [local_ip]
-      s=-
-      c=IN IP[media_ip_type] [media_ip]
-      t=0 0
-      m=audio ${mediaPort} RTP/AVP 0 101
-      a=rtpmap:0 PCMU/8000
-      a=rtpmap:101 telephone-event/8000
-
-    ]]></send>
-  <recv response="100" optional="true"/>
-  <recv response="180" optional="true"/>
-  <recv response="200" rrs="true"/>
-  <send><![CDATA[
-      ACK [next_url] SIP/2.0
-      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
-      From: <sip:+14155550123@[local_ip]>;tag=[pid]SIPpTag[call_number]
-      To: <sip:[field1]@[remote_ip]>[peer_tag_param]
-      Call-ID: [call_id]
-      CSeq: 1 ACK
-      Max-Forwards: 70
-      Content-Length: 0
-
-    ]]></send>
-  <recv request="BYE"/>
-  <send><![CDATA[
-      SIP/2.0 200 OK
-      [last_Via:]
-      [last_From:]
-      [last_To:]
-      [last_Call-ID:]
-      [last_CSeq:]
-      Content-Length: 0
-
-    ]]></send>
-</scenario>`;
-}
-
-/**
- * A phone answering one call (PCMU on SIPp's media port) that takes `reinvites` re-INVITEs, each followed by
- * what `after` says (a pause, a stream), then waits for our BYE.
- */
-function answerScenario(after: string[]): string {
-  const reply = (status: string, tag: string, sdp: boolean) => `
-  <send${sdp ? ' retrans="500"' : ''}><![CDATA[
-      SIP/2.0 ${status}
-      [last_Via:]
-      [last_From:]
-      [last_To:]${tag}
-      [last_Call-ID:]
-      [last_CSeq:]
-      Contact: <sip:[local_ip]:[local_port];transport=[transport]>
-      ${
-        sdp
-          ? `Content-Type: application/sdp
-      Content-Length: [len]
-
-      v=0
-      o=phone 1 1 IN IP[local_ip_type] [local_ip]
-      s=-
-      c=IN IP[media_ip_type] [media_ip]
-      t=0 0
-      m=audio [media_port] RTP/AVP 0
-      a=rtpmap:0 PCMU/8000
-`
-          : 'Content-Length: 0\n'
-      }
-    ]]></send>`;
-  const [first, ...reinvited] = after;
-  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
-<scenario name="answer">
-  <recv request="INVITE" crlf="true"/>
-  ${reply('180 Ringing', ';tag=[pid]SIPpTag01[call_number]', false)}
-  ${reply('200 OK', ';tag=[pid]SIPpTag01[call_number]', true)}
-  <recv request="ACK" crlf="true"/>
-  ${first ?? ''}
-  ${reinvited
-    .map(
-      (then) => `<recv request="INVITE" crlf="true"/>
-  ${reply('200 OK', '', true)}
-  <recv request="ACK" crlf="true"/>
-  ${then}`,
-    )
-    .join('\n')}
-  <recv request="BYE"/>
-  ${reply('200 OK', '', false)}
-</scenario>`;
-}
-
-const stream = (file: string) => `<nop><action><exec rtp_stream="${file},1,0"/></action></nop>`;
-const pause = (ms: number) => `<pause milliseconds="${ms}"/>`;
 
 describe('AI agents on SIP calls (SIPp)', {
   skip:
@@ -288,7 +174,7 @@ describe('AI agents on SIP calls (SIPp)', {
       localPort: trunkPort,
       mediaPort: await freePort(),
       callee: office.number,
-      scenario: callerScenario(phone.port),
+      scenario: trunkCall({ sdpMediaPort: phone.port, untilBye: true }),
       timeoutSeconds: 60,
     });
     const callId = await callIdOf();
@@ -356,11 +242,11 @@ describe('AI agents on SIP calls (SIPp)', {
     const callee = answeringPhone(trunkPort, {
       // Answers the agent's call, is re-INVITEd to the agent's media, hears the first message and asks; then
       // re-INVITEd onto the relay, talks with the person.
-      scenario: answerScenario(['', pause(3500) + stream(asks), stream(talks)]),
+      scenario: answeringScenario({ steps: ['', sippPause(3500) + sippStream(asks), sippStream(talks)] }),
       mediaPort: await freePort(),
     });
     const person = answeringPhone(phonePort, {
-      scenario: answerScenario([stream(answers)]),
+      scenario: answeringScenario({ steps: [sippStream(answers)] }),
       mediaPort: await freePort(),
     });
     await sleep(300); // SIPp binds its ports

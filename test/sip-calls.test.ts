@@ -6,7 +6,14 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { type Sender, sender } from './helpers/messaging.ts';
-import { answeringPhone, callScenario, freePort, runSipp, sippInstalled } from './helpers/sipp.ts';
+import {
+  answeringPhone,
+  answeringScenario,
+  callScenario,
+  freePort,
+  runSipp,
+  sippInstalled,
+} from './helpers/sipp.ts';
 
 describe('calls between SIP phones (SIPp)', {
   skip: !sippInstalled && 'SIPp (sip-tester) not installed',
@@ -94,7 +101,7 @@ describe('calls between SIP phones (SIPp)', {
       assert.equal(await runSipp(port, { ...support.sip, localPort }), 0, 'a phone of 103 registers');
     }
     const ringsOnly = answeringPhone(deskPhonePort, { scenario: ringUntilCancelled() });
-    const answers = answeringPhone(mobilePort, { scenario: answerAfter(500) });
+    const answers = answeringPhone(mobilePort, { scenario: answeringScenario({ answerAfterMs: 500 }) });
     await new Promise((resolve) => setTimeout(resolve, 300)); // SIPp binds its ports
     const caller = await runSipp(port, { ...desk.sip, scenario: callScenario(200), callee: '103' });
     assert.equal(caller, 0, 'the caller reached 103 and talked');
@@ -188,44 +195,5 @@ function ringUntilCancelled(): string {
 
     ]]></send>
   <recv request="ACK"/>
-</scenario>`;
-}
-
-/** A phone that rings, answers after `ms` (PCMU), and waits for the BYE. */
-function answerAfter(ms: number): string {
-  const reply = (status: string, sdp: boolean, tag = true) => `
-  <send><![CDATA[
-      SIP/2.0 ${status}
-      [last_Via:]
-      [last_From:]
-      [last_To:]${tag ? ';tag=[pid]SIPpTag01[call_number]' : ''}
-      [last_Call-ID:]
-      [last_CSeq:]
-      Contact: <sip:[local_ip]:[local_port];transport=[transport]>
-      ${
-        sdp
-          ? `Content-Type: application/sdp
-      Content-Length: [len]
-
-      v=0
-      o=phone 1 1 IN IP[local_ip_type] [local_ip]
-      s=-
-      c=IN IP[media_ip_type] [media_ip]
-      t=0 0
-      m=audio [media_port] RTP/AVP 0
-      a=rtpmap:0 PCMU/8000
-`
-          : 'Content-Length: 0\n'
-      }
-    ]]></send>`;
-  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
-<scenario name="answer after a while">
-  <recv request="INVITE" crlf="true"/>
-  ${reply('180 Ringing', false)}
-  <pause milliseconds="${ms}"/>
-  ${reply('200 OK', true)}
-  <recv request="ACK" crlf="true"/>
-  <recv request="BYE"/>
-  ${reply('200 OK', false, false)}
 </scenario>`;
 }

@@ -22,7 +22,16 @@ import {
 } from '../src/modules/voice/sip/rtp.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { type Sender, sender } from './helpers/messaging.ts';
-import { answeringPhone, freePort, runSipp, sippInstalled } from './helpers/sipp.ts';
+import {
+  answeringPhone,
+  answeringScenario,
+  freePort,
+  runSipp,
+  sippInstalled,
+  sippPause,
+  sippStream,
+} from './helpers/sipp.ts';
+import { strength } from './helpers/tones.ts';
 
 describe('the RTP relay', () => {
   const open = async () => {
@@ -144,66 +153,12 @@ describe('the RTP relay', () => {
  * streaming it takes our re-INVITE (its media moved to the voicemail box) and waits that long (the greeting).
  */
 function answering(audioFile: string, options: { reinvitedAfter?: number } = {}): string {
-  const reply = (status: string, tag: string, sdp: boolean) => `
-  <send${sdp ? ' retrans="500"' : ''}><![CDATA[
-      SIP/2.0 ${status}
-      [last_Via:]
-      [last_From:]
-      [last_To:]${tag}
-      [last_Call-ID:]
-      [last_CSeq:]
-      Contact: <sip:[local_ip]:[local_port];transport=[transport]>
-      ${
-        sdp
-          ? `Content-Type: application/sdp
-      Content-Length: [len]
-
-      v=0
-      o=phone 1 1 IN IP[local_ip_type] [local_ip]
-      s=-
-      c=IN IP[media_ip_type] [media_ip]
-      t=0 0
-      m=audio [media_port] RTP/AVP 0
-      a=rtpmap:0 PCMU/8000
-`
-          : 'Content-Length: 0\n'
-      }
-    ]]></send>`;
-  const tag = ';tag=[pid]SIPpTag01[call_number]';
-  const reinvited =
-    options.reinvitedAfter === undefined
-      ? ''
-      : `<recv request="INVITE" crlf="true"/>
-  ${reply('200 OK', '', true)}
-  <recv request="ACK" crlf="true"/>
-  <pause milliseconds="${options.reinvitedAfter}"/>`;
-  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
-<scenario name="answer and stream">
-  <recv request="INVITE" crlf="true"/>
-  ${reply('180 Ringing', tag, false)}
-  ${reply('200 OK', tag, true)}
-  <recv request="ACK" crlf="true"/>
-  ${reinvited}
-  <nop><action><exec rtp_stream="${audioFile},1,0"/></action></nop>
-  <recv request="BYE"/>
-  ${reply('200 OK', '', false)}
-</scenario>`;
-}
-
-/** The strength of `frequency` in `samples` (Goertzel), relative to the signal's energy. */
-function strength(samples: Int16Array, frequency: number): number {
-  const coefficient = 2 * Math.cos((2 * Math.PI * frequency) / 8000);
-  let previous = 0;
-  let before = 0;
-  let energy = 0;
-  for (const sample of samples) {
-    const current = sample + coefficient * previous - before;
-    before = previous;
-    previous = current;
-    energy += sample * sample;
-  }
-  const power = previous * previous + before * before - coefficient * previous * before;
-  return energy === 0 ? 0 : power / (energy * samples.length);
+  return answeringScenario({
+    steps:
+      options.reinvitedAfter === undefined
+        ? [sippStream(audioFile)]
+        : ['', sippPause(options.reinvitedAfter) + sippStream(audioFile)],
+  });
 }
 
 describe('calls the API places over SIP (SIPp)', {

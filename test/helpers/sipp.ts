@@ -248,7 +248,8 @@ export function callScenario(final: number, options: { hold?: boolean } = {}): s
 
 /**
  * The trunk calls `[field1]`: INVITE with a PCMU offer, answered, ACK, waits `waitMs` (the greeting), streams
- * `audioFile` (if any) for `streamMs`, BYE. With `final` other than 200: that refusal, ACKed.
+ * `audioFile` (if any) for `streamMs`, BYE; with `untilBye`, it waits for our BYE instead of sending one. With
+ * `final` other than 200: that refusal, ACKed.
  */
 export function trunkCall(options: {
   audioFile?: string;
@@ -257,8 +258,33 @@ export function trunkCall(options: {
   waitMs?: number;
   streamMs?: number;
   final?: number;
+  untilBye?: boolean;
 }): string {
   const final = options.final ?? 200;
+  const hangUp = options.untilBye
+    ? `<recv request="BYE"/>
+  <send><![CDATA[
+      SIP/2.0 200 OK
+      [last_Via:]
+      [last_From:]
+      [last_To:]
+      [last_Call-ID:]
+      [last_CSeq:]
+      Content-Length: 0
+
+    ]]></send>`
+    : `<send retrans="500"><![CDATA[
+      BYE [next_url] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
+      From: <sip:+14155550123@[local_ip]>;tag=[pid]SIPpTag[call_number]
+      To: <sip:[field1]@[remote_ip]>[peer_tag_param]
+      Call-ID: [call_id]
+      CSeq: 2 BYE
+      Max-Forwards: 70
+      Content-Length: 0
+
+    ]]></send>
+  <recv response="200"/>`;
   const dialog =
     final === 200
       ? `<recv response="200" rrs="true"/>
@@ -276,18 +302,7 @@ export function trunkCall(options: {
   <pause milliseconds="${options.waitMs ?? 0}"/>
   ${options.audioFile ? `<nop><action><exec rtp_stream="${options.audioFile},1,0"/></action></nop>` : ''}
   <pause milliseconds="${options.streamMs ?? 0}"/>
-  <send retrans="500"><![CDATA[
-      BYE [next_url] SIP/2.0
-      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
-      From: <sip:+14155550123@[local_ip]>;tag=[pid]SIPpTag[call_number]
-      To: <sip:[field1]@[remote_ip]>[peer_tag_param]
-      Call-ID: [call_id]
-      CSeq: 2 BYE
-      Max-Forwards: 70
-      Content-Length: 0
-
-    ]]></send>
-  <recv response="200"/>`
+  ${hangUp}`
       : `<recv response="${final}"/>
   <send><![CDATA[
       ACK sip:[field1]@[remote_ip]:[remote_port] SIP/2.0
@@ -328,5 +343,64 @@ export function trunkCall(options: {
   <recv response="100" optional="true"/>
   <recv response="180" optional="true"/>
   ${dialog}
+</scenario>`;
+}
+
+/** A step of a SIPp phone's script: stream a raw µ-law file as RTP (payload type 0). */
+export const sippStream = (file: string) => `<nop><action><exec rtp_stream="${file},1,0"/></action></nop>`;
+/** A step of a SIPp phone's script: wait. */
+export const sippPause = (ms: number) => `<pause milliseconds="${ms}"/>`;
+
+/**
+ * A phone answering one call: 180, then after `answerAfterMs` 200 with PCMU on SIPp's media port; then the
+ * first of `steps` (a stream, a pause), then for each further step a re-INVITE taken (200 with the same SDP,
+ * its ACK) and that step; then it waits for our BYE.
+ */
+export function answeringScenario(options: { answerAfterMs?: number; steps?: string[] } = {}): string {
+  const reply = (status: string, tag: string, sdp: boolean) => `
+  <send${sdp ? ' retrans="500"' : ''}><![CDATA[
+      SIP/2.0 ${status}
+      [last_Via:]
+      [last_From:]
+      [last_To:]${tag}
+      [last_Call-ID:]
+      [last_CSeq:]
+      Contact: <sip:[local_ip]:[local_port];transport=[transport]>
+      ${
+        sdp
+          ? `Content-Type: application/sdp
+      Content-Length: [len]
+
+      v=0
+      o=phone 1 1 IN IP[local_ip_type] [local_ip]
+      s=-
+      c=IN IP[media_ip_type] [media_ip]
+      t=0 0
+      m=audio [media_port] RTP/AVP 0
+      a=rtpmap:0 PCMU/8000
+`
+          : 'Content-Length: 0\n'
+      }
+    ]]></send>`;
+  const tag = ';tag=[pid]SIPpTag01[call_number]';
+  const [first, ...reinvited] = options.steps ?? [];
+  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
+<scenario name="answer">
+  <recv request="INVITE" crlf="true"/>
+  ${reply('180 Ringing', tag, false)}
+  ${options.answerAfterMs ? sippPause(options.answerAfterMs) : ''}
+  ${reply('200 OK', tag, true)}
+  <recv request="ACK" crlf="true"/>
+  ${first ?? ''}
+  ${reinvited
+    .map(
+      (then) => `<recv request="INVITE" crlf="true"/>
+  ${reply('200 OK', '', true)}
+  <recv request="ACK" crlf="true"/>
+  ${then}`,
+    )
+    .join('\n')}
+  <recv request="BYE"/>
+  ${reply('200 OK', '', false)}
 </scenario>`;
 }
