@@ -192,7 +192,15 @@ export class CallService {
       record: false,
     });
     let placed = (await this.store.change(this.db, row.id, { agent_id: agentId }, this.clock.now())) ?? row;
-    const { record } = await this.agents.begin(placed, agentId);
+    let record: boolean;
+    try {
+      ({ record } = await this.agents.begin(placed, agentId));
+    } catch (error) {
+      // The call was admitted but will never run: it ends now rather than holding its place until its lease runs out.
+      const failed = { status: 'failed' as const, at: this.clock.now(), cause: 'platform_error' };
+      await this.db.transaction((tx) => this.end(tx, placed, failed));
+      throw error;
+    }
     if (record) placed = (await this.store.change(this.db, row.id, { record }, this.clock.now())) ?? placed;
     this.start(
       placed,
