@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import g711 from 'alawmulaw';
-import { decodeWav, silence, synthesise, tone } from '../src/modules/voice/audio.ts';
+import { concatenate, decodeWav, silence, synthesise, tone } from '../src/modules/voice/audio.ts';
 import { RtpSession } from '../src/modules/voice/sip/rtp.ts';
 import { UtteranceDetector } from '../src/modules/voice/sip/utterances.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
@@ -289,15 +289,6 @@ describe('AI agents on SIP calls (SIPp)', {
 });
 
 describe('where a caller’s utterance begins and ends', () => {
-  const concat = (...parts: Int16Array[]) => {
-    const out = new Int16Array(parts.reduce((sum, part) => sum + part.length, 0));
-    let at = 0;
-    for (const part of parts) {
-      out.set(part, at);
-      at += part.length;
-    }
-    return out;
-  };
   /** Audio fed as 20 ms packets, as RTP brings it. */
   const feed = (detector: UtteranceDetector, samples: Int16Array) => {
     const done: Int16Array[] = [];
@@ -308,8 +299,8 @@ describe('where a caller’s utterance begins and ends', () => {
 
   test('speech then quiet is one utterance, with the audio just before it; a pause between words is not an end', () => {
     const detector = new UtteranceDetector();
-    const words = concat(tone(0.6), silence(0.3), tone(0.6, 600));
-    const [utterance, ...more] = feed(detector, concat(silence(1), words, silence(1)));
+    const words = concatenate(tone(0.6), silence(0.3), tone(0.6, 600));
+    const [utterance, ...more] = feed(detector, concatenate(silence(1), words, silence(1)));
     assert.deepEqual(more, []);
     assert.ok(utterance, 'an utterance was heard');
     assert.ok(contains(utterance, words), 'both words, and the pause between them');
@@ -320,7 +311,7 @@ describe('where a caller’s utterance begins and ends', () => {
 
   test('a click is not an utterance; a phone that goes silent ends one; the longest is cut at 30 s', () => {
     const detector = new UtteranceDetector();
-    assert.deepEqual(feed(detector, concat(silence(0.5), tone(0.04), silence(1))), []);
+    assert.deepEqual(feed(detector, concatenate(silence(0.5), tone(0.04), silence(1))), []);
 
     assert.deepEqual(feed(detector, tone(0.5)), []);
     assert.equal(detector.hearing, true);

@@ -137,6 +137,17 @@ export function telephoneAudio(wav: DecodedWav): Int16Array {
   return resample(mono, wav.sampleRate, SAMPLE_RATE);
 }
 
+/** Audio parts one after the other. */
+export function concatenate(...parts: Int16Array[]): Int16Array {
+  const out = new Int16Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}
+
 export function silence(seconds: number): Int16Array {
   return new Int16Array(Math.round(seconds * SAMPLE_RATE));
 }
@@ -260,18 +271,7 @@ export async function conversationAudio(
     }
     pieces.push(samples, silence(0.3));
   }
-  const samples = new Int16Array(
-    Math.min(
-      MAX_SECONDS * SAMPLE_RATE,
-      pieces.reduce((sum, piece) => sum + piece.length, 0),
-    ),
-  );
-  let at = 0;
-  for (const piece of pieces) {
-    if (at >= samples.length) break;
-    samples.set(piece.subarray(0, samples.length - at), at);
-    at += piece.length;
-  }
+  const samples = concatenate(...pieces).subarray(0, MAX_SECONDS * SAMPLE_RATE);
   return {
     wav: encodeWav(samples),
     durationSeconds: Math.max(1, Math.ceil(samples.length / SAMPLE_RATE)),
@@ -284,9 +284,7 @@ export function joinAudio(first?: CallAudio, second?: CallAudio): CallAudio | un
   if (!first || !second) return first ?? second;
   const a = decodeWav(first.wav).samples;
   const b = decodeWav(second.wav).samples;
-  const samples = new Int16Array(Math.min(MAX_SECONDS * SAMPLE_RATE * 2, a.length + b.length));
-  samples.set(a.subarray(0, samples.length));
-  if (a.length < samples.length) samples.set(b.subarray(0, samples.length - a.length), a.length);
+  const samples = concatenate(a, b).subarray(0, MAX_SECONDS * SAMPLE_RATE * 2);
   return {
     wav: encodeWav(samples),
     durationSeconds: Math.max(1, Math.ceil(samples.length / SAMPLE_RATE)),

@@ -21,7 +21,7 @@ import type { Clock } from '../../../platform/clock.ts';
 import type { Database } from '../../../platform/db/index.ts';
 import { ApiError } from '../../../platform/errors.ts';
 import type { Organization, OrganizationService } from '../../organizations/index.ts';
-import { MAX_SECONDS, silence, synthesise, tone } from '../audio.ts';
+import { concatenate, MAX_SECONDS, silence, synthesise, tone } from '../audio.ts';
 import type { CallService } from '../calls.ts';
 import type { ExtensionService } from '../extensions.ts';
 import type {
@@ -815,16 +815,6 @@ function newCall(): SipCall {
 function codecsOf(sdp: string | undefined): G711[] {
   const offer = parseOffer(sdp);
   return offer ? [offer.codec] : ['PCMU', 'PCMA'];
-}
-
-function concatenate(...parts: Int16Array[]): Int16Array {
-  const out = new Int16Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
 }
 
 /** A message with nothing in it: a second of silence. */

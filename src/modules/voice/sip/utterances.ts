@@ -4,7 +4,7 @@
 // before it (a soft first consonant is kept), and ends after a stretch of quiet (a pause between words is
 // not an end) or at a length limit. Phones that stop sending packets in silence (voice activity detection)
 // are ended by the caller of `quiet`, on a timer.
-import { SAMPLE_RATE } from '../audio.ts';
+import { concatenate, SAMPLE_RATE } from '../audio.ts';
 
 const FRAME = SAMPLE_RATE / 50; // 20 ms
 
@@ -111,13 +111,7 @@ export class UtteranceDetector {
   private finish(): Int16Array {
     const frames = this.current!.frames;
     this.current = undefined;
-    const out = new Int16Array(frames.reduce((sum, frame) => sum + frame.length, 0));
-    let at = 0;
-    for (const frame of frames) {
-      out.set(frame, at);
-      at += frame.length;
-    }
-    return out;
+    return concatenate(...frames);
   }
 }
 
