@@ -182,7 +182,7 @@ describe('logout, sign-out everywhere and password change', () => {
     assert.equal((await t.request('POST', `${AUTH}/logout`, { token: revoked })).status, 200);
     assertRefused(await t.request('POST', `${AUTH}/logout`), 401, 'AUTH_REQUIRED');
     const garbage = await t.request('POST', `${AUTH}/logout`, {
-      headers: { cookie: 'portal_token=garbage' },
+      headers: { cookie: 'portal_token=garbage', 'x-requested-with': 'test' },
     });
     assertRefused(garbage, 401, 'TOKEN_INVALID');
     assert.equal(parseSetCookies(garbage)[0]?.value, '', 'a garbage cookie is cleared');
@@ -291,6 +291,30 @@ describe('organizations', () => {
     assert.equal((await me(t, back.body.data.token)).body.data.role, 'owner');
   });
 
+  test('me lists every organization the user belongs to, with the role in each, and the products', async () => {
+    const first = await createOrganization(t, { name: 'First Co' });
+    const second = await createOrganization(t, { name: 'Second Co', products: ['messaging'] });
+    const user = await createUser(t, { organizationIds: [first.id], role: 'owner' });
+    await t.ctx.users.addMembership(user.id, second.id, 'member');
+    const token = await signIn(t, user);
+    const answer = (await me(t, token)).body.data;
+    assert.deepEqual(
+      [...answer.availableOrganizations].sort((a: { name: string }, b: { name: string }) =>
+        a.name.localeCompare(b.name),
+      ),
+      [
+        { id: first.id, name: 'First Co', role: 'owner' },
+        { id: second.id, name: 'Second Co', role: 'member' },
+      ],
+    );
+    assert.deepEqual([...answer.organization.products].sort(), ['agents', 'messaging', 'voice']);
+    const switched = await t.request('POST', `${AUTH}/switch-organization`, {
+      token,
+      body: { organizationId: second.id },
+    });
+    assert.deepEqual((await me(t, switched.body.data.token)).body.data.organization.products, ['messaging']);
+  });
+
   test('a password change voids a pending 2FA challenge and an earlier reset link', async () => {
     const user = await createUser(t);
     const token = await signIn(t, user);
@@ -380,6 +404,56 @@ describe('organizations', () => {
     const token = await signIn(t, user);
     await t.ctx.db.query('DELETE FROM memberships WHERE user_id = $1', [user.id]);
     assertRefused(await me(t, token), 401, 'SESSION_EXPIRED');
+  });
+});
+
+describe('CSRF: cookie-signed writes need X-Requested-With', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp({ config: { trustProxy: true } });
+  });
+  after(() => t.close());
+
+  test('a cookie-signed POST without the header is 403 CSRF_HEADER_REQUIRED and changes nothing', async () => {
+    const user = await createUser(t);
+    const token = await signIn(t, user);
+    const cookie = { cookie: `portal_token=${token}` };
+    for (const path of ['/logout-all', '/logout', '/token/refresh', '/2fa/setup']) {
+      const refused = await t.request('POST', `${AUTH}${path}`, { headers: cookie });
+      assertRefused(refused, 403, 'CSRF_HEADER_REQUIRED');
+      assert.equal(parseSetCookies(refused).length, 0, `${path} set no cookie`);
+    }
+    const created = await t.request('POST', '/api/api-keys', {
+      headers: cookie,
+      body: { name: 'forged', scopes: ['*'] },
+    });
+    assertRefused(created, 403, 'CSRF_HEADER_REQUIRED');
+    const keys = await t.request('GET', '/api/api-keys', { token });
+    assert.equal(keys.body.data.length, 0, 'no key was made');
+    // Nothing was signed out or set up: the session still works, 2FA is still off.
+    const still = await me(t, token);
+    assert.equal(still.status, 200);
+    assert.equal(still.body.data.user.twoFactorEnabled, false);
+  });
+
+  test('reads need no header; with the header, or with a Bearer token, writes go through', async () => {
+    const user = await createUser(t);
+    const token = await signIn(t, user);
+    const cookie = { cookie: `portal_token=${token}` };
+    assert.equal((await t.request('GET', `${AUTH}/me`, { headers: cookie })).status, 200);
+    assert.equal((await t.request('GET', '/api/api-keys', { headers: cookie })).status, 200);
+    const withHeader = await t.request('POST', '/api/api-keys', {
+      headers: { ...cookie, 'x-requested-with': 'comms-console' },
+      body: { name: 'console', scopes: ['messages:read'] },
+    });
+    assert.equal(withHeader.status, 201, withHeader.text);
+    const bearer = await t.request('POST', '/api/api-keys', {
+      token,
+      body: { name: 'server', scopes: ['messages:read'] },
+    });
+    assert.equal(bearer.status, 201, bearer.text);
+    // Sign-in itself is not cookie-signed: a browser signs in without the header.
+    assert.equal((await login(t, { email: user.email, password: PASSWORD })).status, 200);
   });
 });
 

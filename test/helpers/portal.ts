@@ -75,7 +75,10 @@ export function parseSetCookies(res: Response): SetCookie[] {
   });
 }
 
-/** A browser's cookie store, as far as these tests need one. */
+/**
+ * A browser's cookie store, as far as these tests need one. Its requests carry X-Requested-With, as the
+ * console's do: the server requires it of cookie-signed writes (CSRF); `header()` alone leaves it out.
+ */
 export class CookieJar {
   readonly cookies = new Map<string, string>();
 
@@ -104,7 +107,10 @@ export class CookieJar {
     body?: unknown,
     headers: Record<string, string> = {},
   ): Promise<Response> {
-    const res = await t.request(method, path, { body, headers: { ...this.header(), ...headers } });
+    const res = await t.request(method, path, {
+      body,
+      headers: { 'x-requested-with': 'test', ...this.header(), ...headers },
+    });
     this.take(res);
     return res;
   }

@@ -51,12 +51,32 @@ export interface SessionOptions {
   allowPendingPasswordChange?: boolean;
 }
 
-/** The session token of the request: the Bearer header wins over the cookie. */
+/**
+ * The header a state-changing request authenticated by the cookie must carry (any value; the console sends
+ * `X-Requested-With: comms-console`). A cross-site form cannot set a header, and a cross-site script that tries
+ * needs a CORS preflight this server never grants, so the cookie alone cannot make another site act for the
+ * user (SameSite=Lax already keeps the cookie off cross-site POSTs in browsers that honour it).
+ */
+export const CSRF_HEADER = 'x-requested-with';
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * The session token of the request: the Bearer header wins over the cookie. A cookie on a state-changing
+ * request without the CSRF header is refused (403 CSRF_HEADER_REQUIRED) rather than ignored, so the caller
+ * learns why instead of seeing a misleading 401.
+ */
 export function sessionTokenOf(request: FastifyRequest): string | undefined {
   const fromHeader = bearerToken(request.headers.authorization);
   if (fromHeader) return fromHeader;
   const fromCookie = request.cookies?.[SESSION_COOKIE];
-  return fromCookie || undefined;
+  if (!fromCookie) return undefined;
+  if (!SAFE_METHODS.has(request.method) && !request.headers[CSRF_HEADER]) {
+    throw ApiError.forbidden(
+      'A request signed in by the portal_token cookie that changes something must carry the X-Requested-With header',
+      'CSRF_HEADER_REQUIRED',
+    );
+  }
+  return fromCookie;
 }
 
 /** True when the session has had a two-factor verification within the last 10 minutes. */

@@ -163,7 +163,7 @@ export const portalAuthRoutes: ModuleRoutes<IdentityServices> =
     app.post(
       '/auth/logout',
       {
-        config: { anonymous: true, errorStatuses: [401] },
+        config: { anonymous: true, errorStatuses: [401, 403] },
         schema: {
           operationId: 'auth.logout',
           tags,
@@ -302,7 +302,7 @@ export const portalAuthRoutes: ModuleRoutes<IdentityServices> =
       },
       async (request) => {
         const current = currentSession(request);
-        const { user, organization, role } = await portalAuth.me(current);
+        const { user, organization, role, memberships } = await portalAuth.me(current);
         return {
           success: true as const,
           data: {
@@ -313,8 +313,14 @@ export const portalAuthRoutes: ModuleRoutes<IdentityServices> =
               plan: organization.plan,
               subscriptionState: organization.subscriptionState,
               region: organization.region,
+              products: organization.products,
             },
             role,
+            availableOrganizations: memberships.map((m) => ({
+              id: m.organizationId,
+              name: m.organizationName,
+              role: m.role,
+            })),
           },
         };
       },

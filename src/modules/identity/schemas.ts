@@ -3,7 +3,7 @@ import { type Static, Type } from 'typebox';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../platform/auth/passwords.ts';
 import { ROLES } from '../../platform/http/caller.ts';
 import { envelope } from '../../platform/http/schemas.ts';
-import { PLANS, REGIONS, SUBSCRIPTION_STATES } from '../organizations/index.ts';
+import { PLANS, PRODUCTS, REGIONS, SUBSCRIPTION_STATES } from '../organizations/index.ts';
 
 const Email = Type.String({ format: 'email', maxLength: 320 });
 const NewPassword = Type.String({ minLength: PASSWORD_MIN_LENGTH, maxLength: PASSWORD_MAX_LENGTH });
@@ -117,8 +117,12 @@ export const MeData = Type.Object({
     plan: Type.Enum(PLANS),
     subscriptionState: Type.Enum(SUBSCRIPTION_STATES),
     region: Type.Enum(REGIONS),
+    products: Type.Array(Type.Enum(PRODUCTS)),
   }),
   role: Type.Enum(ROLES),
+  availableOrganizations: Type.Array(OrganizationChoice, {
+    description: "Every organization the user belongs to (the console's organization switcher)",
+  }),
 });
 
 export const SessionResponse = envelope(SessionData);

@@ -268,10 +268,13 @@ export class PortalAuthService {
     });
   }
 
-  async me(session: AuthenticatedSession): Promise<{ user: User; organization: Organization; role: Role }> {
+  async me(
+    session: AuthenticatedSession,
+  ): Promise<{ user: User; organization: Organization; role: Role; memberships: Membership[] }> {
     const user = await this.deps.users.get(session.userId);
     const organization = await this.deps.organizations.get(session.organizationId);
-    return { user, organization, role: session.role! };
+    const memberships = await this.deps.users.memberships(session.userId);
+    return { user, organization, role: session.role!, memberships };
   }
 
   /**
