@@ -387,6 +387,46 @@ describe('calls', () => {
     assert.equal(offset.body.pagination.page, 2);
   });
 
+  test('since: only calls created at or after it, counted, and bound into the cursor; a bad instant is 400', async () => {
+    const { who } = await office();
+    const before = (await api(who, 'POST', '/calls', { from: who.number, to: '+14155550161' })).body.data;
+    await drive(before.id, 'busy');
+    const advanced = await t.admin('POST', '/test/clock', { advanceSeconds: 3600 });
+    const since = advanced.body.data.now;
+    const after: string[] = [];
+    for (const to of ['+14155550162', '+14155550163']) {
+      const call = (await api(who, 'POST', '/calls', { from: who.number, to })).body.data;
+      await drive(call.id, 'busy');
+      after.unshift(call.id);
+    }
+    const counted = await api(who, 'GET', `/calls?since=${encodeURIComponent(since)}&limit=10&page=1`);
+    assert.equal(counted.status, 200, counted.text);
+    assert.equal(counted.body.pagination.total, 2);
+    assert.deepEqual(
+      counted.body.data.map((c: { id: string }) => c.id),
+      after,
+    );
+    const all = await api(who, 'GET', '/calls?limit=100');
+    assert.ok(all.body.data.some((c: { id: string }) => c.id === before.id));
+    // A cursor from one filtering is refused by another.
+    const walk = await api(who, 'GET', `/calls?since=${encodeURIComponent(since)}&limit=1&cursor=`);
+    assert.ok(walk.body.next_cursor, walk.text);
+    const same = await api(
+      who,
+      'GET',
+      `/calls?since=${encodeURIComponent(since)}&limit=1&cursor=${walk.body.next_cursor}`,
+    );
+    assert.deepEqual(
+      same.body.data.map((c: { id: string }) => c.id),
+      [after[1]],
+    );
+    const other = await api(who, 'GET', `/calls?limit=1&cursor=${walk.body.next_cursor}`);
+    assert.equal(other.status, 400, other.text);
+    const bad = await api(who, 'GET', '/calls?since=yesterday');
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.success, false);
+  });
+
   test('the portal: a member places and reads calls; voicemails and recordings by role', async () => {
     const { who } = await office();
     const member = await signIn(t, await createUser(t, { role: 'member', organizationIds: [who.id] }));

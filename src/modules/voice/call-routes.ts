@@ -40,7 +40,12 @@ export const callRoutes: ModuleRoutes<VoiceServices> =
           operationId: 'calls.list',
           tags,
           summary: "The organization's calls, newest first (offset, or keyset with `cursor`)",
-          querystring: PageQuery,
+          querystring: Type.Object({
+            ...PageQuery.properties,
+            since: Type.Optional(
+              Type.String({ format: 'date-time', description: 'Calls created at or after (ISO 8601)' }),
+            ),
+          }),
           response: { 200: PageEnvelope(CallSchema) },
         },
       },

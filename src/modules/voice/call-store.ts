@@ -114,8 +114,16 @@ export class CallStore {
 
   listQuery(
     organizationId: string,
+    since: Date | null = null,
   ): Pick<ListQuery<CallRow, unknown>, 'select' | 'from' | 'where' | 'params'> {
-    return { select: '*', from: 'calls', where: 'organization_id = $1', params: [organizationId] };
+    if (!since)
+      return { select: '*', from: 'calls', where: 'organization_id = $1', params: [organizationId] };
+    return {
+      select: '*',
+      from: 'calls',
+      where: 'organization_id = $1 AND created_at >= $2',
+      params: [organizationId, since],
+    };
   }
 
   /**

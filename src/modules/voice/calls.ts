@@ -400,12 +400,15 @@ export class CallService {
     return row;
   }
 
-  page(organizationId: string, query: PageQueryInput, surface: string) {
+  page(organizationId: string, query: PageQueryInput & { since?: string }, surface: string) {
+    const since = query.since ? new Date(query.since) : null;
     return this.pagination.list(this.db, query, {
       endpoint: `${surface}.calls.list`,
       keyset: true,
       organizationId,
-      ...this.store.listQuery(organizationId),
+      // Also what a cursor is bound to: a cursor from one filtering is refused by another.
+      filters: { since },
+      ...this.store.listQuery(organizationId, since),
       map: toCall,
     });
   }
