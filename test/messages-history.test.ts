@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { isShapeB, startTestApp, type TestApp } from './helpers/app.ts';
 import { freshNumber, type Sender, send, sender } from './helpers/messaging.ts';
+import { createUser, signIn } from './helpers/portal.ts';
 
 describe('message history', () => {
   let t: TestApp;
@@ -175,4 +176,77 @@ describe('message history', () => {
     assert.ok(theirs.body.data.every((m: { id: string }) => m.id !== mine.body.data.id));
     assert.equal((await t.request('GET', '/api/v2/messages/msg_unknown', { apiKey: acme.key })).status, 404);
   });
+
+  test('stats: counts by status in a window, the delivery rate of settled messages, only its own', async () => {
+    const counted = await sender(t);
+    const now = t.ctx.clock.now();
+    const insert = (direction: string, status: string, count: number, createdAt: Date) =>
+      t.ctx.db.query(
+        `INSERT INTO messages (id, organization_id, direction, origin, from_number, to_number, body, segments,
+                               encoding, status, status_updated_at, created_at)
+         SELECT 'msg_stats' || substr(md5(random()::text), 1, 16), $1, $2, 'api', '+12025550100', $3, 'x', 1,
+                'GSM-7', $4, $5, $5
+           FROM generate_series(1, $6::int)`,
+        [counted.id, direction, counted.number, status, createdAt, count],
+      );
+    const hourAgo = new Date(now.getTime() - 3600_000);
+    await insert('outbound', 'delivered', 6, hourAgo);
+    await insert('outbound', 'failed', 1, hourAgo);
+    await insert('outbound', 'undelivered', 1, hourAgo);
+    await insert('outbound', 'sent', 2, hourAgo);
+    await insert('outbound', 'queued', 3, hourAgo);
+    await insert('inbound', 'received', 4, hourAgo);
+    await insert('outbound', 'delivered', 5, new Date(now.getTime() - 3 * 24 * 3600_000)); // outside the window
+    await insert('outbound', 'delivered', 7, new Date(now.getTime() - 3 * 24 * 3600_000 + 60_000));
+
+    const stats = (who: Sender, query: string) =>
+      t.request('GET', `/api/v2/messages/stats${query}`, { apiKey: who.key });
+    const day = await stats(counted, '');
+    assert.equal(day.status, 200, day.text);
+    assert.deepEqual(day.body.data.outbound, {
+      total: 13,
+      queued: 3,
+      sent: 2,
+      delivered: 6,
+      failed: 1,
+      undelivered: 1,
+      cancelled: 0,
+    });
+    assert.deepEqual(day.body.data.inbound, { total: 4 });
+    assert.equal(day.body.data.deliveryRate, 6 / 8);
+    const untilMs = new Date(day.body.data.until).getTime();
+    assert.ok(untilMs >= now.getTime() && untilMs < now.getTime() + 10_000, 'until defaults to now');
+    assert.equal(new Date(day.body.data.since).getTime(), untilMs - 24 * 3600_000);
+
+    // A window of its own: since inclusive, until exclusive.
+    const since = new Date(now.getTime() - 3 * 24 * 3600_000 + 60_000).toISOString();
+    const until = new Date(now.getTime() - 2 * 24 * 3600_000).toISOString();
+    const old = await stats(counted, `?since=${since}&until=${until}`);
+    assert.equal(old.body.data.outbound.delivered, 7);
+    assert.equal(old.body.data.deliveryRate, 1);
+    // Nothing settled: no rate rather than 0.
+    const quiet = await stats(other, '');
+    assert.equal(quiet.body.data.outbound.total, 0);
+    assert.equal(quiet.body.data.deliveryRate, null);
+
+    // Refusals: 400 in Shape B for a bad instant, a reversed or too long window.
+    for (const query of [
+      '?since=yesterday',
+      `?since=${until}&until=${since}`,
+      '?since=2026-01-01T00:00:00Z',
+    ]) {
+      const refused = await stats(counted, query);
+      assert.equal(refused.status, 400, `${query}: ${refused.text}`);
+      assert.ok(isShapeB(refused.body), refused.text);
+    }
+    // The portal twin answers the same.
+    const portal = await t.request('GET', '/v2/portal/messages/stats', { token: await ownerToken(counted) });
+    assert.equal(portal.status, 200, portal.text);
+    assert.deepEqual(portal.body.data.outbound, day.body.data.outbound);
+  });
+
+  async function ownerToken(who: Sender): Promise<string> {
+    const user = await createUser(t, { organizationIds: [who.id], role: 'member' });
+    return signIn(t, user);
+  }
 });

@@ -14,6 +14,7 @@ import {
   DIRECTIONS,
   MESSAGE_STATUSES,
   MessageSchema,
+  MessageStatsSchema,
   SegmentsSchema,
   SendBody,
   SendResultSchema,
@@ -121,6 +122,32 @@ export const messageRoutes: ModuleRoutes<MessagingServices> =
           await messages.list(caller.organizationId, request.query, cursorScope(caller), caller.region),
         );
       },
+    );
+
+    app.get(
+      '/messages/stats',
+      {
+        config: read,
+        schema: {
+          operationId: 'messages.stats',
+          tags,
+          summary: 'Counts of messages created in a window (default: the last 24 hours), by status',
+          description:
+            'Outbound messages by status and inbound in all, created at or after `since` and before `until` ' +
+            '(at most 31 days apart), with the delivery rate of those whose fate is known.',
+          querystring: Type.Object({
+            since: Type.Optional(Type.String({ maxLength: 40, description: 'Start, inclusive (ISO 8601)' })),
+            until: Type.Optional(
+              Type.String({ maxLength: 40, description: 'End, exclusive (ISO 8601); default now' }),
+            ),
+          }),
+          response: { 200: envelope(MessageStatsSchema) },
+        },
+      },
+      async (request) => ({
+        success: true as const,
+        data: await messages.stats(callerOf(request).organizationId, request.query),
+      }),
     );
 
     app.get(

@@ -95,3 +95,23 @@ export const SegmentsSchema = Type.Object({
   encoding: Type.Enum(ENCODINGS),
   characters: Type.Integer(),
 });
+
+/** Counts of an organization's messages created in a window (GET /messages/stats). */
+export const MessageStatsSchema = Type.Object({
+  since: Type.String({ format: 'date-time', description: 'Start of the window (inclusive)' }),
+  until: Type.String({ format: 'date-time', description: 'End of the window (exclusive)' }),
+  outbound: Type.Object({
+    total: Type.Integer(),
+    queued: Type.Integer(),
+    sent: Type.Integer({ description: 'Sent, receipt not yet in' }),
+    delivered: Type.Integer(),
+    failed: Type.Integer(),
+    undelivered: Type.Integer(),
+    cancelled: Type.Integer(),
+  }),
+  inbound: Type.Object({ total: Type.Integer() }),
+  deliveryRate: Type.Union([Type.Number(), Type.Null()], {
+    description: 'delivered / (delivered + failed + undelivered); null while none of those is known',
+  }),
+});
+export type MessageStats = Static<typeof MessageStatsSchema>;

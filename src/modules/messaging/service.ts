@@ -20,7 +20,15 @@ import { type MessageFilters, MessageHistory } from './history.ts';
 import { InboundMessages, type Keyword } from './inbound.ts';
 import { SendLimits } from './limits.ts';
 import { MessageReceipts } from './receipts.ts';
-import type { Direction, Message, MessageStatus, ReceiptState, SendInput, SendResult } from './schemas.ts';
+import type {
+  Direction,
+  Message,
+  MessageStats,
+  MessageStatus,
+  ReceiptState,
+  SendInput,
+  SendResult,
+} from './schemas.ts';
 import { MessageSender } from './send.ts';
 import { MessageStore } from './store.ts';
 
@@ -179,6 +187,10 @@ export class MessagingService {
     region: Region = 'us',
   ): Promise<Page<Message>> {
     return this.history.list(organizationId, query, surface, region);
+  }
+
+  stats(organizationId: string, query: { since?: string; until?: string }): Promise<MessageStats> {
+    return this.history.stats(organizationId, query);
   }
 }
 

@@ -328,6 +328,21 @@ export class MessageStore {
     };
   }
 
+  /** How many of the organization's messages were created in [since, until), by direction and status. */
+  async countsByStatus(
+    db: Queryable,
+    organizationId: string,
+    since: Date,
+    until: Date,
+  ): Promise<{ direction: Direction; status: MessageStatus; n: number }[]> {
+    return db.query(
+      `SELECT direction, status, count(*)::int AS n FROM messages
+        WHERE organization_id = $1 AND created_at >= $2 AND created_at < $3
+        GROUP BY direction, status`,
+      [organizationId, since, until],
+    );
+  }
+
   // -------------------------------------------------------------------------------------------------------
   // Send limits (limits.ts)
 
