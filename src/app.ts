@@ -11,6 +11,7 @@ import Fastify, { type FastifyError, type FastifyReply } from 'fastify';
 import { ApiError, renderError, shapeForPath } from './platform/errors.ts';
 import type { App } from './platform/http/app-type.ts';
 import { INTERFACE_NAMES } from './platform/http/caller.ts';
+import { type ConsoleServing, serveConsole } from './platform/http/console.ts';
 import { mountInterface, type RoutePlugin, SECURITY_SCHEMES } from './platform/http/interfaces.ts';
 import { webhooksDocument } from './platform/http/openapi.ts';
 import { findUnstorableText } from './platform/text.ts';
@@ -124,7 +125,9 @@ export async function buildApp(runtime: Runtime): Promise<App> {
     reply.status(rendered.status).headers(rendered.headers).send(rendered.body);
   });
 
-  app.setNotFoundHandler(async (request) => {
+  let consoleServing: ConsoleServing | undefined;
+  app.setNotFoundHandler(async (request, reply) => {
+    if (consoleServing?.fallback(request, reply)) return reply;
     throw ApiError.notFound(`Route ${request.method} ${request.url.split('?')[0]}`);
   });
 
@@ -170,6 +173,9 @@ export async function buildApp(runtime: Runtime): Promise<App> {
     }
     await mountInterface(app as unknown as App, runtime.interfaces[name], plugins);
   }
+
+  // The web console at `/`, with the SPA fallback for its own paths (the not-found handler above).
+  consoleServing = await serveConsole(app as unknown as App);
 
   return app as unknown as App;
 }

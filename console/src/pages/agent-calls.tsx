@@ -1,0 +1,69 @@
+// Agent calls: each with its outcome, summary and the transcript of who said what.
+import { useState } from 'react';
+import { DataTable, ErrorNote, LoadMore, PageHeader, rowsOf, Status, usePagedList, when } from '../ui.tsx';
+
+interface AgentCall {
+  id: string;
+  agentId: string;
+  direction: string;
+  from: string;
+  to: string;
+  status: string;
+  outcome: string | null;
+  transcript: { role: string; text: string; at: string }[];
+  summary: string | null;
+  durationSeconds: number | null;
+  startedAt: string | null;
+}
+
+export default function AgentCalls() {
+  const list = usePagedList<AgentCall>(['agent-calls'], '/v2/portal/agent-calls', 'offset', {
+    poll: (rows) => rows.some((c) => c.status !== 'completed' && c.status !== 'failed' && !c.outcome),
+  });
+  const [open, setOpen] = useState<string | null>(null);
+  const rows = rowsOf(list);
+  const selected = rows?.find((c) => c.id === open);
+  return (
+    <>
+      <PageHeader title="Agent calls" />
+      <ErrorNote error={list.error} />
+      <DataTable
+        caption="Agent calls"
+        rows={rows}
+        empty="No agent calls yet."
+        columns={[
+          { header: 'When', cell: (c) => when(c.startedAt) },
+          { header: 'Direction', cell: (c) => c.direction },
+          { header: 'From', cell: (c) => c.from },
+          { header: 'To', cell: (c) => c.to },
+          { header: 'Status', cell: (c) => <Status value={c.outcome ?? c.status} /> },
+          { header: 'Summary', cell: (c) => c.summary ?? '—' },
+          {
+            header: '',
+            cell: (c) => (
+              <button
+                type="button"
+                className="secondary outline"
+                onClick={() => setOpen(open === c.id ? null : c.id)}
+              >
+                {open === c.id ? 'Hide transcript' : 'Transcript'}
+              </button>
+            ),
+          },
+        ]}
+      />
+      <LoadMore list={list} />
+      {selected ? (
+        <section aria-label="Transcript">
+          <h2>Transcript</h2>
+          {selected.transcript.map((turn) => (
+            <p key={`${turn.at}-${turn.role}-${turn.text.slice(0, 12)}`}>
+              <strong>{turn.role === 'agent' || turn.role === 'assistant' ? 'Agent' : 'Caller'}:</strong>{' '}
+              {turn.text}
+            </p>
+          ))}
+        </section>
+      ) : null}
+    </>
+  );
+}

@@ -1,0 +1,95 @@
+// Calls: the log (keyset "load more"; live calls refresh themselves), placing a call, hanging one up.
+import { call, data } from '../api.ts';
+import {
+  ActionButton,
+  DataTable,
+  ErrorNote,
+  Field,
+  LoadMore,
+  MutationForm,
+  PageHeader,
+  rowsOf,
+  Status,
+  text,
+  useAction,
+  usePagedList,
+  when,
+} from '../ui.tsx';
+
+interface Call {
+  id: string;
+  direction: string;
+  from: string;
+  to: string;
+  status: string;
+  startedAt: string | null;
+  durationSeconds: number | null;
+  hangupCause: string | null;
+  voicemailId: string | null;
+  recordingId: string | null;
+}
+
+const LIVE = new Set(['queued', 'ringing', 'in_progress']);
+
+export default function Calls() {
+  const list = usePagedList<Call>(['calls'], '/v2/portal/calls', 'keyset', {
+    poll: (rows) => rows.some((c) => LIVE.has(c.status)),
+  });
+  const place = useAction(
+    (form) =>
+      data('POST', '/v2/portal/calls', {
+        from: text(form, 'from'),
+        to: text(form, 'to'),
+        record: form.get('record') === 'on',
+      }),
+    [['calls']],
+  );
+  return (
+    <>
+      <PageHeader title="Calls" />
+      <details>
+        <summary>Place a call</summary>
+        <MutationForm mutation={place} label="Place a call" submit="Call">
+          <div className="grid">
+            <Field label="From" hint="One of your numbers, or an extension">
+              {(id, hint) => <input id={id} name="from" required aria-describedby={hint} />}
+            </Field>
+            <Field label="To">{(id) => <input id={id} name="to" type="tel" required />}</Field>
+          </div>
+          <label>
+            <input type="checkbox" name="record" /> Record the call
+          </label>
+        </MutationForm>
+      </details>
+      <ErrorNote error={list.error} />
+      <DataTable
+        caption="Calls"
+        rows={rowsOf(list)}
+        empty="No calls yet."
+        columns={[
+          { header: 'When', cell: (c) => when(c.startedAt) },
+          { header: 'Direction', cell: (c) => c.direction },
+          { header: 'From', cell: (c) => c.from },
+          { header: 'To', cell: (c) => c.to },
+          { header: 'Status', cell: (c) => <Status value={c.status} /> },
+          { header: 'Duration', cell: (c) => (c.durationSeconds === null ? '—' : `${c.durationSeconds} s`) },
+          {
+            header: '',
+            cell: (c) =>
+              LIVE.has(c.status) ? (
+                <ActionButton
+                  label="Hang up"
+                  className="secondary"
+                  run={() => call('POST', `/v2/portal/calls/${encodeURIComponent(c.id)}/hangup`)}
+                  invalidate={[['calls']]}
+                />
+              ) : (
+                (c.hangupCause ?? '')
+              ),
+          },
+        ]}
+      />
+      <LoadMore list={list} />
+    </>
+  );
+}

@@ -1,0 +1,192 @@
+// One campaign: its settings, the actions its state allows (launch, pause, resume, cancel, delete), live
+// delivery statistics drawn as a bar chart (polled while it sends), and its recipients.
+import { useQuery } from '@tanstack/react-query';
+import { useLocation, useParams } from 'wouter';
+import { call, get } from '../api.ts';
+import {
+  ActionButton,
+  DataTable,
+  ErrorNote,
+  LoadMore,
+  PageHeader,
+  rowsOf,
+  Status,
+  usePagedList,
+  when,
+} from '../ui.tsx';
+import type { Campaign } from './campaigns.tsx';
+
+interface Analytics {
+  attempted: number;
+  delivered: number;
+  failed: number;
+  undelivered: number;
+  awaiting: number;
+  noReceipt: number;
+  queued: number;
+  cancelled: number;
+  skipped: number;
+  optOuts: number;
+  segments: number;
+  deliveryRate: number | null;
+  failureRate: number | null;
+  provisional: boolean;
+}
+
+interface Recipient {
+  phone: string;
+  status: string;
+  messageId: string | null;
+  errorMessage: string | null;
+  sender: string | null;
+}
+
+const BARS: [keyof Analytics, string, string][] = [
+  ['queued', 'Queued', '#8a94a6'],
+  ['awaiting', 'Awaiting receipt', '#d4a017'],
+  ['delivered', 'Delivered', '#2e8540'],
+  ['failed', 'Failed', '#c0392b'],
+  ['undelivered', 'Undelivered', '#e67e22'],
+  ['skipped', 'Skipped', '#6c5ce7'],
+  ['cancelled', 'Cancelled', '#636e72'],
+];
+
+/** A horizontal bar per status; the figures are also in the table below it for screen readers. */
+function StatsChart({ stats }: { stats: Analytics }) {
+  const max = Math.max(1, ...BARS.map(([key]) => Number(stats[key])));
+  const rowHeight = 26;
+  return (
+    <figure>
+      <svg
+        className="chart"
+        viewBox={`0 0 400 ${BARS.length * rowHeight}`}
+        role="img"
+        aria-label="Delivery statistics by status"
+      >
+        {BARS.map(([key, label, color], index) => {
+          const value = Number(stats[key]);
+          const width = (value / max) * 230;
+          return (
+            <g key={key} transform={`translate(0 ${index * rowHeight})`}>
+              <text x="0" y="17">
+                {label}
+              </text>
+              <rect x="120" y="4" width={Math.max(width, value > 0 ? 2 : 0)} height="16" fill={color} />
+              <text x={126 + width} y="17">
+                {value}
+              </text>
+            </g>
+          );
+        })}
+      </svg>
+      <figcaption>
+        Delivery rate{' '}
+        <strong data-testid="delivery-rate">
+          {stats.deliveryRate === null ? '—' : `${Math.round(stats.deliveryRate * 100)} %`}
+        </strong>
+        {stats.provisional ? ' (provisional: receipts still arriving)' : ''} · {stats.segments} segments ·{' '}
+        {stats.optOuts} opt-outs
+      </figcaption>
+    </figure>
+  );
+}
+
+export default function CampaignDetail() {
+  const { id } = useParams<{ id: string }>();
+  const [, navigate] = useLocation();
+  const path = `/v2/portal/campaigns/${encodeURIComponent(id)}`;
+  const active = (status?: string) => status === 'sending' || status === 'scheduled';
+  const campaign = useQuery({
+    queryKey: ['campaigns', id],
+    queryFn: () => get<Campaign>(path),
+    refetchInterval: (query) => (active(query.state.data?.status) ? 2_000 : false),
+  });
+  const status = campaign.data?.status;
+  const analytics = useQuery({
+    queryKey: ['campaigns', id, 'analytics'],
+    queryFn: () => get<Analytics>(`${path}/analytics`),
+    enabled: status !== undefined && status !== 'draft',
+    refetchInterval: (query) => (active(status) || query.state.data?.provisional ? 2_000 : false),
+  });
+  // Recipients change while the campaign sends, and again as receipts arrive after it has completed.
+  const changing = active(status) || analytics.data?.provisional === true;
+  const recipients = usePagedList<Recipient>(
+    ['campaigns', id, 'recipients'],
+    `${path}/recipients`,
+    'offset',
+    {
+      poll: (rows) => changing || rows.some((r) => ['pending', 'queued', 'sent'].includes(r.status)),
+    },
+  );
+
+  if (campaign.isError) return <ErrorNote error={campaign.error} />;
+  if (!campaign.data) return <p aria-busy="true">Loading…</p>;
+  const c = campaign.data;
+  const invalidate = [['campaigns']];
+  const act = (action: string) => () => call('POST', `${path}/${action}`);
+  return (
+    <>
+      <PageHeader title={c.name}>
+        {c.status === 'draft' || c.status === 'scheduled' ? (
+          <ActionButton label="Launch" run={act('launch')} invalidate={invalidate} />
+        ) : null}
+        {c.status === 'sending' || c.status === 'scheduled' ? (
+          <ActionButton label="Pause" className="secondary" run={act('pause')} invalidate={invalidate} />
+        ) : null}
+        {c.status === 'paused' ? (
+          <ActionButton label="Resume" run={act('resume')} invalidate={invalidate} />
+        ) : null}
+        {['scheduled', 'sending', 'paused'].includes(c.status) ? (
+          <ActionButton
+            label="Cancel"
+            className="secondary outline"
+            confirm="Cancel the campaign? Messages not yet sent will not be."
+            run={act('cancel')}
+            invalidate={invalidate}
+          />
+        ) : null}
+        {c.status === 'draft' ? (
+          <ActionButton
+            label="Delete"
+            className="secondary outline"
+            confirm="Delete this draft?"
+            run={() => call('DELETE', path)}
+            invalidate={invalidate}
+            onDone={() => navigate('/campaigns')}
+          />
+        ) : null}
+      </PageHeader>
+      <p>
+        <Status value={c.status} />
+        {c.pausedReason ? ` — paused: ${c.pausedReason}` : ''}
+        {c.scheduledAt ? ` · scheduled for ${when(c.scheduledAt)}` : ''}
+      </p>
+      <blockquote>{c.message}</blockquote>
+      <p>
+        Quiet hours: {c.quietHours ? `${c.quietHours.start}–${c.quietHours.end} recipient's time` : 'off'} ·
+        Time zone {c.timezone} · Senders: {c.senders.join(', ') || 'default'}
+      </p>
+      <h2>Delivery</h2>
+      <ErrorNote error={analytics.error} />
+      {analytics.data ? (
+        <StatsChart stats={analytics.data} />
+      ) : (
+        <p>Statistics appear once the campaign launches.</p>
+      )}
+      <h2>Recipients</h2>
+      <DataTable
+        caption="Recipients"
+        rows={rowsOf(recipients)}
+        rowKey={(r) => r.phone}
+        empty={c.status === 'draft' ? 'Recipients are chosen when the campaign launches.' : 'No recipients.'}
+        columns={[
+          { header: 'Phone', cell: (r) => r.phone },
+          { header: 'Status', cell: (r) => <Status value={r.status} /> },
+          { header: 'Sender', cell: (r) => r.sender ?? '—' },
+          { header: 'Error', cell: (r) => r.errorMessage ?? '—' },
+        ]}
+      />
+      <LoadMore list={recipients} />
+    </>
+  );
+}

@@ -1,0 +1,235 @@
+// Compose (with the server's own segment count as you type, merge-variable hints and MMS attachments) and
+// the history, newest first, with filters and keyset "load more".
+import { useQuery } from '@tanstack/react-query';
+import { useDeferredValue, useState } from 'react';
+import { data, qs } from '../api.ts';
+import {
+  DataTable,
+  ErrorNote,
+  Field,
+  LoadMore,
+  MutationForm,
+  PageHeader,
+  rowsOf,
+  Status,
+  text,
+  useAction,
+  usePagedList,
+  when,
+} from '../ui.tsx';
+
+export interface Message {
+  id: string;
+  direction: 'inbound' | 'outbound';
+  status: string;
+  from: string;
+  to: string;
+  body: string | null;
+  segments: number;
+  encoding: string;
+  mediaCount: number;
+  errorMessage: string | null;
+  createdAt: string;
+}
+
+const MERGE_VARIABLES = ['first_name', 'last_name', 'full_name', 'company', 'email', 'phone'];
+
+function readAsBase64(file: File): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(String(reader.result).replace(/^data:[^,]*,/, ''));
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+}
+
+function Compose() {
+  const [body, setBody] = useState('');
+  const deferred = useDeferredValue(body);
+  const count = useQuery({
+    queryKey: ['segments', deferred],
+    queryFn: () =>
+      data<{ segments: number; encoding: string; characters: number }>(
+        'POST',
+        '/v2/portal/messages/segments',
+        {
+          message: deferred,
+        },
+      ),
+    enabled: deferred.length > 0,
+    staleTime: Number.POSITIVE_INFINITY,
+  });
+  const [sentId, setSentId] = useState<string | null>(null);
+  const send = useAction(
+    async (form) => {
+      const files = (form.getAll('media') as File[]).filter((file) => file.size > 0);
+      const mediaFiles = await Promise.all(
+        files.map(async (file) => ({
+          contentType: file.type || 'application/octet-stream',
+          data: await readAsBase64(file),
+          filename: file.name,
+        })),
+      );
+      return data<{ id: string }>('POST', '/v2/portal/messages/send', {
+        to: text(form, 'to'),
+        from: text(form, 'from'),
+        message: body === '' ? undefined : body,
+        mediaFiles: mediaFiles.length ? mediaFiles : undefined,
+      });
+    },
+    [['messages']],
+    (result) => {
+      setSentId(result.id);
+      setBody('');
+    },
+  );
+
+  return (
+    <details open>
+      <summary>New message</summary>
+      <MutationForm mutation={send} label="Send message" submit="Send">
+        <div className="grid">
+          <Field label="To" hint="E.164, e.g. +14155550123">
+            {(id, hint) => <input id={id} name="to" type="tel" required aria-describedby={hint} />}
+          </Field>
+          <Field label="From (optional)" hint="One of your numbers; default: your default sender">
+            {(id, hint) => <input id={id} name="from" type="tel" aria-describedby={hint} />}
+          </Field>
+        </div>
+        <Field
+          label="Message"
+          hint={
+            <>
+              Merge variables:{' '}
+              {MERGE_VARIABLES.map((name) => (
+                <button
+                  key={name}
+                  type="button"
+                  className="secondary outline copy"
+                  onClick={() => setBody(`${body}{{${name}}}`)}
+                >{`{{${name}}}`}</button>
+              ))}{' '}
+              — a fallback: {'{{first_name|there}}'}
+            </>
+          }
+        >
+          {(id, hint) => (
+            <textarea
+              id={id}
+              name="message"
+              rows={4}
+              value={body}
+              onChange={(event) => setBody(event.target.value)}
+              aria-describedby={hint}
+            />
+          )}
+        </Field>
+        <p aria-live="polite" data-testid="segment-counter">
+          {body.length === 0
+            ? 'Empty'
+            : count.data
+              ? `${count.data.characters} characters · ${count.data.segments} segment${count.data.segments === 1 ? '' : 's'} · ${count.data.encoding}`
+              : 'Counting…'}
+        </p>
+        <Field label="Pictures or files (MMS)">
+          {(id) => (
+            <input id={id} name="media" type="file" multiple accept="image/*,video/*,audio/*,.pdf,.vcf" />
+          )}
+        </Field>
+      </MutationForm>
+      {sentId ? (
+        <p role="status">
+          Queued as <code>{sentId}</code>.
+        </p>
+      ) : null}
+    </details>
+  );
+}
+
+export default function Messages() {
+  const [filters, setFilters] = useState<Record<string, string>>({});
+  const list = usePagedList<Message>(['messages'], `/v2/portal/messages${qs(filters)}`, 'keyset', {
+    poll: (rows) => rows.some((row) => row.status === 'queued' || row.status === 'sent'),
+  });
+  const rows = rowsOf(list);
+
+  return (
+    <>
+      <PageHeader title="Messages" />
+      <Compose />
+      <h2>History</h2>
+      <form
+        className="inline-form"
+        aria-label="Filter messages"
+        onSubmit={(event) => {
+          event.preventDefault();
+          const form = new FormData(event.currentTarget);
+          setFilters(
+            Object.fromEntries(
+              ['direction', 'status', 'number'].flatMap((name) => {
+                const value = text(form, name);
+                return value ? [[name, value]] : [];
+              }),
+            ),
+          );
+        }}
+      >
+        <Field label="Direction">
+          {(id) => (
+            <select id={id} name="direction" defaultValue="">
+              <option value="">Any</option>
+              <option value="outbound">Outbound</option>
+              <option value="inbound">Inbound</option>
+            </select>
+          )}
+        </Field>
+        <Field label="Status">
+          {(id) => (
+            <select id={id} name="status" defaultValue="">
+              <option value="">Any</option>
+              {['queued', 'sent', 'delivered', 'failed', 'undelivered', 'cancelled', 'received'].map(
+                (status) => (
+                  <option key={status}>{status}</option>
+                ),
+              )}
+            </select>
+          )}
+        </Field>
+        <Field label="Number">{(id) => <input id={id} name="number" type="tel" />}</Field>
+        <button type="submit">Filter</button>
+      </form>
+      <ErrorNote error={list.error} />
+      <DataTable
+        caption="Messages"
+        rows={rows}
+        empty="No messages yet."
+        columns={[
+          { header: 'When', cell: (m) => when(m.createdAt) },
+          { header: 'Direction', cell: (m) => m.direction },
+          { header: 'From', cell: (m) => m.from },
+          { header: 'To', cell: (m) => m.to },
+          {
+            header: 'Message',
+            cell: (m) => (
+              <>
+                {m.body}
+                {m.mediaCount ? ` (+${m.mediaCount} media)` : ''}
+              </>
+            ),
+          },
+          { header: 'Segments', cell: (m) => `${m.segments} · ${m.encoding}` },
+          {
+            header: 'Status',
+            cell: (m) => (
+              <>
+                <Status value={m.status} />
+                {m.errorMessage ? <small> {m.errorMessage}</small> : null}
+              </>
+            ),
+          },
+        ]}
+      />
+      <LoadMore list={list} />
+    </>
+  );
+}

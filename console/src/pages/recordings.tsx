@@ -1,0 +1,70 @@
+// Call recordings: play, read the transcription, delete.
+import { call } from '../api.ts';
+import {
+  ActionButton,
+  DataTable,
+  ErrorNote,
+  LoadMore,
+  PageHeader,
+  rowsOf,
+  usePagedList,
+  when,
+} from '../ui.tsx';
+import { transcriptOf, useTranscriptions } from './transcripts.ts';
+
+interface Recording {
+  id: string;
+  callId: string;
+  durationSeconds: number;
+  createdAt: string;
+}
+
+export default function Recordings() {
+  const list = usePagedList<Recording>(['recordings'], '/v2/portal/recordings', 'offset');
+  const transcriptions = useTranscriptions();
+  return (
+    <>
+      <PageHeader title="Recordings" />
+      <ErrorNote error={list.error} />
+      <DataTable
+        caption="Recordings"
+        rows={rowsOf(list)}
+        empty="No recordings."
+        columns={[
+          { header: 'When', cell: (r) => when(r.createdAt) },
+          { header: 'Call', cell: (r) => <code>{r.callId}</code> },
+          { header: 'Length', cell: (r) => `${r.durationSeconds} s` },
+          {
+            header: 'Listen',
+            cell: (r) => (
+              // biome-ignore lint/a11y/useMediaCaption: the transcription beside it is the text alternative
+              <audio
+                controls
+                preload="none"
+                src={`/v2/portal/recordings/${encodeURIComponent(r.id)}/audio`}
+                aria-label={`Recording of call ${r.callId}`}
+              />
+            ),
+          },
+          {
+            header: 'Transcription',
+            cell: (r) => transcriptOf(transcriptions.data, (t) => t.recordingId === r.id),
+          },
+          {
+            header: '',
+            cell: (r) => (
+              <ActionButton
+                label="Delete"
+                className="secondary outline"
+                confirm="Delete this recording?"
+                run={() => call('DELETE', `/v2/portal/recordings/${encodeURIComponent(r.id)}`)}
+                invalidate={[['recordings']]}
+              />
+            ),
+          },
+        ]}
+      />
+      <LoadMore list={list} />
+    </>
+  );
+}

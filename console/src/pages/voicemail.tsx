@@ -1,0 +1,85 @@
+// The voicemail inbox: each message with an audio player, its transcription, read/unread, delete.
+import { call } from '../api.ts';
+import {
+  ActionButton,
+  DataTable,
+  ErrorNote,
+  LoadMore,
+  PageHeader,
+  rowsOf,
+  usePagedList,
+  when,
+} from '../ui.tsx';
+import { transcriptOf, useTranscriptions } from './transcripts.ts';
+
+interface Voicemail {
+  id: string;
+  from: string;
+  to: string;
+  durationSeconds: number;
+  read: boolean;
+  createdAt: string;
+}
+
+export default function VoicemailInbox() {
+  const list = usePagedList<Voicemail>(['voicemails'], '/v2/portal/voicemails', 'offset');
+  const transcriptions = useTranscriptions();
+  return (
+    <>
+      <PageHeader title="Voicemail" />
+      <ErrorNote error={list.error} />
+      <DataTable
+        caption="Voicemail"
+        rows={rowsOf(list)}
+        empty="No voicemail."
+        columns={[
+          {
+            header: 'When',
+            cell: (v) => (v.read ? when(v.createdAt) : <strong>{when(v.createdAt)} (new)</strong>),
+          },
+          { header: 'From', cell: (v) => v.from },
+          { header: 'Length', cell: (v) => `${v.durationSeconds} s` },
+          {
+            header: 'Listen',
+            cell: (v) => (
+              // biome-ignore lint/a11y/useMediaCaption: the transcription beside it is the text alternative
+              <audio
+                controls
+                preload="none"
+                src={`/v2/portal/voicemails/${encodeURIComponent(v.id)}/audio`}
+                aria-label={`Voicemail from ${v.from}`}
+              />
+            ),
+          },
+          {
+            header: 'Transcription',
+            cell: (v) => transcriptOf(transcriptions.data, (t) => t.voicemailId === v.id),
+          },
+          {
+            header: '',
+            cell: (v) => (
+              <div className="row-actions">
+                <ActionButton
+                  label={v.read ? 'Mark unread' : 'Mark read'}
+                  className="secondary outline"
+                  run={() =>
+                    call('PATCH', `/v2/portal/voicemails/${encodeURIComponent(v.id)}`, { read: !v.read })
+                  }
+                  invalidate={[['voicemails']]}
+                />
+                <ActionButton
+                  label="Delete"
+                  className="secondary outline"
+                  confirm="Delete this voicemail?"
+                  run={() => call('DELETE', `/v2/portal/voicemails/${encodeURIComponent(v.id)}`)}
+                  invalidate={[['voicemails']]}
+                />
+              </div>
+            ),
+          },
+        ]}
+      />
+      <LoadMore list={list} />
+    </>
+  );
+}

@@ -1,0 +1,307 @@
+// The console's shared pieces. Pico CSS styles plain semantic HTML (labelled inputs, tables, <dialog>,
+// aria-invalid, aria-busy), so these stay thin: what every page would otherwise write again.
+import {
+  type InfiniteData,
+  type UseMutationResult,
+  useInfiniteQuery,
+  useMutation,
+  useQueryClient,
+} from '@tanstack/react-query';
+import { type FormEvent, type ReactNode, useEffect, useId, useRef, useState } from 'react';
+import { ApiProblem, call, type Page } from './api.ts';
+
+export function PageHeader({ title, children }: { title: string; children?: ReactNode }) {
+  useEffect(() => {
+    document.title = `${title} · Comms console`;
+  }, [title]);
+  return (
+    <header className="page-header">
+      <h1>{title}</h1>
+      {children ? <div className="actions">{children}</div> : null}
+    </header>
+  );
+}
+
+/** The server's message for a failed call (Shape A `message`), announced to screen readers. */
+export function ErrorNote({ error }: { error: unknown }) {
+  if (!error) return null;
+  const message = error instanceof ApiProblem || error instanceof Error ? error.message : String(error);
+  return (
+    <p role="alert" className="error">
+      {message}
+    </p>
+  );
+}
+
+export function Field({
+  label,
+  hint,
+  children,
+}: {
+  label: string;
+  hint?: ReactNode;
+  children: (id: string, describedBy: string | undefined) => ReactNode;
+}) {
+  const id = useId();
+  const hintId = hint ? `${id}-hint` : undefined;
+  // The hint sits beside the label, not in it, so the field's accessible name is the label alone.
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      {children(id, hintId)}
+      {hint ? <small id={hintId}>{hint}</small> : null}
+    </div>
+  );
+}
+
+/** A form whose submit runs a mutation: busy while it runs, the server's message when it fails. */
+export function MutationForm<T>({
+  mutation,
+  submit,
+  label,
+  children,
+  className,
+}: {
+  mutation: UseMutationResult<T, Error, FormData>;
+  submit?: string;
+  label: string;
+  children: ReactNode;
+  className?: string;
+}) {
+  const onSubmit = (event: FormEvent<HTMLFormElement>) => {
+    event.preventDefault();
+    mutation.mutate(new FormData(event.currentTarget));
+  };
+  return (
+    <form onSubmit={onSubmit} aria-label={label} className={className}>
+      {children}
+      <ErrorNote error={mutation.error} />
+      <button type="submit" aria-busy={mutation.isPending} disabled={mutation.isPending}>
+        {submit ?? label}
+      </button>
+    </form>
+  );
+}
+
+/** A mutation that refreshes the named queries when it succeeds. */
+export function useAction<T>(
+  run: (form: FormData) => Promise<T>,
+  invalidate: string[][],
+  onDone?: (result: T) => void,
+) {
+  const client = useQueryClient();
+  return useMutation<T, Error, FormData>({
+    mutationFn: run,
+    onSuccess: async (result) => {
+      await Promise.all(invalidate.map((queryKey) => client.invalidateQueries({ queryKey })));
+      onDone?.(result);
+    },
+  });
+}
+
+/** A button for a one-off action (pause, delete, rotate) with its own busy state and error. */
+export function ActionButton({
+  label,
+  run,
+  invalidate,
+  confirm,
+  className,
+  onDone,
+}: {
+  label: string;
+  run: () => Promise<unknown>;
+  invalidate: string[][];
+  confirm?: string;
+  className?: string;
+  onDone?: (result: unknown) => void;
+}) {
+  const action = useAction(() => run(), invalidate, onDone);
+  return (
+    <>
+      <button
+        type="button"
+        className={className}
+        aria-busy={action.isPending}
+        disabled={action.isPending}
+        onClick={() => {
+          if (confirm && !window.confirm(confirm)) return;
+          action.mutate(new FormData());
+        }}
+      >
+        {label}
+      </button>
+      <ErrorNote error={action.error} />
+    </>
+  );
+}
+
+export interface Column<T> {
+  header: string;
+  cell: (row: T) => ReactNode;
+}
+
+export function DataTable<T>({
+  caption,
+  columns,
+  rows,
+  empty,
+  rowKey,
+}: {
+  caption: string;
+  columns: Column<T>[];
+  rows: T[] | undefined;
+  empty: string;
+  rowKey?: (row: T, index: number) => string;
+}) {
+  if (rows === undefined) return <p aria-busy="true">Loading…</p>;
+  if (rows.length === 0) return <p className="empty">{empty}</p>;
+  return (
+    <div className="overflow-auto">
+      <table className="striped">
+        <caption className="visually-hidden">{caption}</caption>
+        <thead>
+          <tr>
+            {columns.map((column) => (
+              <th key={column.header} scope="col">
+                {column.header}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((row, index) => (
+            <tr key={rowKey ? rowKey(row, index) : ((row as { id?: string }).id ?? String(index))}>
+              {columns.map((column) => (
+                <td key={column.header} data-label={column.header}>
+                  {column.cell(row)}
+                </td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/**
+ * A list read page by page: keyset ("load more" with the server's cursor) where the endpoint has it, else
+ * offset pages. The rows of every page loaded so far, in order.
+ */
+export function usePagedList<T>(
+  key: unknown[],
+  path: string,
+  mode: 'keyset' | 'offset',
+  options: { limit?: number; poll?: (rows: T[]) => boolean } = {},
+) {
+  const limit = options.limit ?? 25;
+  return useInfiniteQuery<Page<T>, Error, InfiniteData<Page<T>>, unknown[], string | number>({
+    queryKey: [...key, path],
+    // While something in the list is still changing (a message awaiting its receipt, a call ringing), look
+    // again every 3 seconds.
+    refetchInterval: (query) =>
+      options.poll?.(query.state.data?.pages.flatMap((p) => p.data) ?? []) ? 3_000 : false,
+    initialPageParam: mode === 'keyset' ? '' : 1,
+    queryFn: ({ pageParam }) => {
+      const joiner = path.includes('?') ? '&' : '?';
+      const position =
+        mode === 'keyset' ? `cursor=${encodeURIComponent(String(pageParam))}` : `page=${String(pageParam)}`;
+      return call<Page<T>>('GET', `${path}${joiner}limit=${limit}&${position}`);
+    },
+    getNextPageParam: (last, _all, lastParam) => {
+      if (mode === 'keyset') return last.next_cursor ?? undefined;
+      const current = Number(lastParam);
+      return last.pagination.totalPages !== null && current < last.pagination.totalPages
+        ? current + 1
+        : undefined;
+    },
+  });
+}
+
+export function LoadMore({
+  list,
+}: {
+  list: { hasNextPage: boolean; isFetchingNextPage: boolean; fetchNextPage: () => unknown };
+}) {
+  if (!list.hasNextPage) return null;
+  return (
+    <button
+      type="button"
+      className="secondary"
+      aria-busy={list.isFetchingNextPage}
+      disabled={list.isFetchingNextPage}
+      onClick={() => list.fetchNextPage()}
+    >
+      Load more
+    </button>
+  );
+}
+
+export function rowsOf<T>(list: { data?: { pages: Page<T>[] } }): T[] | undefined {
+  return list.data?.pages.flatMap((page) => page.data);
+}
+
+export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
+  const [copied, setCopied] = useState(false);
+  return (
+    <button
+      type="button"
+      className="secondary outline copy"
+      onClick={async () => {
+        await navigator.clipboard?.writeText(text).catch(() => undefined);
+        setCopied(true);
+        setTimeout(() => setCopied(false), 2000);
+      }}
+    >
+      <span aria-live="polite">{copied ? 'Copied' : label}</span>
+    </button>
+  );
+}
+
+/** A modal <dialog>: focus moves into it, Escape closes it, focus returns where it was. */
+export function Modal({
+  open,
+  title,
+  onClose,
+  children,
+}: {
+  open: boolean;
+  title: string;
+  onClose: () => void;
+  children: ReactNode;
+}) {
+  const ref = useRef<HTMLDialogElement>(null);
+  const titleId = useId();
+  useEffect(() => {
+    const dialog = ref.current;
+    if (!dialog) return;
+    if (open && !dialog.open) dialog.showModal();
+    if (!open && dialog.open) dialog.close();
+  }, [open]);
+  return (
+    <dialog ref={ref} aria-labelledby={titleId} onClose={onClose}>
+      <article>
+        <header>
+          <button type="button" aria-label="Close" rel="prev" onClick={onClose} />
+          <h2 id={titleId}>{title}</h2>
+        </header>
+        {open ? children : null}
+      </article>
+    </dialog>
+  );
+}
+
+export function when(iso: string | null | undefined): string {
+  if (!iso) return '—';
+  return new Date(iso).toLocaleString();
+}
+
+export function Status({ value }: { value: string }) {
+  return <mark className={`status status-${value}`}>{value.replaceAll('_', ' ')}</mark>;
+}
+
+/** A form's text field, or undefined when empty. */
+export function text(form: FormData, name: string): string | undefined {
+  const value = form.get(name);
+  return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
+}

@@ -1,0 +1,445 @@
+// The web console end to end in a real browser: Debian's Chromium driven by playwright-core against a real
+// server on loopback (its jobs running, as in production), under the server's Content-Security-Policy. One
+// person's day: turn on 2FA and sign in with it, send a message and see it delivered, import a CSV with a bad
+// row, launch a campaign and watch its statistics change, play a voicemail, create an API key (asked for a
+// fresh code) and see it once, add a webhook and see its delivery, ride out an expired token, switch
+// organization and sign out. Every main page is checked by axe (no serious or critical violations) and
+// photographed at desktop and phone width into docs/console/.
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { CONSOLE_DIST } from '../src/platform/http/console.ts';
+import { createOrganization, startTestApp, type TestApp } from './helpers/app.ts';
+import { freshNumber } from './helpers/messaging.ts';
+import { advance, createUser, type TestUser, totpCode } from './helpers/portal.ts';
+import { type Receiver, startReceiver } from './helpers/receiver.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const chromiumInstalled = existsSync(CHROMIUM);
+const SHOTS = path.join(import.meta.dirname, '..', 'docs', 'console');
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const WAIT = { timeout: 20_000 };
+
+describe('the web console in Chromium', {
+  skip: !chromiumInstalled && `Chromium not installed at ${CHROMIUM}`,
+}, () => {
+  let t: TestApp;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let receiver: Receiver;
+  let user: TestUser;
+  let main: { id: string; name: string };
+  let other: { id: string; name: string };
+  let number: string;
+  let totpSecret = '';
+  const cspViolations: string[] = [];
+  const pageErrors: string[] = [];
+
+  before(async () => {
+    assert.ok(
+      existsSync(path.join(CONSOLE_DIST, 'index.html')),
+      'the console is built (npm ci runs its build)',
+    );
+    t = await startTestApp();
+    t.ctx.jobs.start();
+    receiver = await startReceiver(() => t.ctx.clock.nowMs());
+    main = await createOrganization(t, {
+      name: 'Acme Dental',
+      plan: 'enterprise',
+      subscriptionState: 'paid',
+      cardVerified: true,
+    });
+    other = await createOrganization(t, { name: 'Second Office' });
+    number = freshNumber();
+    const added = await t.admin('POST', `/organizations/${main.id}/numbers`, { number, type: 'local' });
+    assert.equal(added.status, 201, added.text);
+    user = await createUser(t, { organizationIds: [main.id, other.id] });
+
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--autoplay-policy=no-user-gesture-required',
+      ],
+    });
+    context = await browser.newContext({ baseURL: t.url, viewport: { width: 1280, height: 800 } });
+    page = await context.newPage();
+    page.setDefaultTimeout(WAIT.timeout);
+    page.on('console', (message) => {
+      if (message.type() === 'error' && /Content.Security.Policy/i.test(message.text())) {
+        cspViolations.push(message.text());
+      }
+    });
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+  });
+
+  after(async () => {
+    await browser?.close();
+    await receiver?.close();
+    await t?.close();
+  });
+
+  /** Runs axe on the page as it is; fails on any serious or critical violation. */
+  async function accessible(name: string) {
+    await page.evaluate(axeSource);
+    const { passes, violations } = await page.evaluate(async () => {
+      const axe = (globalThis as unknown as { axe: { run: (...args: unknown[]) => Promise<any> } }).axe;
+      const result = await axe.run(document, { resultTypes: ['violations'] });
+      const serious = result.violations
+        .filter((v: { impact: string }) => v.impact === 'serious' || v.impact === 'critical')
+        .map((v: { id: string; help: string; nodes: { target: string[] }[] }) => ({
+          id: v.id,
+          help: v.help,
+          targets: v.nodes.map((n) => n.target.join(' ')).slice(0, 5),
+        }));
+      return { passes: result.passes.length as number, violations: serious };
+    });
+    assert.ok(passes > 10, `axe checked ${name} (${passes} rules passed)`);
+    assert.deepEqual(violations, [], `${name}: ${JSON.stringify(violations, null, 2)}`);
+  }
+
+  async function photograph(name: string) {
+    mkdirSync(SHOTS, { recursive: true });
+    await page.screenshot({ path: path.join(SHOTS, `${name}-desktop.png`) });
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.screenshot({ path: path.join(SHOTS, `${name}-phone.png`) });
+    await page.setViewportSize({ width: 1280, height: 800 });
+  }
+
+  async function open(href: string, heading: string) {
+    await page.goto(href);
+    await page.getByRole('heading', { level: 1, name: heading }).waitFor();
+  }
+
+  test('serves the console at / and sends a signed-out visitor to /login', async () => {
+    await page.goto('/campaigns');
+    await page.waitForURL(/\/login\?next=%2Fcampaigns/);
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await accessible('sign-in');
+    await photograph('sign-in');
+  });
+
+  test('a wrong password shows the server message; then sign in, turn on 2FA with the QR code and its key', async () => {
+    await page.getByLabel('E-mail').fill(user.email);
+    await page.getByLabel('Password').fill('not the password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page
+      .getByRole('alert')
+      .filter({ hasText: /invalid|incorrect|wrong/i })
+      .waitFor();
+
+    await page.getByLabel('Password').fill(user.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(/\/campaigns$/);
+    await page.getByRole('heading', { level: 1, name: 'Campaigns' }).waitFor();
+
+    await open('/settings', 'Settings');
+    await page.getByRole('button', { name: 'Set up two-factor authentication' }).click();
+    await page.getByRole('img', { name: 'QR code for your authenticator app' }).waitFor();
+    totpSecret = (await page.getByTestId('totp-secret').textContent()) ?? '';
+    assert.match(totpSecret, /^[A-Z2-7]{32}$/);
+    await page.getByLabel('Code from the app').fill(totpCode(t, totpSecret));
+    await page.getByLabel('Your password').fill(user.password);
+    await page.getByRole('button', { name: 'Turn on' }).click();
+    const codes = page.getByTestId('recovery-codes').getByRole('listitem');
+    await codes.first().waitFor();
+    assert.ok((await codes.count()) >= 8);
+    await page.getByRole('button', { name: 'I have stored them' }).click();
+    await page.getByText('Two-factor authentication is on.').waitFor();
+  });
+
+  test('signs out, and signs in again through the two-factor challenge', async () => {
+    await page.getByRole('button', { name: 'Sign out', exact: true }).click();
+    await page.waitForURL(/\/login/);
+    await advance(t, 60); // the code that turned 2FA on is spent; the next step's code is new
+    await page.getByLabel('E-mail').fill(user.email);
+    await page.getByLabel('Password').fill(user.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page
+      .getByLabel('Code from your authenticator app, or a recovery code')
+      .fill(totpCode(t, totpSecret));
+    await page.getByRole('button', { name: 'Verify' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Dashboard' }).waitFor();
+    const version = (await t.request('GET', '/api/version')).body.data.version;
+    await page.getByTestId('api-version').filter({ hasText: version }).waitFor();
+    await accessible('dashboard');
+    await photograph('dashboard');
+  });
+
+  test('sends a message with a live segment count and sees it delivered', async () => {
+    await open('/messages', 'Messages');
+    await page.getByLabel('To', { exact: true }).fill('+14155550142');
+    await page.getByLabel('Message', { exact: true }).fill('Hello from the console ✓');
+    await page
+      .getByTestId('segment-counter')
+      .filter({ hasText: '24 characters · 1 segment · UCS-2' })
+      .waitFor();
+    await page.getByRole('button', { name: 'Send', exact: true }).click();
+    const queued = await page
+      .getByRole('status')
+      .filter({ hasText: 'Queued as' })
+      .locator('code')
+      .textContent();
+    assert.match(queued ?? '', /^msg_/);
+    const row = page.getByRole('row').filter({ hasText: 'Hello from the console' });
+    await row.getByText(/queued|sent/).waitFor();
+    // The carrier's receipt arrives once the dispatch job has sent it; the history polls and shows it.
+    await waitFor(
+      async () =>
+        (await t.request('GET', `/api/v2/messages/${queued}`, { apiKey: await keyOf() })).body.data.status ===
+        'sent',
+    );
+    assert.equal(
+      (await t.admin('POST', '/test/carrier/receipts', { messageId: queued, status: 'delivered' })).status,
+      200,
+    );
+    await row.getByText('delivered').waitFor();
+    await accessible('messages');
+    await photograph('messages');
+  });
+
+  test('imports a CSV with a bad row and shows the report of rejected rows', async () => {
+    await open('/contacts', 'Contacts');
+    await page.getByText('Import a CSV').click();
+    const csv =
+      'phone,first_name,last_name\n+14155550171,Ada,Lovelace\nnot a phone,Bad,Row\n+14155550172,Alan,Turing\n';
+    await page
+      .getByLabel('CSV file')
+      .setInputFiles({ name: 'contacts.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) });
+    await page.getByRole('button', { name: 'Import', exact: true }).click();
+    const report = page.getByRole('status', { name: 'Import report' });
+    await report
+      .getByText('2 imported')
+      .waitFor()
+      .catch(async () => {
+        throw new Error(`import report: ${await report.textContent()}`);
+      });
+    await report.getByText('1 rejected').waitFor();
+    const rejected = report.getByRole('row').filter({ hasText: /^3/ });
+    await rejected.waitFor();
+    await page.getByRole('link', { name: '+14155550171' }).waitFor();
+    await accessible('contacts');
+    await photograph('contacts');
+  });
+
+  test('launches a campaign and watches its delivery statistics change', async () => {
+    // A list of the two imported contacts, made through the console.
+    await open('/lists', 'Contact lists');
+    await page.getByText('New list').click();
+    await page.getByLabel('Name', { exact: true }).fill('Patients');
+    await page.getByRole('button', { name: 'Create', exact: true }).click();
+    await page
+      .getByRole('row')
+      .filter({ hasText: 'Patients' })
+      .getByRole('button', { name: 'Members' })
+      .click();
+    const picker = page.getByLabel('Contacts (choose one or more)');
+    await picker.locator('option').nth(1).waitFor({ state: 'attached' });
+    const values = await picker
+      .locator('option')
+      .evaluateAll((options) => options.map((o) => (o as HTMLOptionElement).value));
+    await picker.selectOption(values);
+    await page.getByRole('button', { name: 'Add to list' }).click();
+    await page.getByRole('row').filter({ hasText: 'Patients' }).getByText('2', { exact: true }).waitFor();
+
+    await open('/campaigns', 'Campaigns');
+    await page.getByText('New campaign').click();
+    await page.getByLabel('Name', { exact: true }).fill('Winter check-up');
+    await page
+      .getByLabel('Message', { exact: true })
+      .fill('Hi {{first_name|there}}, time for your check-up!');
+    await page.getByLabel('Contact lists').selectOption({ label: 'Patients (2)' });
+    await page.getByLabel('Send only between').uncheck();
+    await page.getByRole('button', { name: 'Create draft' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Winter check-up' }).waitFor();
+    await page.getByRole('button', { name: 'Launch' }).click();
+    // Launched: no receipts yet, so nothing is delivered (no rate while nothing was attempted, then 0 %).
+    await page
+      .getByTestId('delivery-rate')
+      .filter({ hasText: /^(—|0 %)$/ })
+      .waitFor();
+    await waitFor(async () => (await campaignMessages()).filter((m) => m.status === 'sent').length === 2);
+    for (const message of await campaignMessages()) {
+      await t.admin('POST', '/test/carrier/receipts', { messageId: message.id, status: 'delivered' });
+    }
+    await page.getByTestId('delivery-rate').filter({ hasText: '100 %' }).waitFor();
+    await page.getByRole('row').filter({ hasText: '+14155550172' }).getByText('delivered').waitFor();
+    await accessible('campaign');
+    await photograph('campaign');
+  });
+
+  test('answers a simulated call to voicemail and plays it, with its transcription', async () => {
+    const extension = await t.request('POST', '/api/v2/extensions', {
+      apiKey: await keyOf(),
+      body: { extension: '101', name: 'Front desk' },
+    });
+    assert.equal(extension.status, 201, extension.text);
+    const [line] = (await t.request('GET', '/api/v2/numbers', { apiKey: await keyOf() })).body.data;
+    await t.request('PATCH', `/api/v2/numbers/${line.id}`, {
+      apiKey: await keyOf(),
+      body: { voiceRoute: { type: 'voicemail', target: extension.body.data.id } },
+    });
+    const call = await t.admin('POST', '/test/pbx/inbound', {
+      from: '+14155550199',
+      to: number,
+      outcome: 'no_answer',
+      voicemailText: 'Please call me back about my appointment.',
+    });
+    assert.equal(call.status, 201, call.text);
+
+    await open('/voicemail', 'Voicemail');
+    const row = page.getByRole('row').filter({ hasText: '+14155550199' });
+    const player = row.getByLabel('Voicemail from +14155550199');
+    await player.waitFor();
+    const played = await player.evaluate(async (element) => {
+      const audio = element as HTMLAudioElement;
+      audio.muted = true;
+      await audio.play();
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      return { duration: audio.duration, time: audio.currentTime, error: audio.error?.message ?? null };
+    });
+    assert.equal(played.error, null);
+    assert.ok(played.duration > 1, `a voicemail of some seconds: ${JSON.stringify(played)}`);
+    assert.ok(played.time > 0, `it plays: ${JSON.stringify(played)}`);
+    await row.getByText(/call me back|Transcrib|no words|failed/i).waitFor();
+    await accessible('voicemail');
+    await photograph('voicemail');
+  });
+
+  test('creates an API key after a fresh two-factor code and shows it exactly once', async () => {
+    await advance(t, 11 * 60); // the sign-in's verification is no longer fresh
+    await open('/api-keys', 'API keys');
+    await page.getByText('New API key').click();
+    await page.getByLabel('Name', { exact: true }).fill('Reporting');
+    await page.getByLabel('messages:read').check();
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const dialog = page.getByRole('dialog', { name: "Confirm it's you" });
+    await dialog.waitFor();
+    await dialog.getByLabel('Two-factor code').fill(totpCode(t, totpSecret));
+    await dialog.getByRole('button', { name: 'Confirm' }).click();
+    const key = (await page.getByTestId('new-api-key').textContent()) ?? '';
+    assert.match(key, /^sk_test_/);
+    const me = await t.request('GET', '/api/v2/me', { apiKey: key });
+    assert.equal(me.status, 200, 'the key shown works');
+    assert.deepEqual(me.body.data.key.scopes, ['messages:read']);
+    await accessible('api-keys');
+    await photograph('api-keys');
+    await page.reload();
+    await page.getByRole('row').filter({ hasText: 'Reporting' }).waitFor();
+    assert.equal(await page.getByText(key).count(), 0, 'never shown again');
+  });
+
+  test('adds a webhook endpoint, sends a test event and sees the delivery', async () => {
+    await open('/webhooks', 'Webhooks');
+    await page.getByText('Add an endpoint').click();
+    await page.getByLabel('URL').fill(`${receiver.url}/hooks`);
+    await page.getByRole('checkbox', { name: 'message.delivered' }).check();
+    await page.getByRole('button', { name: 'Add endpoint' }).click();
+    const secret = (await page.getByTestId('webhook-secret').textContent()) ?? '';
+    assert.match(secret, /^whsec_/);
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+    await page.getByRole('link', { name: `${receiver.url}/hooks` }).click();
+    await page.getByRole('button', { name: 'Send test event' }).click();
+    await waitFor(async () => receiver.received.some((r) => r.body.includes('webhook.test')));
+    await page
+      .getByRole('row')
+      .filter({ hasText: 'webhook.test' })
+      .getByText('succeeded')
+      .waitFor()
+      .catch(async (error) => {
+        await page.screenshot({ path: '/tmp/webhook-fail.png', fullPage: true });
+        throw error;
+      });
+    await accessible('webhook');
+    await photograph('webhook');
+  });
+
+  test('an expired token is refreshed once without the user noticing', async () => {
+    await advance(t, 9 * 60 * 60); // past the 8-hour token; the session lives on
+    await open('/agents', 'AI agents');
+    await page.getByText('No agents yet.').waitFor();
+    assert.ok(!page.url().includes('/login'));
+    await accessible('agents');
+    await photograph('agents');
+    await open('/numbers', 'Numbers');
+    await page.getByRole('row').filter({ hasText: number }).waitFor();
+    await accessible('numbers');
+    await open('/settings', 'Settings');
+    await accessible('settings');
+    await photograph('settings');
+  });
+
+  test("the dashboard shows today's figures as the API counts them", async () => {
+    await page.goto('/');
+    await page.getByRole('heading', { level: 1, name: 'Dashboard' }).waitFor();
+    const since = await page.evaluate(() => {
+      const now = new Date();
+      return new Date(now.getFullYear(), now.getMonth(), now.getDate()).toISOString();
+    });
+    const stats = (
+      await t.request('GET', `/api/v2/messages/stats?since=${encodeURIComponent(since)}`, {
+        apiKey: await keyOf(),
+      })
+    ).body.data;
+    assert.ok(stats.outbound.total >= 3, 'the message and the campaign were counted');
+    const figure = (label: string) => page.locator('article').filter({ hasText: label }).locator('.figure');
+    await figure('Messages sent')
+      .filter({ hasText: String(stats.outbound.total) })
+      .waitFor();
+    await figure('Delivery rate')
+      .filter({ hasText: `${Math.round(stats.deliveryRate * 100)} %` })
+      .waitFor();
+    await figure('Calls')
+      .filter({ hasText: /^[1-9]/ })
+      .waitFor();
+  });
+
+  test('switches organization and signs out', async () => {
+    await page.goto('/');
+    await page.getByRole('heading', { level: 1, name: 'Dashboard' }).waitFor();
+    await page.getByLabel('Organization').selectOption({ label: other.name });
+    await page.getByText(`${other.name} (owner)`).waitFor();
+    assert.equal(await page.getByLabel('Organization').inputValue(), other.id);
+    await open('/messages', 'Messages');
+    await page.getByText('No messages yet.').waitFor(); // the other organization's history is its own
+
+    await page.getByRole('button', { name: 'Sign out', exact: true }).click();
+    await page.waitForURL(/\/login/);
+    await page.goto('/messages');
+    await page.waitForURL(/\/login/);
+    assert.deepEqual(cspViolations, [], 'nothing the page did was blocked by its Content-Security-Policy');
+    assert.deepEqual(pageErrors, [], `no uncaught errors in the page: ${pageErrors.join('; ')}`);
+  });
+
+  // ---------------------------------------------------------------------------------------------------------
+  let key: string | undefined;
+  async function keyOf(): Promise<string> {
+    key ??= (await t.ctx.apiKeys.create(main.id, { name: 'test', scopes: ['*'] as never })).secret;
+    return key;
+  }
+  async function campaignMessages(): Promise<{ id: string; status: string }[]> {
+    const rows = await t.ctx.db.query<{ id: string; status: string }>(
+      `SELECT id, status FROM messages WHERE organization_id = $1 AND campaign_id IS NOT NULL`,
+      [main.id],
+    );
+    return rows;
+  }
+});
+
+async function waitFor(condition: () => Promise<boolean>, timeoutMs = WAIT.timeout): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
