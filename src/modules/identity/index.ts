@@ -4,6 +4,8 @@ import { SessionTokenCodec } from '../../platform/auth/session-token.ts';
 import { defineModule } from '../../platform/module.ts';
 import { organizationsModule } from '../organizations/index.ts';
 import { SessionGuard } from './guard.ts';
+import { memberRoutes } from './member-routes.ts';
+import { MemberService } from './members.ts';
 import { userOperatorRoutes } from './operator-routes.ts';
 import { PasswordResetService } from './password-reset.ts';
 import { PASSWORD_RESET_MAIL_QUEUE, PasswordResetMail } from './password-reset-mail.ts';
@@ -51,9 +53,15 @@ export const identityModule = defineModule({
       rateLimiter,
       production: config.appEnv === 'production',
     });
-    return { users, sessions, twoFactor, portalAuth, sessionGuard, passwordResetMail };
+    const members = new MemberService({
+      db,
+      users,
+      pagination: platform.pagination,
+      mail: passwordResetMail,
+    });
+    return { users, sessions, twoFactor, portalAuth, sessionGuard, passwordResetMail, members };
   },
-  routes: { portal: [portalAuthRoutes], operator: [userOperatorRoutes] },
+  routes: { portal: [portalAuthRoutes, memberRoutes], operator: [userOperatorRoutes] },
   // Password-reset mail is retried from the queue when the mail server fails (password-reset-mail.ts).
   jobs: ({ passwordResetMail }) => ({ [PASSWORD_RESET_MAIL_QUEUE]: passwordResetMail.queue }),
   retention: ({ sessions, passwordResetMail }) => [

@@ -12,7 +12,7 @@
 // (the connection drops after the server took it), the retry's mail supersedes the first one's link.
 import { sha256Hex } from '../../platform/auth/secrets.ts';
 import type { Clock } from '../../platform/clock.ts';
-import type { Database } from '../../platform/db/index.ts';
+import type { Database, Queryable } from '../../platform/db/index.ts';
 import { newId, randomSecret } from '../../platform/ids.ts';
 import type { JobQueue } from '../../platform/jobs.ts';
 import type { Mailer } from '../../platform/mail.ts';
@@ -22,6 +22,8 @@ import { PasswordResetStore } from './password-reset-store.ts';
 import type { UserService } from './users.ts';
 
 export const PASSWORD_RESET_MAIL_QUEUE = 'identity.password-reset-mail';
+/** How long an invitation's link to choose a password stays good. */
+export const INVITATION_LIFETIME_SECONDS = 7 * 24 * 3600;
 
 /** A job's payload: the request's id only, never an address or a token. */
 export interface PasswordResetMailJob {
@@ -81,14 +83,75 @@ export class PasswordResetMail {
     });
   }
 
+  /**
+   * Records a member's mail (members.ts) in the caller's transaction, which also adds the membership: an
+   * invitation to set a password (a token good for 7 days, made when the mail is sent) for a person without an
+   * account, or a notice of being added for one who has an account. The mail goes once the transaction commits.
+   */
+  async member(
+    tx: Queryable,
+    input: { userId: string; organizationId: string; invitedBy: string; purpose: 'invite' | 'added' },
+  ): Promise<void> {
+    const now = this.clock.now();
+    const id = newId('pwr', now.getTime());
+    const lifetime = input.purpose === 'invite' ? INVITATION_LIFETIME_SECONDS : RESET_TOKEN_LIFETIME_SECONDS;
+    await this.store.insertRequest(tx, {
+      id,
+      userId: input.userId,
+      now,
+      expiresAt: new Date(now.getTime() + lifetime * 1000),
+      purpose: input.purpose,
+      organizationId: input.organizationId,
+      invitedBy: input.invitedBy,
+    });
+    const job: PasswordResetMailJob = { requestId: id };
+    await this.jobs.enqueue(tx, PASSWORD_RESET_MAIL_QUEUE, job);
+  }
+
   /** Arms the request with a fresh token and mails it; a failure to send is thrown, so the job retries. */
   async deliver(job: PasswordResetMailJob): Promise<void> {
+    const what = await this.store.describe(this.db, job.requestId, this.clock.now());
+    if (!what) return;
+    const base = this.publicUrl.replace(/\/$/, '');
+    const by = what.inviterName ? `${what.inviterName} added you` : 'You were added';
+    if (what.purpose === 'added') {
+      // A notice, with no link to follow but the sign-in page: sent, then marked done, so a retry after a
+      // failed send sends it and a retry after a sent one does not.
+      if (!what.pending || !what.userId) return;
+      const user = await this.users.get(what.userId);
+      await this.mailer.send({
+        to: user.email,
+        subject: `You were added to ${what.organizationName}`,
+        text: [
+          `${by} to ${what.organizationName}.`,
+          '',
+          `Sign in as usual and choose it in the organization switcher: ${base}/login`,
+        ].join('\n'),
+      });
+      await this.store.spendRequest(this.db, job.requestId, this.clock.now());
+      return;
+    }
     const token = `prt_${randomSecret(32)}`;
     // Stored before the mail leaves, so the link works as soon as it arrives.
     const armed = await this.store.arm(this.db, job.requestId, sha256Hex(token), this.clock.now());
     if (!armed) return;
     const user = await this.users.get(armed.userId);
-    const link = `${this.publicUrl.replace(/\/$/, '')}/reset-password?token=${encodeURIComponent(token)}`;
+    const link = `${base}/reset-password?token=${encodeURIComponent(token)}`;
+    if (what.purpose === 'invite') {
+      await this.mailer.send({
+        to: user.email,
+        subject: `You are invited to ${what.organizationName}`,
+        text: [
+          `${by.replace('added you', 'invited you')} to ${what.organizationName}.`,
+          '',
+          `Choose your password here, once, before ${armed.expiresAt.toISOString()} (7 days): ${link}`,
+          `Then sign in with this e-mail address at ${base}/login.`,
+          '',
+          'If you did not expect this, ignore this message.',
+        ].join('\n'),
+      });
+      return;
+    }
     await this.mailer.send({
       to: user.email,
       subject: 'Reset your password',

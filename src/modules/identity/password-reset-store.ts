@@ -5,6 +5,9 @@
 import { deleteInBatches } from '../../platform/db/batches.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 
+/** What a mail request is for: a password reset, an invitation to set one, a notice of being added. */
+export type MailPurpose = 'reset' | 'invite' | 'added';
+
 export class PasswordResetStore {
   async insert(
     db: Queryable,
@@ -17,15 +20,80 @@ export class PasswordResetStore {
     );
   }
 
-  /** A request not yet mailed: no token yet, and no user when the e-mail has no account. */
+  /**
+   * A request not yet mailed: no token yet, and no user when the e-mail has no account. `invite` and `added`
+   * are the members' mails (an invitation to set a password; a notice of being added), with the organization
+   * and who invited.
+   */
   async insertRequest(
     db: Queryable,
-    request: { id: string; userId: string | null; now: Date; expiresAt: Date },
+    request: {
+      id: string;
+      userId: string | null;
+      now: Date;
+      expiresAt: Date;
+      purpose?: MailPurpose;
+      organizationId?: string;
+      invitedBy?: string;
+    },
   ): Promise<void> {
     await db.query(
-      `INSERT INTO password_reset_tokens (id, token_hash, user_id, created_at, expires_at)
-       VALUES ($1, NULL, $2, $3, $4)`,
-      [request.id, request.userId, request.now, request.expiresAt],
+      `INSERT INTO password_reset_tokens (id, token_hash, user_id, created_at, expires_at, purpose,
+                                          organization_id, invited_by)
+       VALUES ($1, NULL, $2, $3, $4, $5, $6, $7)`,
+      [
+        request.id,
+        request.userId,
+        request.now,
+        request.expiresAt,
+        request.purpose ?? 'reset',
+        request.organizationId ?? null,
+        request.invitedBy ?? null,
+      ],
+    );
+  }
+
+  /**
+   * What a request's mail says: its purpose, and for members' mails the organization and who invited; whether
+   * it is still to be sent (not used, voided or expired).
+   */
+  async describe(
+    db: Queryable,
+    id: string,
+    now: Date,
+  ): Promise<
+    | {
+        purpose: MailPurpose;
+        userId: string | null;
+        pending: boolean;
+        organizationName: string | null;
+        inviterName: string | null;
+      }
+    | undefined
+  > {
+    const [row] = await db.query<{
+      purpose: MailPurpose;
+      user_id: string | null;
+      pending: boolean;
+      organization_name: string | null;
+      inviter_name: string | null;
+    }>(
+      `SELECT r.purpose, r.user_id, (r.used_at IS NULL AND r.expires_at > $2) AS pending,
+              o.name AS organization_name, COALESCE(i.name, i.email) AS inviter_name
+         FROM password_reset_tokens r
+         LEFT JOIN organizations o ON o.id = r.organization_id
+         LEFT JOIN users i ON i.id = r.invited_by
+        WHERE r.id = $1`,
+      [id, now],
+    );
+    return (
+      row && {
+        purpose: row.purpose,
+        userId: row.user_id,
+        pending: row.pending,
+        organizationName: row.organization_name,
+        inviterName: row.inviter_name,
+      }
     );
   }
 
@@ -66,6 +134,14 @@ export class PasswordResetStore {
       [tokenHash, now],
     );
     return row?.user_id;
+  }
+
+  /** Spends one request's token (a notice whose token must not work). */
+  async spendRequest(db: Queryable, id: string, now: Date): Promise<void> {
+    await db.query('UPDATE password_reset_tokens SET used_at = $2 WHERE id = $1 AND used_at IS NULL', [
+      id,
+      now,
+    ]);
   }
 
   /** Spends every unused token of the user, and voids their requests not yet mailed. */

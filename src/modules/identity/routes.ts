@@ -7,6 +7,7 @@ import { envelope } from '../../platform/http/schemas.ts';
 import type { ModuleRoutes } from '../../platform/module.ts';
 import { rateLimitHeaders } from '../../platform/rate-limit.ts';
 import { currentSession, type SessionGuard, STEP_UP_WINDOW_SECONDS } from './guard.ts';
+import type { MemberService } from './members.ts';
 import type { PasswordResetMail } from './password-reset-mail.ts';
 import {
   ChangePasswordBody,
@@ -73,6 +74,7 @@ export interface IdentityServices {
   portalAuth: PortalAuthService;
   sessionGuard: SessionGuard;
   passwordResetMail: PasswordResetMail;
+  members: MemberService;
 }
 
 export const portalAuthRoutes: ModuleRoutes<IdentityServices> =

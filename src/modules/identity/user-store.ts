@@ -11,6 +11,8 @@ export interface UserRow {
   name: string | null;
   password_hash: string;
   require_password_change: boolean;
+  /** Invited from the portal and has not set a password yet (migrations/028_members.sql). */
+  invitation_pending: boolean;
   created_at: Date;
 }
 
@@ -36,13 +38,23 @@ export class UserStore {
       name: string | null;
       passwordHash: string;
       requirePasswordChange: boolean;
+      invitationPending?: boolean;
       now: Date;
     },
   ): Promise<UserRow> {
     const [row] = await db.query<UserRow>(
-      `INSERT INTO users (id, email, name, password_hash, require_password_change, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING *`,
-      [user.id, user.email, user.name, user.passwordHash, user.requirePasswordChange, user.now],
+      `INSERT INTO users (id, email, name, password_hash, require_password_change, invitation_pending,
+                          created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING *`,
+      [
+        user.id,
+        user.email,
+        user.name,
+        user.passwordHash,
+        user.requirePasswordChange,
+        user.invitationPending ?? false,
+        user.now,
+      ],
     );
     return row!;
   }
@@ -54,11 +66,12 @@ export class UserStore {
     organizationId: string,
     role: Role,
     now: Date,
+    invitedBy: string | null = null,
   ): Promise<void> {
     await db.query(
-      `INSERT INTO memberships (user_id, organization_id, role, created_at) VALUES ($1, $2, $3, $4)
+      `INSERT INTO memberships (user_id, organization_id, role, created_at, invited_by) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT (user_id, organization_id) DO UPDATE SET role = EXCLUDED.role`,
-      [userId, organizationId, role, now],
+      [userId, organizationId, role, now, invitedBy],
     );
   }
 
@@ -99,6 +112,8 @@ export class UserStore {
         name: changes.name,
         password_hash: changes.passwordHash,
         require_password_change: changes.requirePasswordChange,
+        // Whoever sets a password has accepted any invitation: they are a member like any other now.
+        invitation_pending: changes.passwordHash === undefined ? undefined : false,
       },
       values,
     );

@@ -41,6 +41,8 @@ export class UserService {
       passwordHash?: string;
       name?: string | null;
       requirePasswordChange?: boolean;
+      /** Invited from the portal: no password of their own yet (members.ts). */
+      invitationPending?: boolean;
     },
     tx: Queryable = this.db,
   ): Promise<User> {
@@ -53,6 +55,7 @@ export class UserService {
         name: input.name ?? null,
         passwordHash,
         requirePasswordChange: input.requirePasswordChange ?? false,
+        invitationPending: input.invitationPending ?? false,
         now,
       });
       return toUser(row);
@@ -67,8 +70,9 @@ export class UserService {
     organizationId: string,
     role: Role,
     tx: Queryable = this.db,
+    invitedBy: string | null = null,
   ): Promise<void> {
-    await this.store.upsertMembership(tx, userId, organizationId, role, this.clock.now());
+    await this.store.upsertMembership(tx, userId, organizationId, role, this.clock.now(), invitedBy);
   }
 
   async findByEmail(email: string, tx: Queryable = this.db): Promise<User | undefined> {
