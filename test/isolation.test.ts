@@ -140,6 +140,8 @@ describe('organization A can reach none of organization B’s resources', () => 
     assert.equal(tested.status, 202, tested.text);
     const key = await asB('POST', '/api/api-keys', { name: 'B key', scopes: ['contacts:read'] });
     assert.equal(key.status, 201, key.text);
+    const exported = await asB('POST', '/api/v2/exports', { resource: 'contacts', format: 'csv' });
+    assert.equal(exported.status, 202, exported.text);
     document = (await t.request('GET', '/openapi.json')).body;
   });
   after(() => t.close());
@@ -154,9 +156,10 @@ describe('organization A can reach none of organization B’s resources', () => 
         .replace(/\{(\w+)\}/g, (_, name: string) => ids[name]!);
       const res = await t.request('GET', collection, credentials(b, collection));
       const first = Array.isArray(res.body?.data) ? res.body.data[0] : undefined;
-      if (res.status !== 200 || !first?.id)
-        return `no foreign id for {${param}}: GET ${collection} → ${res.status}`;
-      ids[param] = first.id;
+      // A row names its id `id`, or after the parameter (members: `userId`).
+      const id = first?.[param] ?? first?.id;
+      if (res.status !== 200 || !id) return `no foreign id for {${param}}: GET ${collection} → ${res.status}`;
+      ids[param] = id;
     }
     return ids;
   }
