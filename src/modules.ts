@@ -4,6 +4,7 @@ import { agentsModule } from './modules/agents/index.ts';
 import { apiKeysModule } from './modules/api-keys/index.ts';
 import { campaignsModule } from './modules/campaigns/index.ts';
 import { contactsModule } from './modules/contacts/index.ts';
+import { exportsModule } from './modules/exports/index.ts';
 import { identityModule } from './modules/identity/index.ts';
 import { messagingModule } from './modules/messaging/index.ts';
 import { numbersModule } from './modules/numbers/index.ts';
@@ -23,5 +24,6 @@ export const MODULES = [
   campaignsModule,
   voiceModule,
   agentsModule,
+  exportsModule,
   webhooksModule,
 ] as const;
