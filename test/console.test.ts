@@ -364,6 +364,48 @@ describe('the web console in Chromium', {
     await photograph('webhook');
   });
 
+  test('invites a member by e-mail and changes their role', async () => {
+    await open('/members', 'Members');
+    await page.getByText('Invite someone').click();
+    await page.getByLabel('E-mail').fill('new.colleague@example.com');
+    await page.getByLabel('Role', { exact: true }).selectOption('member');
+    await page.getByRole('button', { name: 'Send invitation' }).click();
+    await page.getByRole('status').filter({ hasText: 'was sent an invitation' }).waitFor();
+    const row = page.getByRole('row').filter({ hasText: 'new.colleague@example.com' });
+    await row.getByText('invited').waitFor();
+    await row.getByLabel('Role of new.colleague@example.com').selectOption('admin');
+    await waitFor(async () => {
+      const [row] = await t.ctx.db.query<{ role: string }>(
+        `SELECT m.role FROM memberships m JOIN users u ON u.id = m.user_id
+          WHERE u.email = 'new.colleague@example.com' AND m.organization_id = $1`,
+        [main.id],
+      );
+      return row?.role === 'admin';
+    });
+    await accessible('members');
+    await photograph('members');
+  });
+
+  test('exports messages as CSV and downloads the file', async () => {
+    await open('/exports', 'Exports');
+    await page.getByLabel('What').selectOption('messages');
+    await page.getByLabel('Format').selectOption('csv');
+    await page.getByRole('button', { name: 'Export', exact: true }).click();
+    const link = page
+      .getByRole('row')
+      .filter({ hasText: 'messages · CSV' })
+      .getByRole('link', { name: 'Download' });
+    await link.waitFor();
+    const href = await link.getAttribute('href');
+    const file = await page.request.get(href!);
+    assert.equal(file.status(), 200);
+    const text = await file.text();
+    assert.match(text, /^id,direction,status,/);
+    assert.ok(text.includes('Hello from the console'), 'the message sent earlier is in the file');
+    await accessible('exports');
+    await photograph('exports');
+  });
+
   test('an expired token is refreshed once without the user noticing', async () => {
     await advance(t, 9 * 60 * 60); // past the 8-hour token; the session lives on
     await open('/agents', 'AI agents');

@@ -32,6 +32,8 @@ const ApiKeys = lazy(() => import('./pages/api-keys.tsx'));
 const Webhooks = lazy(() => import('./pages/webhooks.tsx'));
 const WebhookDetail = lazy(() => import('./pages/webhook-detail.tsx'));
 const Settings = lazy(() => import('./pages/settings.tsx'));
+const Members = lazy(() => import('./pages/members.tsx'));
+const Exports = lazy(() => import('./pages/exports.tsx'));
 
 const queryClient = new QueryClient({
   defaultOptions: {
@@ -95,6 +97,8 @@ function App() {
               <Route path="/webhooks" component={Webhooks} />
               <Route path="/webhooks/:id" component={WebhookDetail} />
               <Route path="/settings" component={Settings} />
+              <Route path="/members" component={Members} />
+              <Route path="/exports" component={Exports} />
               <Route path="/dashboard">
                 <Redirect to="/" />
               </Route>

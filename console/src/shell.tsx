@@ -46,7 +46,14 @@ const NAV: { group: string; product?: string; links: [string, string][] }[] = [
       ['/webhooks', 'Webhooks'],
     ],
   },
-  { group: 'Account', links: [['/settings', 'Settings']] },
+  {
+    group: 'Account',
+    links: [
+      ['/members', 'Members'],
+      ['/exports', 'Exports'],
+      ['/settings', 'Settings'],
+    ],
+  },
 ];
 
 type Theme = 'light' | 'dark';

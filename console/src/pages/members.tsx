@@ -1,0 +1,138 @@
+// Members: who belongs to the organization with what role; owners and admins invite by e-mail, change roles
+// and remove (only an owner touches owners; the last owner stays, which the server enforces).
+import { useState } from 'react';
+import { call, data } from '../api.ts';
+import { canManage, type Role, useMe } from '../session.ts';
+import {
+  ActionButton,
+  DataTable,
+  ErrorNote,
+  Field,
+  LoadMore,
+  MutationForm,
+  PageHeader,
+  rowsOf,
+  Status,
+  text,
+  useAction,
+  usePagedList,
+  when,
+} from '../ui.tsx';
+
+interface Member {
+  userId: string;
+  email: string;
+  name: string | null;
+  role: Role;
+  status: 'active' | 'invited';
+  joinedAt: string;
+}
+
+function RoleSelect({ member, owner }: { member: Member; owner: boolean }) {
+  const change = useAction(
+    (form) =>
+      data('PATCH', `/v2/portal/members/${encodeURIComponent(member.userId)}`, { role: text(form, 'role') }),
+    [['members'], ['me']],
+  );
+  return (
+    <>
+      <select
+        aria-label={`Role of ${member.email}`}
+        defaultValue={member.role}
+        disabled={change.isPending}
+        onChange={(event) => {
+          const form = new FormData();
+          form.set('role', event.target.value);
+          change.mutate(form);
+        }}
+      >
+        <option value="member">member</option>
+        <option value="admin">admin</option>
+        <option value="owner" disabled={!owner && member.role !== 'owner'}>
+          owner
+        </option>
+      </select>
+      <ErrorNote error={change.error} />
+    </>
+  );
+}
+
+export default function Members() {
+  const me = useMe();
+  const manager = canManage(me.data);
+  const owner = me.data?.role === 'owner';
+  const list = usePagedList<Member>(['members'], '/v2/portal/members', 'offset', { limit: 100 });
+  const [invited, setInvited] = useState<Member | null>(null);
+  const invite = useAction(
+    (form) =>
+      data<Member>('POST', '/v2/portal/members', { email: text(form, 'email'), role: text(form, 'role') }),
+    [['members']],
+    setInvited,
+  );
+  return (
+    <>
+      <PageHeader title="Members" />
+      {manager ? (
+        <details>
+          <summary>Invite someone</summary>
+          <MutationForm
+            mutation={invite}
+            label="Invite a member"
+            submit="Send invitation"
+            className="inline-form"
+          >
+            <Field label="E-mail">{(id) => <input id={id} name="email" type="email" required />}</Field>
+            <Field label="Role">
+              {(id) => (
+                <select id={id} name="role" defaultValue="member">
+                  <option value="member">member: reads everything, sends messages</option>
+                  <option value="admin">admin: also manages keys, webhooks, numbers, members</option>
+                  {owner ? <option value="owner">owner: everything, including owners</option> : null}
+                </select>
+              )}
+            </Field>
+          </MutationForm>
+          {invited ? (
+            <p role="status">
+              {invited.status === 'invited'
+                ? `${invited.email} was sent an invitation to choose a password.`
+                : `${invited.email} already had an account and is now a member.`}
+            </p>
+          ) : null}
+        </details>
+      ) : null}
+      <ErrorNote error={list.error} />
+      <DataTable
+        caption="Members"
+        rows={rowsOf(list)}
+        rowKey={(m) => m.userId}
+        empty="No members."
+        columns={[
+          { header: 'E-mail', cell: (m) => m.email },
+          { header: 'Name', cell: (m) => m.name ?? '—' },
+          {
+            header: 'Role',
+            cell: (m) =>
+              manager ? <RoleSelect key={`${m.userId}-${m.role}`} member={m} owner={owner} /> : m.role,
+          },
+          { header: 'Status', cell: (m) => <Status value={m.status} /> },
+          { header: 'Since', cell: (m) => when(m.joinedAt) },
+          {
+            header: '',
+            cell: (m) =>
+              manager && m.userId !== me.data?.user.id ? (
+                <ActionButton
+                  label="Remove"
+                  className="secondary outline"
+                  confirm={`Remove ${m.email} from the organization? Their sessions here end at once.`}
+                  run={() => call('DELETE', `/v2/portal/members/${encodeURIComponent(m.userId)}`)}
+                  invalidate={[['members']]}
+                />
+              ) : null,
+          },
+        ]}
+      />
+      <LoadMore list={list} />
+    </>
+  );
+}
