@@ -6,43 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createOrganization, startTestApp, type TestApp } from './helpers/app.ts';
-import { operationsOf, type Schema } from './helpers/openapi.ts';
+import { operationsOf, validExample } from './helpers/openapi.ts';
 import { createUser, signIn } from './helpers/portal.ts';
-
-/** The smallest body that passes `schema`, so that a refusal can only be the organization's. */
-function validExample(schema: Schema | undefined): unknown {
-  if (!schema) return undefined;
-  if (schema.const !== undefined) return schema.const;
-  if (schema.enum) return schema.enum[0];
-  if (schema.anyOf) return validExample(schema.anyOf[0]);
-  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
-  switch (type) {
-    case 'string':
-      if (schema.format === 'email') return 'someone@example.com';
-      if (schema.format === 'date-time') return '2026-06-10T12:00:00.000Z';
-      return 'x'.repeat(Math.max(1, schema.minLength ?? 1));
-    case 'integer':
-    case 'number':
-      return schema.minimum ?? 1;
-    case 'boolean':
-      return false;
-    case 'array':
-      return Array.from({ length: schema.minItems ?? 0 }, () => validExample(schema.items));
-    case 'object': {
-      const properties = schema.properties ?? {};
-      const names = [...(schema.required ?? [])];
-      if (names.length < (schema.minProperties ?? 0)) {
-        // A field whose any value is valid, so the request is refused for its id, never for its body.
-        const optional = Object.keys(properties).filter((name) => !names.includes(name));
-        const plain = optional.find((name) => ['description', 'name', 'firstName', 'enabled'].includes(name));
-        names.push(plain ?? optional[0]!);
-      }
-      return Object.fromEntries(names.map((name) => [name, validExample(properties[name])]));
-    }
-    default:
-      return null;
-  }
-}
 
 interface Party {
   apiKey: string;
