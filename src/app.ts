@@ -15,14 +15,23 @@ import { type ConsoleServing, serveConsole } from './platform/http/console.ts';
 import { mountInterface, type RoutePlugin, SECURITY_SCHEMES } from './platform/http/interfaces.ts';
 import { webhooksDocument } from './platform/http/openapi.ts';
 import { findUnstorableText } from './platform/text.ts';
-import { CURRENT_VERSION, KNOWN_VERSIONS } from './platform/version.ts';
+import {
+  CURRENT_VERSION,
+  deprecationHeaders,
+  KNOWN_VERSIONS,
+  servedVersion,
+  versionStatus,
+} from './platform/version.ts';
 import type { Runtime } from './runtime.ts';
 
 export type { App };
 
 declare module 'fastify' {
   interface FastifyRequest {
+    /** The API version the request is answered as of. */
     apiVersion: string;
+    /** True when the request named it (API-Version header); else the organization's pinned version applies. */
+    apiVersionAsked: boolean;
   }
 }
 
@@ -68,6 +77,7 @@ export async function buildApp(runtime: Runtime): Promise<App> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorateRequest('apiVersion', CURRENT_VERSION);
+  app.decorateRequest('apiVersionAsked', false);
   app.decorateRequest('caller', null);
   // Portal sessions: the portal_token cookie.
   await app.register(cookie);
@@ -80,7 +90,10 @@ export async function buildApp(runtime: Runtime): Promise<App> {
     (httpPart === 'body' ? strict : coercing).compile(withIntegerBounds(schema)),
   );
 
-  // Versioning (CONTRACT section 2): a request may pin a known version; every response names the one in force.
+  // Versioning (CONTRACT sections 2 and 11, docs/versioning.md): a request may pin a known version with the
+  // API-Version header; without one, the guards answer it as of its organization's pinned version
+  // (useOrganizationVersion). Every response names the version in force, and one in force that is deprecated
+  // carries Deprecation, Sunset and a Link to its successor. A version past its sunset is refused when asked for.
   app.addHook('onRequest', async (request, reply) => {
     reply.header('API-Version', CURRENT_VERSION);
     const asked = request.headers['api-version'];
@@ -91,8 +104,18 @@ export async function buildApp(runtime: Runtime): Promise<App> {
         `Unknown API-Version "${version}"; known versions: ${[...KNOWN_VERSIONS].join(', ')}`,
       );
     }
+    if (versionStatus(version, runtime.clock.now()) === 'sunset') {
+      throw ApiError.badRequest(
+        `API-Version ${version} is retired; use ${servedVersion(version, runtime.clock.now())} (GET /api/version)`,
+      );
+    }
     request.apiVersion = version;
+    request.apiVersionAsked = true;
     reply.header('API-Version', version);
+  });
+  app.addHook('onSend', async (request, reply) => {
+    const headers = deprecationHeaders(request.apiVersion, runtime.clock.now());
+    if (headers) reply.headers(headers);
   });
 
   // A streamed upload that says up front it is too large is refused before it is read (multipart bodies

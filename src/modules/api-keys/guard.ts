@@ -7,9 +7,11 @@
 // Each route declares what it needs in its config: `{ scope, rateLimit: 'messaging' | 'other', sendLimit }`.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { bearerToken } from '../../platform/auth/secrets.ts';
+import type { Clock } from '../../platform/clock.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { Caller } from '../../platform/http/caller.ts';
 import type { RateLimitClass } from '../../platform/http/route-access.ts';
+import { useOrganizationVersion } from '../../platform/http/versioning.ts';
 import {
   type RateLimiter,
   type RateLimitRule,
@@ -49,15 +51,18 @@ export class DeveloperGuard {
   private readonly apiKeys: ApiKeyService;
   private readonly organizations: OrganizationService;
   private readonly rateLimiter: RateLimiter;
+  private readonly clock: Clock;
 
   constructor(deps: {
     apiKeys: ApiKeyService;
     organizations: OrganizationService;
     rateLimiter: RateLimiter;
+    clock: Clock;
   }) {
     this.apiKeys = deps.apiKeys;
     this.organizations = deps.organizations;
     this.rateLimiter = deps.rateLimiter;
+    this.clock = deps.clock;
   }
 
   /** At mount: a route must name a scope that exists, or a typo would lock every key out of it. */
@@ -72,6 +77,7 @@ export class DeveloperGuard {
     const { key, organization: record } = await this.authenticate(request);
     // Read with the key, in the same statement: fresh on every request, as a read of its own would be.
     const organization = this.organizations.fromRecord(record);
+    useOrganizationVersion(request, reply, organization.apiVersion, this.clock.now());
     // Suspended, or a route of a product the organization lacks: refused before anything is counted.
     const refusal = accountRefusal(organization, { product: config.product });
     if (refusal) throw refusal;

@@ -18,6 +18,7 @@ export const apiKeysModule = defineModule({
       apiKeys,
       organizations: use(organizationsModule).organizations,
       rateLimiter,
+      clock: platform.clock,
     });
     return { apiKeys, developerGuard };
   },

@@ -17,6 +17,7 @@ import { bearerToken } from '../../platform/auth/secrets.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { Caller } from '../../platform/http/caller.ts';
+import { useOrganizationVersion } from '../../platform/http/versioning.ts';
 import {
   type RateLimiter,
   rateLimitExceeded,
@@ -115,6 +116,7 @@ export class SessionGuard {
     const config = request.routeOptions.config;
     if (config.anonymous) return null;
     const session = await this.authenticate(request, config);
+    useOrganizationVersion(request, reply, session.apiVersion, this.clock.now());
     const refusal = accountRefusal(session, config);
     if (refusal) throw refusal;
     if (config.role === 'manager' && session.role !== 'owner' && session.role !== 'admin') {

@@ -24,6 +24,7 @@ export interface SessionLookupRow extends SessionRow {
   region: Region;
   suspended: boolean;
   products: string[];
+  api_version: string;
 }
 
 export interface LoginChallengeRow {
@@ -74,7 +75,7 @@ export class SessionStore {
   async lookup(db: Queryable, sessionId: string): Promise<SessionLookupRow | undefined> {
     const [row] = await db.query<SessionLookupRow>(
       `SELECT s.*, u.require_password_change, (tf.enabled_at IS NOT NULL) AS two_factor_enabled, m.role,
-              o.region, o.suspended, o.products
+              o.region, o.suspended, o.products, o.api_version
          FROM sessions s
          JOIN users u ON u.id = s.user_id
          JOIN organizations o ON o.id = s.organization_id

@@ -40,6 +40,8 @@ export interface AuthenticatedSession {
   /** The organization's account state, read with the session: what the guard refuses (CONTRACT 7). */
   suspended: boolean;
   products: string[];
+  /** The organization's pinned API version (docs/versioning.md). */
+  apiVersion: string;
   remember: boolean;
   mfaVerifiedAt: Date | null;
   twoFactorEnabled: boolean;
@@ -150,6 +152,7 @@ export class SessionService {
       region: row.region,
       suspended: row.suspended,
       products: row.products,
+      apiVersion: row.api_version,
       remember: row.remember,
       mfaVerifiedAt: row.mfa_verified_at,
       twoFactorEnabled: row.two_factor_enabled,

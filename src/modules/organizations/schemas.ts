@@ -2,6 +2,7 @@
 // are Static<> of these.
 import { type Static, Type } from 'typebox';
 import { REGIONS, type Region } from '../../platform/http/caller.ts';
+import { KNOWN_VERSIONS } from '../../platform/version.ts';
 
 export const PLANS = ['starter', 'pro', 'ultra', 'enterprise'] as const;
 export const SUBSCRIPTION_STATES = ['trial', 'paid', 'past_due', 'scheduled_to_cancel'] as const;
@@ -23,6 +24,9 @@ export const OrganizationFields = {
   trialMessageLimit: Type.Integer({ minimum: 0 }),
   products: Type.Array(Type.Enum(PRODUCTS), { uniqueItems: true, maxItems: PRODUCTS.length }),
   suspended: Type.Boolean(),
+  apiVersion: Type.Enum([...KNOWN_VERSIONS], {
+    description: 'The API version its requests get without an API-Version header; pinned at creation',
+  }),
   createdAt: Type.String({ format: 'date-time' }),
 };
 
@@ -45,6 +49,7 @@ export const OrganizationCreate = Type.Object(
     trialMessageLimit: Type.Optional(OrganizationFields.trialMessageLimit),
     products: Type.Optional(OrganizationFields.products),
     suspended: Type.Optional(OrganizationFields.suspended),
+    apiVersion: Type.Optional(OrganizationFields.apiVersion),
     createdAt: Type.Optional(OrganizationFields.createdAt),
   },
   { additionalProperties: false },

@@ -5,6 +5,7 @@ import type { Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { Caller } from '../../platform/http/caller.ts';
 import { newId } from '../../platform/ids.ts';
+import { CURRENT_VERSION } from '../../platform/version.ts';
 import type { OrganizationInput, Plan, Product, Region, SubscriptionState } from './schemas.ts';
 import { type OrganizationRecord, type OrganizationRow, OrganizationStore, rowOfRecord } from './store.ts';
 
@@ -22,6 +23,8 @@ export interface Organization {
   products: Product[];
   /** Suspended by the operator: its requests answer 403 ACCOUNT_SUSPENDED and nothing runs for it. */
   suspended: boolean;
+  /** The API version its requests without an API-Version header get (docs/versioning.md). */
+  apiVersion: string;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -56,7 +59,9 @@ export class OrganizationService {
   async create(input: OrganizationInput & { name: string }, tx: Queryable = this.db): Promise<Organization> {
     const now = this.clock.now();
     const createdAt = input.createdAt ? parseInstant(input.createdAt, 'createdAt') : now;
-    return toOrganization(await this.store.insert(tx, newId('org', now.getTime()), input, createdAt, now));
+    // Pinned to the version current now unless the operator says otherwise (docs/versioning.md).
+    const fields = { ...input, apiVersion: input.apiVersion ?? CURRENT_VERSION };
+    return toOrganization(await this.store.insert(tx, newId('org', now.getTime()), fields, createdAt, now));
   }
 
   async update(id: string, input: OrganizationInput): Promise<Organization> {
@@ -136,6 +141,7 @@ function toOrganization(row: OrganizationRow): Organization {
     trialMessageLimit: row.trial_message_limit,
     products: row.products,
     suspended: row.suspended,
+    apiVersion: row.api_version,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

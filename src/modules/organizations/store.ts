@@ -17,6 +17,7 @@ export interface OrganizationRow {
   trial_message_limit: number;
   products: Product[];
   suspended: boolean;
+  api_version: string;
   created_at: Date;
   updated_at: Date;
 }
@@ -51,6 +52,7 @@ const COLUMNS: Record<keyof OrganizationColumns, string> = {
   trialMessageLimit: 'trial_message_limit',
   products: 'products',
   suspended: 'suspended',
+  apiVersion: 'api_version',
 };
 
 /** The columns of `fields` that are given, in the order of COLUMNS. */

@@ -4,11 +4,24 @@ import { Type } from 'typebox';
 import type { App } from '../../platform/http/app-type.ts';
 import { envelope } from '../../platform/http/schemas.ts';
 import type { Platform } from '../../platform/module.ts';
-import { CHANGELOG, CURRENT_VERSION } from '../../platform/version.ts';
+import { CHANGELOG, CURRENT_VERSION, versionTable } from '../../platform/version.ts';
 
+const nullableDate = Type.Union([Type.String(), Type.Null()]);
 const VersionSchema = Type.Object({
-  version: Type.String(),
+  version: Type.String({ description: 'The current version' }),
   changelog: Type.Array(Type.Object({ version: Type.String(), changes: Type.Array(Type.String()) })),
+  versions: Type.Array(
+    Type.Object({
+      version: Type.String(),
+      status: Type.Enum(['current', 'deprecated', 'sunset']),
+      deprecatedAt: nullableDate,
+      successor: nullableDate,
+      sunsetAt: Type.Union([Type.String(), Type.Null()], {
+        description: 'The first day it is no longer served (at least 180 days after deprecation)',
+      }),
+    }),
+    { description: 'Every version with its status (docs/versioning.md), newest first' },
+  ),
 });
 
 export const systemRoutes = (_services: unknown, platform: Platform) => async (app: App) => {
@@ -18,11 +31,14 @@ export const systemRoutes = (_services: unknown, platform: Platform) => async (a
       schema: {
         operationId: 'system.version',
         tags: ['System'],
-        summary: 'Current API version and the changelog, newest first',
+        summary: 'Current API version, every version with its status and sunset date, and the changelog',
         response: { 200: envelope(VersionSchema) },
       },
     },
-    async () => ({ success: true as const, data: { version: CURRENT_VERSION, changelog: CHANGELOG } }),
+    async () => ({
+      success: true as const,
+      data: { version: CURRENT_VERSION, changelog: CHANGELOG, versions: versionTable(platform.clock.now()) },
+    }),
   );
 
   app.get(
