@@ -8,7 +8,16 @@ import { after, before, describe, test } from 'node:test';
 import type { Queryable } from '../src/platform/db/index.ts';
 import { isShapeA, type Response, startTestApp, type TestApp } from './helpers/app.ts';
 import { MailCatcher, textOf, tokenIn } from './helpers/mail.ts';
-import { advance, alignClock, createUser, login, PASSWORD, signIn, uniqueEmail } from './helpers/portal.ts';
+import {
+  advance,
+  alignClock,
+  createUser,
+  login,
+  PASSWORD,
+  randomIp,
+  signIn,
+  uniqueEmail,
+} from './helpers/portal.ts';
 
 const AUTH = '/v2/portal/auth';
 
@@ -39,7 +48,12 @@ describe('password reset over SMTP', () => {
     await catcher.close();
   });
 
-  const request = (email: string) => t.request('POST', `${AUTH}/password-reset/request`, { body: { email } });
+  // Each from an address of its own unless a test means to share one (3 per hour per address too).
+  const request = (email: string, ip = randomIp()) =>
+    t.request('POST', `${AUTH}/password-reset/request`, {
+      body: { email },
+      headers: { 'x-forwarded-for': ip },
+    });
   const confirm = (token: string, newPassword: string) =>
     t.request('POST', `${AUTH}/password-reset/confirm`, { body: { token, newPassword } });
 
@@ -128,6 +142,20 @@ describe('password reset over SMTP', () => {
     await advance(t, Number(blocked.headers.get('ratelimit-reset')));
     assert.equal((await request(user.email)).status, 200);
   });
+
+  test('3 requests per hour per address, whatever the e-mails; an address over it spends no e-mail budget', async () => {
+    await alignClock(t, 3600);
+    const ip = randomIp();
+    const users = [await createUser(t), await createUser(t), await createUser(t), await createUser(t)];
+    for (const user of users.slice(0, 3)) assert.equal((await request(user.email, ip)).status, 200);
+    const blocked = await request(users[3]!.email, ip);
+    assertRefused(blocked, 429, undefined);
+    assert.match(blocked.body.message, /from this address/);
+    assert.equal(blocked.headers.get('ratelimit-limit'), '3');
+    // The fourth user's own budget is whole: three more from other addresses go through.
+    for (let i = 0; i < 3; i++) assert.equal((await request(users[3]!.email)).status, 200);
+    assert.equal((await request(users[3]!.email)).status, 429);
+  });
 });
 
 describe('password reset without SMTP', () => {
@@ -196,7 +224,12 @@ describe('password reset mail through the job queue', () => {
     await catcher.close();
   });
 
-  const request = (email: string) => t.request('POST', `${AUTH}/password-reset/request`, { body: { email } });
+  // Each from an address of its own unless a test means to share one (3 per hour per address too).
+  const request = (email: string, ip = randomIp()) =>
+    t.request('POST', `${AUTH}/password-reset/request`, {
+      body: { email },
+      headers: { 'x-forwarded-for': ip },
+    });
   /** The mail job's rows, as an operator reading the table sees them. */
   const jobRows = () =>
     t.ctx.db.query<{ payload: string; status: string; attempts: number; last_error: string | null }>(

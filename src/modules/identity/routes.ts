@@ -265,7 +265,7 @@ export const portalAuthRoutes: ModuleRoutes<IdentityServices> =
         },
       },
       async (request) => {
-        await portalAuth.requestPasswordReset(request.body.email);
+        await portalAuth.requestPasswordReset(request.body.email, request.ip);
         return {
           success: true as const,
           data: { message: 'If an account exists for that e-mail, a reset link is on its way' },

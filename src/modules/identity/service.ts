@@ -217,13 +217,13 @@ export class PortalAuthService {
   }
 
   /**
-   * Always the same answer whether or not the e-mail has an account; only the per-e-mail limit (3 per hour)
-   * answers 429, so that the limit is visible to a real user who keeps asking. The mail goes out through the
+   * Always the same answer whether or not the e-mail has an account; only the limits (3 per hour per e-mail
+   * and per address) answer 429, so that the limit is visible to a real user who keeps asking. The mail goes out through the
    * job queue (password-reset-mail.ts), which also keeps a known e-mail's answer as fast as an unknown one's.
    */
-  async requestPasswordReset(email: string): Promise<void> {
+  async requestPasswordReset(email: string, ip: string): Promise<void> {
     const emailKey = email.trim().toLowerCase();
-    await this.limits.countResetRequest(emailKey);
+    await this.limits.countResetRequest(emailKey, ip);
     await this.deps.passwordResetMail.request(emailKey);
   }
 

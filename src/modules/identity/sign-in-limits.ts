@@ -36,6 +36,12 @@ export const PASSWORD_RESET_RULE: RateLimitRule = {
   limit: 3,
   windowSeconds: 60 * 60,
 };
+/** The same limit per client address, so one address cannot mail resets to many accounts (issue 19). */
+export const PASSWORD_RESET_IP_RULE: RateLimitRule = {
+  name: 'password-reset-ip',
+  limit: 3,
+  windowSeconds: 60 * 60,
+};
 
 // Not in the spec: sign-up creates an organization and costs an argon2 hash, so an address may not do it
 // without bound (docs/auth.md).
@@ -66,7 +72,12 @@ export class SignInLimits {
     if (!state.allowed) throw tooManyAttempts(state, 'Too many sign-ups from this address; try again later');
   }
 
-  async countResetRequest(emailKey: string): Promise<void> {
+  /** Counts a reset request against its address, then its e-mail; an address over its limit spends none. */
+  async countResetRequest(emailKey: string, ip: string): Promise<void> {
+    const byAddress = await this.rateLimiter.consume(PASSWORD_RESET_IP_RULE, ip);
+    if (!byAddress.allowed) {
+      throw tooManyAttempts(byAddress, 'Too many password reset requests from this address; try again later');
+    }
     const state = await this.rateLimiter.consume(PASSWORD_RESET_RULE, emailKey);
     if (!state.allowed) throw tooManyAttempts(state, 'Too many password reset requests; try again later');
   }
