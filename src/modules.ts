@@ -9,6 +9,7 @@ import { identityModule } from './modules/identity/index.ts';
 import { messagingModule } from './modules/messaging/index.ts';
 import { numbersModule } from './modules/numbers/index.ts';
 import { organizationsModule } from './modules/organizations/index.ts';
+import { partnersModule } from './modules/partners/index.ts';
 import { systemModule } from './modules/system/index.ts';
 import { voiceModule } from './modules/voice/index.ts';
 import { webhooksModule } from './modules/webhooks/index.ts';
@@ -25,5 +26,6 @@ export const MODULES = [
   voiceModule,
   agentsModule,
   exportsModule,
+  partnersModule,
   webhooksModule,
 ] as const;

@@ -107,6 +107,11 @@ describe('organization A can reach none of organization B’s resources', () => 
     assert.equal(key.status, 201, key.text);
     const exported = await asB('POST', '/api/v2/exports', { resource: 'contacts', format: 'csv' });
     assert.equal(exported.status, 202, exported.text);
+    // Both partners (no agreement published here), so A's refusal can only be B's client not being its own.
+    const aOrg = (await t.request('GET', '/api/v2/me', { apiKey: a.apiKey })).body.data.organization.id;
+    for (const id of [aOrg, bOrg]) await t.admin('PATCH', `/organizations/${id}`, { partner: true });
+    const client = await asB('POST', '/v2/portal/partner/organizations', { name: 'B client' });
+    assert.equal(client.status, 201, client.text);
     document = (await t.request('GET', '/openapi.json')).body;
   });
   after(() => t.close());

@@ -34,10 +34,12 @@ describe('who may do what: every portal and management route against docs/auth.m
   let document: any;
   before(async () => {
     t = await startTestApp();
+    // A partner (with no agreement published, so no 412): the partner routes answer by role like the rest.
     const org = await createOrganization(t, {
       plan: 'enterprise',
       subscriptionState: 'paid',
       cardVerified: true,
+      partner: true,
     });
     member = await signIn(t, await createUser(t, { organizationIds: [org.id], role: 'member' }));
     admin = await signIn(t, await createUser(t, { organizationIds: [org.id], role: 'admin' }));

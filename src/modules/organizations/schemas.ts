@@ -27,6 +27,10 @@ export const OrganizationFields = {
   apiVersion: Type.Enum([...KNOWN_VERSIONS], {
     description: 'The API version its requests get without an API-Version header; pinned at creation',
   }),
+  partner: Type.Boolean({ description: 'A partner: creates client organizations (docs/partners.md)' }),
+  partnerId: Type.Union([Type.String({ minLength: 1, maxLength: 100 }), Type.Null()], {
+    description: 'For a client organization: the partner that created it',
+  }),
   createdAt: Type.String({ format: 'date-time' }),
 };
 
@@ -50,6 +54,8 @@ export const OrganizationCreate = Type.Object(
     products: Type.Optional(OrganizationFields.products),
     suspended: Type.Optional(OrganizationFields.suspended),
     apiVersion: Type.Optional(OrganizationFields.apiVersion),
+    partner: Type.Optional(OrganizationFields.partner),
+    partnerId: Type.Optional(OrganizationFields.partnerId),
     createdAt: Type.Optional(OrganizationFields.createdAt),
   },
   { additionalProperties: false },

@@ -25,6 +25,10 @@ export interface Organization {
   suspended: boolean;
   /** The API version its requests without an API-Version header get (docs/versioning.md). */
   apiVersion: string;
+  /** A partner: may create client organizations once it accepted the partner agreement (docs/partners.md). */
+  partner: boolean;
+  /** The partner that created it, for a client organization. */
+  partnerId: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -59,6 +63,7 @@ export class OrganizationService {
   async create(input: OrganizationInput & { name: string }, tx: Queryable = this.db): Promise<Organization> {
     const now = this.clock.now();
     const createdAt = input.createdAt ? parseInstant(input.createdAt, 'createdAt') : now;
+    await this.checkPartner(input.partnerId, tx);
     // Pinned to the version current now unless the operator says otherwise (docs/versioning.md).
     const fields = { ...input, apiVersion: input.apiVersion ?? CURRENT_VERSION };
     return toOrganization(await this.store.insert(tx, newId('org', now.getTime()), fields, createdAt, now));
@@ -67,6 +72,8 @@ export class OrganizationService {
   async update(id: string, input: OrganizationInput): Promise<Organization> {
     const now = this.clock.now();
     const createdAt = input.createdAt === undefined ? undefined : parseInstant(input.createdAt, 'createdAt');
+    await this.checkPartner(input.partnerId, this.db);
+    if (input.partnerId === id) throw ApiError.badRequest('An organization cannot be its own partner');
     const row = await this.store.update(this.db, id, input, createdAt, now);
     if (!row) throw ApiError.notFound('Organization');
     return toOrganization(row);
@@ -87,6 +94,13 @@ export class OrganizationService {
   fromRecord(record: unknown): Organization {
     if (record === null || record === undefined) throw ApiError.notFound('Organization');
     return toOrganization(rowOfRecord(record as OrganizationRecord));
+  }
+
+  /** A partnerId must name an organization (else 400, never a foreign-key error). */
+  private async checkPartner(partnerId: string | null | undefined, tx: Queryable): Promise<void> {
+    if (partnerId && !(await this.store.exists(tx, partnerId))) {
+      throw ApiError.badRequest(`partnerId ${partnerId} names no organization`);
+    }
   }
 
   async exists(id: string, tx: Queryable = this.db): Promise<boolean> {
@@ -142,6 +156,8 @@ function toOrganization(row: OrganizationRow): Organization {
     products: row.products,
     suspended: row.suspended,
     apiVersion: row.api_version,
+    partner: row.partner,
+    partnerId: row.partner_id,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

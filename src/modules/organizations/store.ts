@@ -18,6 +18,8 @@ export interface OrganizationRow {
   products: Product[];
   suspended: boolean;
   api_version: string;
+  partner: boolean;
+  partner_id: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -53,6 +55,8 @@ const COLUMNS: Record<keyof OrganizationColumns, string> = {
   products: 'products',
   suspended: 'suspended',
   apiVersion: 'api_version',
+  partner: 'partner',
+  partnerId: 'partner_id',
 };
 
 /** The columns of `fields` that are given, in the order of COLUMNS. */
