@@ -20,7 +20,8 @@ import { type Operation, operationsOf, type Schema } from './helpers/openapi.ts'
 import { createUser, PASSWORD } from './helpers/portal.ts';
 
 const SEED = 20261123;
-const RUNS_PER_OPERATION = 70;
+// 50 requests per operation: with ~170 operations the run stays within CI's time budget on both engines.
+const RUNS_PER_OPERATION = 50;
 /** Marks every string the harness sends in a query or body, so its appearance in the log is caught. */
 const CANARY = 'ZQXCANARY';
 const nastyText = fc.oneof(

@@ -4,17 +4,11 @@
 // refusal in Shape A with its code and nothing changed; another organization's members are out of reach.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createOrganization, isShapeA, type Response, startTestApp, type TestApp } from './helpers/app.ts';
+import { assertRefusedA, createOrganization, startTestApp, type TestApp } from './helpers/app.ts';
 import { MailCatcher, textOf, tokenIn } from './helpers/mail.ts';
 import { createUser, login, PASSWORD, signIn, uniqueEmail } from './helpers/portal.ts';
 
 const MEMBERS = '/v2/portal/members';
-
-function assertRefused(res: Response, status: number, code: string | undefined) {
-  assert.equal(res.status, status, res.text);
-  assert.ok(isShapeA(res.body), `not Shape A: ${res.text}`);
-  assert.equal(res.body.code, code, res.text);
-}
 
 describe('members', () => {
   let t: TestApp;
@@ -107,7 +101,7 @@ describe('members', () => {
     assert.equal(switched.status, 200, switched.text);
 
     const again = await call(admin.token, 'POST', MEMBERS, { email: elsewhere.email, role: 'member' });
-    assertRefused(again, 409, 'MEMBER_EXISTS');
+    assertRefusedA(again, 409, 'MEMBER_EXISTS');
   });
 
   test('roles: owner and admin manage, a member reads; only an owner touches owners', async () => {
@@ -124,7 +118,7 @@ describe('members', () => {
       await call(admin.token, 'PATCH', `${MEMBERS}/${owner.id}`, { role: 'member' }),
       await call(admin.token, 'DELETE', `${MEMBERS}/${owner.id}`),
     ]) {
-      assertRefused(refused, 403, 'FORBIDDEN');
+      assertRefusedA(refused, 403, 'FORBIDDEN');
     }
     assert.deepEqual(await list(owner.token), before, 'nothing changed');
 
@@ -140,12 +134,12 @@ describe('members', () => {
 
   test('the last owner cannot be demoted or removed (409 LAST_OWNER); with two owners one may go', async () => {
     const { owner, admin } = await team();
-    assertRefused(
+    assertRefusedA(
       await call(owner.token, 'PATCH', `${MEMBERS}/${owner.id}`, { role: 'admin' }),
       409,
       'LAST_OWNER',
     );
-    assertRefused(await call(owner.token, 'DELETE', `${MEMBERS}/${owner.id}`), 409, 'LAST_OWNER');
+    assertRefusedA(await call(owner.token, 'DELETE', `${MEMBERS}/${owner.id}`), 409, 'LAST_OWNER');
     assert.equal((await list(owner.token)).find((m) => m.userId === owner.id)?.role, 'owner');
 
     await call(owner.token, 'PATCH', `${MEMBERS}/${admin.id}`, { role: 'owner' });
@@ -165,7 +159,7 @@ describe('members', () => {
     const removed = await call(owner.token, 'DELETE', `${MEMBERS}/${member.id}`);
     assert.equal(removed.status, 200, removed.text);
     assert.deepEqual(removed.body.data, { removed: true });
-    assertRefused(await call(member.token, 'GET', '/v2/portal/auth/me'), 401, 'SESSION_EXPIRED');
+    assertRefusedA(await call(member.token, 'GET', '/v2/portal/auth/me'), 401, 'SESSION_EXPIRED');
     assert.ok(!(await list(owner.token)).some((m) => m.userId === member.id));
     // They may still sign in (to other organizations they belong to); this one is no longer theirs.
     const other = await createOrganization(t);
@@ -184,22 +178,22 @@ describe('members', () => {
       { email: 'not-an-email', role: 'member' },
       { email: uniqueEmail(), role: 'king' },
     ]) {
-      assertRefused(await call(owner.token, 'POST', MEMBERS, body), 400, undefined);
+      assertRefusedA(await call(owner.token, 'POST', MEMBERS, body), 400, undefined);
     }
-    assertRefused(
+    assertRefusedA(
       await call(owner.token, 'PATCH', `${MEMBERS}/${stranger.member.id}`, { role: 'admin' }),
       404,
       undefined,
     );
-    assertRefused(await call(owner.token, 'DELETE', `${MEMBERS}/${stranger.member.id}`), 404, undefined);
-    assertRefused(await call(owner.token, 'DELETE', `${MEMBERS}/usr_nobody`), 404, undefined);
-    assertRefused(
+    assertRefusedA(await call(owner.token, 'DELETE', `${MEMBERS}/${stranger.member.id}`), 404, undefined);
+    assertRefusedA(await call(owner.token, 'DELETE', `${MEMBERS}/usr_nobody`), 404, undefined);
+    assertRefusedA(
       await call(owner.token, 'PATCH', `${MEMBERS}/${owner.id}`, { role: 'boss' }),
       400,
       undefined,
     );
     assert.deepEqual(await list(owner.token), before);
     assert.equal((await list(stranger.owner.token)).length, 3, "the other organization's members untouched");
-    assertRefused(await t.request('GET', MEMBERS), 401, 'AUTH_REQUIRED');
+    assertRefusedA(await t.request('GET', MEMBERS), 401, 'AUTH_REQUIRED');
   });
 });

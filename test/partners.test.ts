@@ -5,16 +5,10 @@
 // a 404. Every refusal is Shape A with its code, and changes nothing.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createOrganization, isShapeA, type Response, startTestApp, type TestApp } from './helpers/app.ts';
+import { assertRefusedA, createOrganization, startTestApp, type TestApp } from './helpers/app.ts';
 import { createUser, signIn } from './helpers/portal.ts';
 
 const P = '/v2/portal/partner';
-
-function assertRefused(res: Response, status: number, code: string | undefined) {
-  assert.equal(res.status, status, res.text);
-  assert.ok(isShapeA(res.body), `not Shape A: ${res.text}`);
-  assert.equal(res.body.code, code, res.text);
-}
 
 describe('partners', () => {
   let t: TestApp;
@@ -45,7 +39,7 @@ describe('partners', () => {
     const org = await createOrganization(t);
     const token = await signIn(t, await createUser(t, { organizationIds: [org.id] }));
     for (const [method, path, body] of routes)
-      assertRefused(await call(token, method, path, body), 403, 'FORBIDDEN');
+      assertRefusedA(await call(token, method, path, body), 403, 'FORBIDDEN');
     const [{ n }] = await t.ctx.db.query<{ n: number }>(
       'SELECT count(*)::int AS n FROM organizations WHERE partner_id = $1',
       [org.id],
@@ -63,7 +57,7 @@ describe('partners', () => {
     const version = v1.body.data.version;
     for (const [method, path, body] of routes.slice(2)) {
       const refused = await call(ownerToken, method, path, body);
-      assertRefused(refused, 412, 'REQUIRES_PARTNER_AGREEMENT_ACCEPTANCE');
+      assertRefusedA(refused, 412, 'REQUIRES_PARTNER_AGREEMENT_ACCEPTANCE');
       assert.deepEqual(refused.body.data, { version });
     }
     const shown = await call(memberToken, 'GET', `${P}/agreement`);
@@ -72,8 +66,8 @@ describe('partners', () => {
     assert.equal(shown.body.data.text, 'Terms, version 1');
     assert.equal(shown.body.data.accepted, false);
 
-    assertRefused(await call(memberToken, 'POST', `${P}/agreement/accept`, { version }), 403, 'FORBIDDEN');
-    assertRefused(
+    assertRefusedA(await call(memberToken, 'POST', `${P}/agreement/accept`, { version }), 403, 'FORBIDDEN');
+    assertRefusedA(
       await call(ownerToken, 'POST', `${P}/agreement/accept`, { version: 'v0' }),
       409,
       'AGREEMENT_VERSION_MISMATCH',
@@ -102,12 +96,12 @@ describe('partners', () => {
     });
     assert.equal(v2.status, 201);
     const again = await call(ownerToken, 'GET', `${P}/organizations`);
-    assertRefused(again, 412, 'REQUIRES_PARTNER_AGREEMENT_ACCEPTANCE');
+    assertRefusedA(again, 412, 'REQUIRES_PARTNER_AGREEMENT_ACCEPTANCE');
     assert.deepEqual(again.body.data, { version: v2.body.data.version });
     await call(ownerToken, 'POST', `${P}/agreement/accept`, { version: v2.body.data.version });
     assert.equal((await call(ownerToken, 'GET', `${P}/organizations`)).status, 200);
 
-    assertRefused(
+    assertRefusedA(
       await t.admin('POST', '/partner-agreements', { version, text: 'again' }),
       409,
       'AGREEMENT_EXISTS',
@@ -119,7 +113,7 @@ describe('partners', () => {
     const current = (await call(reseller.ownerToken, 'GET', `${P}/agreement`)).body.data;
     await call(reseller.ownerToken, 'POST', `${P}/agreement/accept`, { version: current.version });
 
-    assertRefused(
+    assertRefusedA(
       await call(reseller.memberToken, 'POST', `${P}/organizations`, { name: 'Nope' }),
       403,
       'FORBIDDEN',
@@ -184,7 +178,7 @@ describe('partners', () => {
     );
     assert.equal(longer.body.data.messages, 4);
     assert.equal(longer.body.data.segments, 9);
-    assertRefused(
+    assertRefusedA(
       await call(reseller.memberToken, 'GET', `${P}/organizations/${client.id}/usage?since=soon`),
       400,
       undefined,
@@ -193,13 +187,13 @@ describe('partners', () => {
     // Another partner cannot see it; nor can anyone reach a non-client through the partner routes.
     const other = await partner('Reseller B');
     await call(other.ownerToken, 'POST', `${P}/agreement/accept`, { version: current.version });
-    assertRefused(
+    assertRefusedA(
       await call(other.memberToken, 'GET', `${P}/organizations/${client.id}/usage`),
       404,
       undefined,
     );
     assert.deepEqual((await call(other.memberToken, 'GET', `${P}/organizations`)).body.data, []);
-    assertRefused(
+    assertRefusedA(
       await call(reseller.memberToken, 'GET', `${P}/organizations/${other.org.id}/usage`),
       404,
       undefined,

@@ -54,6 +54,31 @@ export function Field({
   );
 }
 
+/** A field to choose a password: the server's minimum, and the browser's password manager asked to suggest one. */
+export function NewPasswordField({ name, label, hint }: { name: string; label: string; hint?: string }) {
+  return (
+    <Field label={label} hint={hint ?? 'At least 8 characters'}>
+      {(id, hintId) => (
+        <input
+          id={id}
+          name={name}
+          type="password"
+          autoComplete="new-password"
+          minLength={8}
+          required
+          aria-describedby={hintId}
+        />
+      )}
+    </Field>
+  );
+}
+
+/** A recording or voicemail to play; the transcription shown beside it is its text alternative. */
+export function AudioPlayer({ src, label }: { src: string; label: string }) {
+  // biome-ignore lint/a11y/useMediaCaption: the transcription beside it is the text alternative
+  return <audio controls preload="none" src={src} aria-label={label} />;
+}
+
 /** A form whose submit runs a mutation: busy while it runs, the server's message when it fails. */
 export function MutationForm<T>({
   mutation,

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 // Builds a fresh app for a test file: its own freshly migrated database (a clone of a migrated PGlite
 // template, or a new database on the PostgreSQL server named by DATABASE_URL), listening on a real
 // loopback socket. Tests talk to it over HTTP with `request`, exactly as a client would.
@@ -213,4 +214,18 @@ export function isShapeB(body: Record<string, unknown>): boolean {
     typeof body.error === 'string' &&
     keys.every((k) => ['success', 'error', 'code', 'reason', 'data'].includes(k))
   );
+}
+
+/** Asserts a refusal: its status, Shape A and nothing else, and its code (undefined: none). */
+export function assertRefusedA(res: Response, status: number, code: string | undefined): void {
+  assert.equal(res.status, status, res.text);
+  assert.ok(isShapeA(res.body), `not Shape A: ${res.text}`);
+  assert.equal(res.body.code, code, res.text);
+}
+
+/** Asserts a refusal of the developer API: its status, Shape B, and its code (undefined: none). */
+export function assertRefusedB(res: Response, status: number, code: string | undefined): void {
+  assert.equal(res.status, status, res.text);
+  assert.ok(isShapeB(res.body), `not Shape B: ${res.text}`);
+  assert.equal(res.body.code, code, res.text);
 }

@@ -4,7 +4,7 @@ import { useMutation } from '@tanstack/react-query';
 import { type FormEvent, type ReactNode, useEffect, useState } from 'react';
 import { Link, useSearchParams } from 'wouter';
 import { data } from '../api.ts';
-import { ErrorNote, Field } from '../ui.tsx';
+import { ErrorNote, Field, NewPasswordField } from '../ui.tsx';
 
 type LoginAnswer =
   | { requiresTwoFactor: true; tempToken: string }
@@ -125,19 +125,7 @@ export function Register() {
         <Field label="E-mail">
           {(id) => <input id={id} name="email" type="email" autoComplete="email" required />}
         </Field>
-        <Field label="Password" hint="At least 8 characters">
-          {(id, hint) => (
-            <input
-              id={id}
-              name="password"
-              type="password"
-              autoComplete="new-password"
-              minLength={8}
-              required
-              aria-describedby={hint}
-            />
-          )}
-        </Field>
+        <NewPasswordField name="password" label="Password" />
         <ErrorNote error={register.error} />
         <button type="submit" aria-busy={register.isPending}>
           Create account
@@ -180,19 +168,7 @@ export function ResetPassword() {
           </p>
         ) : (
           <form onSubmit={(event) => confirm.mutate(formValues(event))} aria-label="Choose a new password">
-            <Field label="New password" hint="At least 8 characters">
-              {(id, hint) => (
-                <input
-                  id={id}
-                  name="newPassword"
-                  type="password"
-                  autoComplete="new-password"
-                  minLength={8}
-                  required
-                  aria-describedby={hint}
-                />
-              )}
-            </Field>
+            <NewPasswordField name="newPassword" label="New password" />
             <ErrorNote error={confirm.error} />
             <button type="submit" aria-busy={confirm.isPending}>
               Set password

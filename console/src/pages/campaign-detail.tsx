@@ -106,10 +106,17 @@ export default function CampaignDetail() {
     queryKey: ['campaigns', id, 'analytics'],
     queryFn: () => get<Analytics>(`${path}/analytics`),
     enabled: status !== undefined && status !== 'draft',
-    refetchInterval: (query) => (active(status) || query.state.data?.provisional ? 2_000 : false),
+    // Until every message has left the queue and has its receipt: a campaign can complete while its last
+    // messages are still queued for the carrier, and receipts arrive after that.
+    refetchInterval: (query) => {
+      const stats = query.state.data;
+      const draining = status === 'completed' && (stats?.queued ?? 1) > 0;
+      return active(status) || !stats || stats.provisional || draining ? 2_000 : false;
+    },
   });
   // Recipients change while the campaign sends, and again as receipts arrive after it has completed.
-  const changing = active(status) || analytics.data?.provisional === true;
+  const changing =
+    active(status) || analytics.data?.provisional === true || (analytics.data?.queued ?? 0) > 0;
   const recipients = usePagedList<Recipient>(
     ['campaigns', id, 'recipients'],
     `${path}/recipients`,

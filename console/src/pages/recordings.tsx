@@ -2,6 +2,7 @@
 import { call } from '../api.ts';
 import {
   ActionButton,
+  AudioPlayer,
   DataTable,
   ErrorNote,
   LoadMore,
@@ -37,12 +38,9 @@ export default function Recordings() {
           {
             header: 'Listen',
             cell: (r) => (
-              // biome-ignore lint/a11y/useMediaCaption: the transcription beside it is the text alternative
-              <audio
-                controls
-                preload="none"
+              <AudioPlayer
                 src={`/v2/portal/recordings/${encodeURIComponent(r.id)}/audio`}
-                aria-label={`Recording of call ${r.callId}`}
+                label={`Recording of call ${r.callId}`}
               />
             ),
           },

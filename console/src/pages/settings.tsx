@@ -4,7 +4,16 @@ import { useState } from 'react';
 import { encode } from 'uqr';
 import { call, data } from '../api.ts';
 import { useMe } from '../session.ts';
-import { CopyButton, ErrorNote, Field, MutationForm, PageHeader, text, useAction } from '../ui.tsx';
+import {
+  CopyButton,
+  ErrorNote,
+  Field,
+  MutationForm,
+  NewPasswordField,
+  PageHeader,
+  text,
+  useAction,
+} from '../ui.tsx';
 
 /** A QR code drawn as SVG rectangles (no inline markup, so the page's CSP holds). */
 function QrCode({ value, label }: { value: string; label: string }) {
@@ -171,19 +180,11 @@ export default function Settings() {
                 />
               )}
             </Field>
-            <Field label="New password" hint="At least 8 characters; your other sessions are signed out">
-              {(id, hint) => (
-                <input
-                  id={id}
-                  name="newPassword"
-                  type="password"
-                  autoComplete="new-password"
-                  minLength={8}
-                  required
-                  aria-describedby={hint}
-                />
-              )}
-            </Field>
+            <NewPasswordField
+              name="newPassword"
+              label="New password"
+              hint="At least 8 characters; your other sessions are signed out"
+            />
           </div>
         </MutationForm>
         {password.isSuccess ? <p role="status">Password changed.</p> : null}

@@ -2,6 +2,7 @@
 import { call } from '../api.ts';
 import {
   ActionButton,
+  AudioPlayer,
   DataTable,
   ErrorNote,
   LoadMore,
@@ -42,12 +43,9 @@ export default function VoicemailInbox() {
           {
             header: 'Listen',
             cell: (v) => (
-              // biome-ignore lint/a11y/useMediaCaption: the transcription beside it is the text alternative
-              <audio
-                controls
-                preload="none"
+              <AudioPlayer
                 src={`/v2/portal/voicemails/${encodeURIComponent(v.id)}/audio`}
-                aria-label={`Voicemail from ${v.from}`}
+                label={`Voicemail from ${v.from}`}
               />
             ),
           },
