@@ -3,9 +3,10 @@
 // the row its list endpoint answers, in the same order, and building holds one page at a time.
 import { ApiError } from '../../platform/errors.ts';
 import type { Page, PageQueryInput } from '../../platform/pagination.ts';
+import { parseInstant } from '../../platform/time-window.ts';
 import type { CampaignService } from '../campaigns/index.ts';
 import type { ContactService } from '../contacts/index.ts';
-import type { MessagingService } from '../messaging/index.ts';
+import { MESSAGE_STATUSES, type MessagingService } from '../messaging/index.ts';
 import type { CallService } from '../voice/index.ts';
 import type { ExportFiltersInput, ExportResource } from './schemas.ts';
 
@@ -23,8 +24,6 @@ export interface RowSource {
   fetch(organizationId: string, filters: Filters): Fetch;
   keyset: boolean;
 }
-
-const MESSAGE_STATUSES = ['queued', 'sent', 'delivered', 'failed', 'undelivered', 'cancelled', 'received'];
 
 export function exportSources(deps: {
   messages: MessagingService;
@@ -94,13 +93,8 @@ export async function checkFilters(
   if (resource === 'campaign_recipients' && !filters.campaignId) {
     throw ApiError.badRequest('filters.campaignId is required for campaign_recipients');
   }
-  for (const name of ['since', 'until'] as const) {
-    const value = filters[name];
-    if (value !== undefined && Number.isNaN(new Date(value).getTime())) {
-      throw ApiError.badRequest(`filters.${name} must be an ISO 8601 date-time`);
-    }
-  }
-  if (filters.status !== undefined && !MESSAGE_STATUSES.includes(filters.status)) {
+  for (const name of ['since', 'until'] as const) parseInstant(filters[name], `filters.${name}`);
+  if (filters.status !== undefined && !(MESSAGE_STATUSES as readonly string[]).includes(filters.status)) {
     throw ApiError.badRequest(`filters.status must be one of ${MESSAGE_STATUSES.join(', ')}`);
   }
   const fetch = source.fetch(organizationId, filters);

@@ -5,6 +5,7 @@ import type { Database } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { Page, PageQueryInput, Paginator } from '../../platform/pagination.ts';
 import { normalisePhone } from '../../platform/phone.ts';
+import { parseInstant, timeWindow } from '../../platform/time-window.ts';
 import type { Region } from '../organizations/index.ts';
 import { toMessage } from './message.ts';
 import type { Direction, Message, MessageStats, MessageStatus } from './schemas.ts';
@@ -72,12 +73,7 @@ export class MessageHistory {
    * outbound and in all for inbound, with the delivery rate of those whose fate is known.
    */
   async stats(organizationId: string, query: { since?: string; until?: string }): Promise<MessageStats> {
-    const until = parseInstant(query.until, 'until') ?? this.clock.now();
-    const since = parseInstant(query.since, 'since') ?? new Date(until.getTime() - DAY_MS);
-    if (since.getTime() >= until.getTime()) throw ApiError.badRequest('since must be before until');
-    if (until.getTime() - since.getTime() > STATS_MAX_DAYS * DAY_MS) {
-      throw ApiError.badRequest(`The window from since to until is at most ${STATS_MAX_DAYS} days`);
-    }
+    const { since, until } = timeWindow(query, this.clock.now(), { defaultDays: 1, maxDays: STATS_MAX_DAYS });
     const outbound = { total: 0, queued: 0, sent: 0, delivered: 0, failed: 0, undelivered: 0, cancelled: 0 };
     let inbound = 0;
     for (const row of await this.store.countsByStatus(this.db, organizationId, since, until)) {
@@ -101,11 +97,3 @@ export class MessageHistory {
 
 /** The longest window GET /messages/stats counts over: an index range scan, kept to what a dashboard asks. */
 export const STATS_MAX_DAYS = 31;
-const DAY_MS = 24 * 60 * 60 * 1000;
-
-function parseInstant(value: string | undefined, name: string): Date | undefined {
-  if (value === undefined || value === '') return undefined;
-  const date = new Date(value);
-  if (Number.isNaN(date.getTime())) throw ApiError.badRequest(`${name} must be an ISO 8601 date-time`);
-  return date;
-}

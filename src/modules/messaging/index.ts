@@ -42,4 +42,5 @@ export {
   render,
   unsupportedMergeVariables,
 } from './merge-variables.ts';
+export { MESSAGE_STATUSES } from './schemas.ts';
 export type { MessagingService, MessagingServices } from './service.ts';

@@ -5,6 +5,7 @@ import type { Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { Caller } from '../../platform/http/caller.ts';
 import { newId } from '../../platform/ids.ts';
+import { parseInstant } from '../../platform/time-window.ts';
 import { CURRENT_VERSION } from '../../platform/version.ts';
 import type { OrganizationInput, Plan, Product, Region, SubscriptionState } from './schemas.ts';
 import { type OrganizationRecord, type OrganizationRow, OrganizationStore, rowOfRecord } from './store.ts';
@@ -62,7 +63,7 @@ export class OrganizationService {
 
   async create(input: OrganizationInput & { name: string }, tx: Queryable = this.db): Promise<Organization> {
     const now = this.clock.now();
-    const createdAt = input.createdAt ? parseInstant(input.createdAt, 'createdAt') : now;
+    const createdAt = parseInstant(input.createdAt, 'createdAt') ?? now;
     await this.checkPartner(input.partnerId, tx);
     // Pinned to the version current now unless the operator says otherwise (docs/versioning.md).
     const fields = { ...input, apiVersion: input.apiVersion ?? CURRENT_VERSION };
@@ -71,7 +72,7 @@ export class OrganizationService {
 
   async update(id: string, input: OrganizationInput): Promise<Organization> {
     const now = this.clock.now();
-    const createdAt = input.createdAt === undefined ? undefined : parseInstant(input.createdAt, 'createdAt');
+    const createdAt = parseInstant(input.createdAt, 'createdAt');
     await this.checkPartner(input.partnerId, this.db);
     if (input.partnerId === id) throw ApiError.badRequest('An organization cannot be its own partner');
     const row = await this.store.update(this.db, id, input, createdAt, now);
@@ -134,12 +135,6 @@ export function accountRefusal(
     );
   }
   return undefined;
-}
-
-function parseInstant(value: string, field: string): Date {
-  const date = new Date(value);
-  if (Number.isNaN(date.getTime())) throw ApiError.badRequest(`${field} must be an ISO 8601 date-time`);
-  return date;
 }
 
 function toOrganization(row: OrganizationRow): Organization {

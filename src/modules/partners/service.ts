@@ -11,11 +11,11 @@ import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { Page, PageQueryInput, Paginator } from '../../platform/pagination.ts';
+import { timeWindow } from '../../platform/time-window.ts';
 import type { UserService } from '../identity/index.ts';
 import type { OrganizationService } from '../organizations/index.ts';
 import { type AgreementRow, type ClientRow, PartnerStore } from './store.ts';
 
-const DAY_MS = 24 * 60 * 60 * 1000;
 /** The longest period a usage report covers. */
 export const USAGE_MAX_DAYS = 366;
 
@@ -130,22 +130,13 @@ export class PartnerService {
   async usage(partnerId: string, clientId: string, query: { since?: string; until?: string }) {
     const client = await this.store.client(this.db, partnerId, clientId);
     if (!client) throw ApiError.notFound('Client organization');
-    const until = instant(query.until, 'until') ?? this.clock.now();
-    const since = instant(query.since, 'since') ?? new Date(until.getTime() - 30 * DAY_MS);
-    if (since.getTime() >= until.getTime()) throw ApiError.badRequest('since must be before until');
-    if (until.getTime() - since.getTime() > USAGE_MAX_DAYS * DAY_MS) {
-      throw ApiError.badRequest(`The period from since to until is at most ${USAGE_MAX_DAYS} days`);
-    }
+    const { since, until } = timeWindow(query, this.clock.now(), {
+      defaultDays: 30,
+      maxDays: USAGE_MAX_DAYS,
+    });
     const usage = await this.store.usage(this.db, clientId, since, until);
     return { organizationId: clientId, since: since.toISOString(), until: until.toISOString(), ...usage };
   }
-}
-
-function instant(value: string | undefined, name: string): Date | undefined {
-  if (value === undefined || value === '') return undefined;
-  const date = new Date(value);
-  if (Number.isNaN(date.getTime())) throw ApiError.badRequest(`${name} must be an ISO 8601 date-time`);
-  return date;
 }
 
 function toAgreement(row: AgreementRow): Agreement {

@@ -32,6 +32,9 @@ export interface UsageRow {
   minutes: number;
 }
 
+/** A client organization as the list and a single read select it. */
+const CLIENT_COLUMNS = 'id, name, plan, subscription_state, region, created_at';
+
 export class PartnerStore {
   async publish(db: Queryable, version: string, text: string, now: Date): Promise<AgreementRow | undefined> {
     const [row] = await db.query<AgreementRow>(
@@ -89,7 +92,7 @@ export class PartnerStore {
     partnerId: string,
   ): Pick<ListQuery<ClientRow, unknown>, 'select' | 'from' | 'where' | 'params'> {
     return {
-      select: 'id, name, plan, subscription_state, region, created_at',
+      select: CLIENT_COLUMNS,
       from: 'organizations',
       where: 'partner_id = $1',
       params: [partnerId],
@@ -98,7 +101,7 @@ export class PartnerStore {
 
   async client(db: Queryable, partnerId: string, id: string): Promise<ClientRow | undefined> {
     const [row] = await db.query<ClientRow>(
-      'SELECT id, name, plan, subscription_state, region, created_at FROM organizations WHERE id = $1 AND partner_id = $2',
+      `SELECT ${CLIENT_COLUMNS} FROM organizations WHERE id = $1 AND partner_id = $2`,
       [id, partnerId],
     );
     return row;
