@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Queryable } from '../src/platform/db/index.ts';
 import { isShapeA, type Response, startTestApp, type TestApp } from './helpers/app.ts';
-import { MailCatcher, textOf, tokenIn } from './helpers/mail.ts';
+import { MailCatcher, startAppWithMail, textOf, tokenIn } from './helpers/mail.ts';
 import {
   advance,
   alignClock,
@@ -31,22 +31,11 @@ describe('password reset over SMTP', () => {
   let t: TestApp;
   const catcher = new MailCatcher();
   before(async () => {
-    const port = await catcher.listen();
-    t = await startTestApp({
-      config: {
-        trustProxy: true,
-        smtpUrl: `smtp://127.0.0.1:${port}`,
-        publicUrl: 'https://portal.example.com',
-      },
-    });
+    t = await startAppWithMail(catcher, 'https://portal.example.com');
     // The mail is a job: a worker sends it, as in a deployment.
     t.ctx.jobs.start();
   });
-  after(async () => {
-    await t.close();
-    t.ctx.mailer.close();
-    await catcher.close();
-  });
+  after(() => t.close());
 
   // Each from an address of its own unless a test means to share one (3 per hour per address too).
   const request = (email: string, ip = randomIp()) =>
@@ -209,20 +198,9 @@ describe('password reset mail through the job queue', () => {
   // Refuses each recipient's first two deliveries, as a mail server that is briefly down would.
   const catcher = new MailCatcher(2);
   before(async () => {
-    const port = await catcher.listen();
-    t = await startTestApp({
-      config: {
-        trustProxy: true,
-        smtpUrl: `smtp://127.0.0.1:${port}`,
-        publicUrl: 'https://portal.example.com',
-      },
-    });
+    t = await startAppWithMail(catcher, 'https://portal.example.com');
   });
-  after(async () => {
-    await t.close();
-    t.ctx.mailer.close();
-    await catcher.close();
-  });
+  after(() => t.close());
 
   // Each from an address of its own unless a test means to share one (3 per hour per address too).
   const request = (email: string, ip = randomIp()) =>

@@ -4,8 +4,8 @@
 // refusal in Shape A with its code and nothing changed; another organization's members are out of reach.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { assertRefusedA, createOrganization, startTestApp, type TestApp } from './helpers/app.ts';
-import { MailCatcher, textOf, tokenIn } from './helpers/mail.ts';
+import { assertRefusedA, createOrganization, type TestApp } from './helpers/app.ts';
+import { MailCatcher, startAppWithMail, textOf, tokenIn } from './helpers/mail.ts';
 import { createUser, login, PASSWORD, signIn, uniqueEmail } from './helpers/portal.ts';
 
 const MEMBERS = '/v2/portal/members';
@@ -14,21 +14,10 @@ describe('members', () => {
   let t: TestApp;
   const catcher = new MailCatcher();
   before(async () => {
-    const port = await catcher.listen();
-    t = await startTestApp({
-      config: {
-        trustProxy: true,
-        smtpUrl: `smtp://127.0.0.1:${port}`,
-        publicUrl: 'https://console.example.com',
-      },
-    });
+    t = await startAppWithMail(catcher, 'https://console.example.com');
     t.ctx.jobs.start();
   });
-  after(async () => {
-    await t.close();
-    t.ctx.mailer.close();
-    await catcher.close();
-  });
+  after(() => t.close());
 
   const call = (token: string, method: string, path: string, body?: unknown) =>
     t.request(method, path, { token, body });

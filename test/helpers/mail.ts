@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
+import { startTestApp, type TestApp } from './app.ts';
 
 export interface ReceivedMail {
   to: string[];
@@ -78,4 +79,23 @@ export function tokenIn(mail: ReceivedMail): string {
   const match = text.match(/prt_[A-Za-z0-9_-]{20,}/);
   assert.ok(match, `no token in mail:\n${mail.raw}`);
   return match[0];
+}
+
+/**
+ * A test app whose mail goes over SMTP to `catcher` (listening from now on), trusting X-Forwarded-For so each
+ * test picks its client address, with links built on `publicUrl`. Its close() also closes the mailer and the
+ * catcher.
+ */
+export async function startAppWithMail(catcher: MailCatcher, publicUrl: string): Promise<TestApp> {
+  const port = await catcher.listen();
+  const t = await startTestApp({
+    config: { trustProxy: true, smtpUrl: `smtp://127.0.0.1:${port}`, publicUrl },
+  });
+  const close = t.close;
+  t.close = async () => {
+    await close();
+    t.ctx.mailer.close();
+    await catcher.close();
+  };
+  return t;
 }

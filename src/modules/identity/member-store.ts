@@ -13,12 +13,15 @@ export interface MemberRow {
   created_at: Date;
 }
 
+/** A member as the list and a single read select it, from `memberships m JOIN users u`. */
+const MEMBER_COLUMNS = 'u.id AS user_id, u.email, u.name, m.role, u.invitation_pending, m.created_at';
+
 export class MemberStore {
   listQuery(
     organizationId: string,
   ): Pick<ListQuery<MemberRow, unknown>, 'select' | 'from' | 'where' | 'params' | 'orderBy'> {
     return {
-      select: 'u.id AS user_id, u.email, u.name, m.role, u.invitation_pending, m.created_at',
+      select: MEMBER_COLUMNS,
       from: 'memberships m JOIN users u ON u.id = m.user_id',
       where: 'm.organization_id = $1',
       params: [organizationId],
@@ -28,7 +31,7 @@ export class MemberStore {
 
   async find(db: Queryable, organizationId: string, userId: string): Promise<MemberRow | undefined> {
     const [row] = await db.query<MemberRow>(
-      `SELECT u.id AS user_id, u.email, u.name, m.role, u.invitation_pending, m.created_at
+      `SELECT ${MEMBER_COLUMNS}
          FROM memberships m JOIN users u ON u.id = m.user_id
         WHERE m.organization_id = $1 AND m.user_id = $2`,
       [organizationId, userId],
