@@ -249,7 +249,7 @@ describe('AI agents on SIP calls (SIPp)', {
       scenario: answeringScenario({ steps: [sippStream(answers)] }),
       mediaPort: await freePort(),
     });
-    await sleep(300); // SIPp binds its ports
+    await Promise.all([callee.bound, person.bound]);
 
     const placed = await api('POST', `/agents/${agentId}/calls`, { to: '+14155550188' });
     assert.equal(placed.status, 202, placed.text);

@@ -59,7 +59,7 @@ describe('calls between SIP phones (SIPp)', {
       'extension 102 registers',
     );
     const phone = answeringPhone(phonePort);
-    await new Promise((resolve) => setTimeout(resolve, 300)); // SIPp binds its port
+    await phone.bound;
     const caller = await runSipp(port, {
       username: desk.sip.username,
       password: desk.sip.password,
@@ -102,7 +102,7 @@ describe('calls between SIP phones (SIPp)', {
     }
     const ringsOnly = answeringPhone(deskPhonePort, { scenario: ringUntilCancelled() });
     const answers = answeringPhone(mobilePort, { scenario: answeringScenario({ answerAfterMs: 500 }) });
-    await new Promise((resolve) => setTimeout(resolve, 300)); // SIPp binds its ports
+    await Promise.all([ringsOnly.bound, answers.bound]);
     const caller = await runSipp(port, { ...desk.sip, scenario: callScenario(200), callee: '103' });
     assert.equal(caller, 0, 'the caller reached 103 and talked');
     assert.equal(await answers.done, 0, 'one phone rang, answered and was hung up');

@@ -203,7 +203,7 @@ describe('calls the API places over SIP (SIPp)', {
       scenario: answering(calleeSays),
       mediaPort: await freePort(),
     });
-    await sleep(300); // SIPp binds its ports
+    await Promise.all([deskPhone.bound, callee.bound]);
 
     const placed = await api('POST', '/calls', {
       from: office.number,
@@ -215,7 +215,7 @@ describe('calls the API places over SIP (SIPp)', {
     const id = placed.body.data.id as string;
     let call: Record<string, any> = placed.body.data;
     // Polled through the service, not the API: a slow machine would spend the key's 100 requests a minute.
-    for (let i = 0; i < 200 && call.status !== 'in_progress'; i++) {
+    for (let i = 0; i < 600 && call.status !== 'in_progress'; i++) {
       await sleep(50);
       call = await t.ctx.calls.get(office.id, id);
     }
@@ -264,7 +264,7 @@ describe('calls the API places over SIP (SIPp)', {
       scenario: answering(says, { reinvitedAfter: 2500 }),
       mediaPort: await freePort(),
     });
-    await sleep(300);
+    await deskPhone.bound;
 
     const placed = await api('POST', '/calls', { from: '401', to: '402' });
     assert.equal(placed.status, 202, placed.text);

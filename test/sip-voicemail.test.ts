@@ -135,7 +135,7 @@ describe('the SIP trunk and voicemail over RTP (SIPp)', {
 
   test('an extension dials a phone number: out through the trunk to its callee, our number as caller id', async () => {
     const callee = answeringPhone(trunkPort);
-    await sleep(300); // SIPp binds its port
+    await callee.bound;
     const code = await runSipp(port, { ...credentials, scenario: callScenario(200), callee: '+14155550177' });
     assert.equal(code, 0, 'the phone went through INVITE, challenge, 200, ACK, BYE');
     assert.equal(await callee.done, 0, 'the trunk’s callee rang, answered and was hung up');

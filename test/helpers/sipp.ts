@@ -3,10 +3,11 @@
 import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { writeFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export const sippInstalled = spawnSync('sipp', ['-v']).error === undefined;
 
@@ -125,7 +126,7 @@ export async function runSipp(
 export function answeringPhone(
   port: number,
   options: { scenario?: string; mediaPort?: number } = {},
-): { child: ChildProcess; done: Promise<number> } {
+): { child: ChildProcess; done: Promise<number>; bound: Promise<void> } {
   let file: string | undefined;
   if (options.scenario) {
     file = join(tmpdir(), `sipp-${process.pid}-${Math.random().toString(36).slice(2)}.xml`);
@@ -154,7 +155,24 @@ export function answeringPhone(
     },
   );
   const done = new Promise<number>((resolve) => child.on('exit', (code) => resolve(code ?? 1)));
-  return { child, done };
+  const bound = Promise.all([port, options.mediaPort].filter((each) => each !== undefined).map(boundByOther));
+  return { child, done, bound: bound.then(() => undefined) };
+}
+
+/**
+ * Resolves once something holds UDP `port` (SIPp has bound it), so a test calls a phone only when it listens:
+ * a fixed pause was too short on a loaded machine, and an INVITE sent before SIPp binds is lost. Read from the
+ * kernel's socket table, not by binding the port ourselves, which could take it from SIPp at the wrong moment.
+ */
+async function boundByOther(port: number): Promise<void> {
+  const local = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  for (let attempt = 0; attempt < 400; attempt++) {
+    const table = await readFile('/proc/net/udp', 'utf8').catch(() => undefined);
+    if (table === undefined) return void (await sleep(300)); // Not Linux: the old pause.
+    if (table.split('\n').some((line) => line.trim().split(/\s+/)[1]?.endsWith(local))) return;
+    await sleep(25);
+  }
+  throw new Error(`nothing bound UDP port ${port} within 10 s`);
 }
 
 /**

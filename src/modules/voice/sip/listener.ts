@@ -71,6 +71,7 @@ export class SipListener {
   }
 
   stop(): void {
+    this.pbx.closeAll();
     this.stack?.destroy();
     this.stack = undefined;
   }

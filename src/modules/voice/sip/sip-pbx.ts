@@ -670,6 +670,20 @@ export class SipPbx implements Pbx {
     for (const [leg, id] of this.legs) if (id === callId) this.legs.delete(leg);
   }
 
+  /**
+   * The listener is stopping: every live call's media sockets close (their timers and ringing go with the SIP
+   * stack). Without this a call still ringing at shutdown kept its RTP ports bound and the process alive.
+   */
+  closeAll(): void {
+    for (const call of this.calls.values()) {
+      call.onCancel?.('hangup_requested');
+      call.relay?.close();
+      call.ownMedia?.close();
+    }
+    this.calls.clear();
+    this.legs.clear();
+  }
+
   // SIP details
 
   private outcome(call: SipCall | undefined, result: RingResult): RingResult {
