@@ -13,7 +13,7 @@ import type { App } from './platform/http/app-type.ts';
 import { INTERFACE_NAMES } from './platform/http/caller.ts';
 import { type ConsoleServing, serveConsole } from './platform/http/console.ts';
 import { mountInterface, type RoutePlugin, SECURITY_SCHEMES } from './platform/http/interfaces.ts';
-import { webhooksDocument } from './platform/http/openapi.ts';
+import { webhooksDocument, withDocumentedRequestBodies } from './platform/http/openapi.ts';
 import { findUnstorableText } from './platform/text.ts';
 import {
   CURRENT_VERSION,
@@ -174,7 +174,7 @@ export async function buildApp(runtime: Runtime): Promise<App> {
     },
   });
   app.get('/openapi.json', { schema: { hide: true } }, async () => ({
-    ...app.swagger(),
+    ...withDocumentedRequestBodies(app.swagger()),
     webhooks: webhooksDocument(runtime.events.definitions()),
   }));
   await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/openapi.json' } });

@@ -6,6 +6,7 @@ import { Type } from 'typebox';
 import { ApiError } from '../../platform/errors.ts';
 import type { App } from '../../platform/http/app-type.ts';
 import { callerOf, cursorScope } from '../../platform/http/caller.ts';
+import { multipartUpload, REQUEST_BODY_DOC } from '../../platform/http/openapi.ts';
 import { envelope, IdParams } from '../../platform/http/schemas.ts';
 import type { ModuleRoutes } from '../../platform/module.ts';
 import { OffsetPageQuery, PageEnvelope, pageResponse } from '../../platform/pagination.ts';
@@ -175,6 +176,11 @@ export const knowledgeRoutes: ModuleRoutes<AgentsServices> =
             'Its text is split into overlapping chunks and indexed at once. Refusals: 400 DOCUMENT_EMPTY, ' +
             'DOCUMENT_UNREADABLE; 413 for a file over the limit or DOCUMENT_TOO_LARGE for more than 500,000 ' +
             'characters of text; 415 UNSUPPORTED_DOCUMENT_TYPE.',
+          [REQUEST_BODY_DOC]: multipartUpload(
+            'A .txt, .md, .csv, .html or .pdf file',
+            { title: 'The document title (default: the file name)' },
+            Type.Object({ title: Type.String(), content: Type.String() }),
+          ),
           params: IdParams,
           response: { 201: envelope(DocumentSchema) },
         },

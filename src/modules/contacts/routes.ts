@@ -5,6 +5,7 @@ import { Type } from 'typebox';
 import { ApiError } from '../../platform/errors.ts';
 import type { App } from '../../platform/http/app-type.ts';
 import { type Caller, callerOf, cursorScope } from '../../platform/http/caller.ts';
+import { multipartUpload, REQUEST_BODY_DOC } from '../../platform/http/openapi.ts';
 import { envelope, IdParams } from '../../platform/http/schemas.ts';
 import type { ModuleRoutes } from '../../platform/module.ts';
 import { OffsetPageQuery, PageEnvelope, PageQuery, pageResponse } from '../../platform/pagination.ts';
@@ -34,6 +35,15 @@ export interface ContactsServices {
 const read = { scope: 'contacts:read', rateLimit: 'messaging' } as const;
 const write = { scope: 'contacts:write', rateLimit: 'messaging' } as const;
 const tags = ['Contacts'];
+/** Opt-out and opt-in read an optional body themselves (it may be absent altogether); documented only. */
+const OPTIONAL_REASON_BODY = {
+  required: false,
+  content: {
+    'application/json': {
+      schema: Type.Object({ reason: Type.Optional(Type.String({ maxLength: 500 })) }),
+    },
+  },
+};
 
 /** How an opt-out is recorded: `api` for a key, `manual` for a person in the console. */
 function optOutMethodOf(caller: Caller): 'api' | 'manual' {
@@ -176,6 +186,11 @@ export const contactRoutes: ModuleRoutes<ContactsServices> =
             `(at most ${MAX_JSON_IMPORT_ROWS} rows). The whole file is validated first (a file with no valid row changes nothing), then valid rows ` +
             'are applied in batches, in file order; rejected rows are reported (the first 20). Refusals: CONTACTS_IMPORT_NO_INPUT, CONTACTS_IMPORT_EMPTY_FILE, ' +
             'CONTACTS_IMPORT_NO_VALID_ROWS (with data.errors).',
+          [REQUEST_BODY_DOC]: multipartUpload(
+            'CSV with a header row (phone, name and e-mail columns recognised by name; others become custom fields)',
+            {},
+            Type.Object({ contacts: Type.Array(Type.Record(Type.String(), Type.Unknown())) }),
+          ),
           response: { 200: envelope(ImportResultSchema) },
         },
       },
@@ -243,6 +258,7 @@ export const contactRoutes: ModuleRoutes<ContactsServices> =
           summary: 'Opt a contact out: no more messages to this number until it opts in',
           description:
             'Optional JSON body `{"reason": "…"}` (at most 500 characters); the body may be omitted.',
+          [REQUEST_BODY_DOC]: OPTIONAL_REASON_BODY,
           params: IdParams,
           response: { 200: envelope(ContactSchema) },
         },
@@ -271,6 +287,7 @@ export const contactRoutes: ModuleRoutes<ContactsServices> =
           summary: 'Opt a contact back in; a reason is required when they opted out by texting STOP',
           description:
             'Optional JSON body `{"reason": "…"}` (at most 500 characters); the body may be omitted.',
+          [REQUEST_BODY_DOC]: OPTIONAL_REASON_BODY,
           params: IdParams,
           response: { 200: envelope(ContactSchema) },
         },

@@ -16,11 +16,10 @@ const voicemails = { scope: 'voicemails:read', product: 'voice' } as const;
 const recordings = { scope: 'recordings:read', product: 'voice' } as const;
 const Deleted = envelope(Type.Object({ id: Type.String(), deleted: Type.Literal(true) }));
 const audioResponse = {
-  200: Type.Unsafe<Buffer>({
-    type: 'string',
-    format: 'binary',
+  200: {
     description: 'audio/wav: 8 kHz mono 16-bit PCM',
-  }),
+    content: { 'audio/wav': { schema: Type.String({ format: 'binary' }) } },
+  },
 };
 
 export const mediaRoutes: ModuleRoutes<VoiceServices> =

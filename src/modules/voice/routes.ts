@@ -6,6 +6,7 @@ import { ApiError } from '../../platform/errors.ts';
 import type { App } from '../../platform/http/app-type.ts';
 import { sendBytes } from '../../platform/http/byte-range.ts';
 import { callerOf, cursorScope } from '../../platform/http/caller.ts';
+import { multipartUpload, REQUEST_BODY_DOC } from '../../platform/http/openapi.ts';
 import { envelope, IdParams } from '../../platform/http/schemas.ts';
 import type { ModuleRoutes } from '../../platform/module.ts';
 import { OffsetPageQuery, PageEnvelope, pageResponse } from '../../platform/pagination.ts';
@@ -131,6 +132,7 @@ export const extensionRoutes: ModuleRoutes<VoiceServices> =
             `${MAX_GREETING_UPLOAD_BYTES / 1024 / 1024} MB. It is kept as telephone audio (8 kHz mono) and played ` +
             'instead of the text greeting until it is deleted. Refusals: 400 INVALID_AUDIO (not a readable WAV, ' +
             'empty or too long), 413 (too large).',
+          [REQUEST_BODY_DOC]: multipartUpload('A WAV file'),
           params: IdParams,
           response: { 200: envelope(ExtensionSchema) },
         },
@@ -157,7 +159,10 @@ export const extensionRoutes: ModuleRoutes<VoiceServices> =
             'The uploaded voicemail greeting (audio/wav, 8 kHz mono); 404 when the box speaks its text',
           params: IdParams,
           response: {
-            200: Type.Unsafe<Buffer>({ type: 'string', format: 'binary', description: 'audio/wav' }),
+            200: {
+              description: 'audio/wav, 8 kHz mono',
+              content: { 'audio/wav': { schema: Type.String({ format: 'binary' }) } },
+            },
           },
         },
       },

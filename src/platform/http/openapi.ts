@@ -49,3 +49,49 @@ export function webhooksDocument(definitions: readonly EventDefinition[]): Recor
   }
   return document;
 }
+
+/**
+ * A route's request body as the document shows it, where Fastify must not validate one: uploads are read from
+ * the multipart stream by the route itself (a `body` schema would make Fastify parse and check them). A route
+ * names it in its schema as `'x-request-body'` (an OpenAPI Request Body Object, passed through by the swagger
+ * plugin as an extension); `withDocumentedRequestBodies` moves it to `requestBody`, so SDK generators see the
+ * multipart field names.
+ */
+export const REQUEST_BODY_DOC = 'x-request-body';
+
+/** A multipart upload with a file in `file` and optional text fields. */
+export function multipartUpload(
+  fileDescription: string,
+  fields: Record<string, string> = {},
+  json?: object,
+): Record<string, unknown> {
+  const content: Record<string, unknown> = {
+    'multipart/form-data': {
+      schema: {
+        type: 'object',
+        required: ['file'],
+        properties: {
+          file: { type: 'string', format: 'binary', description: fileDescription },
+          ...Object.fromEntries(
+            Object.entries(fields).map(([name, description]) => [name, { type: 'string', description }]),
+          ),
+        },
+      },
+    },
+  };
+  if (json) content['application/json'] = { schema: json };
+  return { required: true, content };
+}
+
+/** Moves each operation's `x-request-body` to its `requestBody` (see REQUEST_BODY_DOC). */
+export function withDocumentedRequestBodies<T extends { paths?: object }>(document: T): T {
+  for (const item of Object.values((document.paths ?? {}) as Record<string, object>)) {
+    for (const operation of Object.values(item) as Record<string, unknown>[]) {
+      if (operation && typeof operation === 'object' && REQUEST_BODY_DOC in operation) {
+        operation.requestBody = operation[REQUEST_BODY_DOC];
+        delete operation[REQUEST_BODY_DOC];
+      }
+    }
+  }
+  return document;
+}
