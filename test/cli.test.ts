@@ -6,7 +6,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, readdir, stat, writeFile } from 'node:fs/promises';
-import { createServer, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -14,6 +13,7 @@ import { webhooks } from '../sdk/src/index.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { countRows, type Sender, sender } from './helpers/messaging.ts';
 import { createUser, signIn } from './helpers/portal.ts';
+import { startReceiver } from './helpers/receiver.ts';
 import { freePort } from './helpers/sipp.ts';
 
 const ROOT = join(import.meta.dirname, '..');
@@ -258,18 +258,8 @@ describe('the comms command', () => {
   });
 
   test('webhooks listen verifies a real delivery, forwards it unchanged, and refuses a forged one', async () => {
-    const handled: { body: string; headers: IncomingMessage['headers'] }[] = [];
-    const handler = createServer((request, response) => {
-      let body = '';
-      request.on('data', (chunk) => {
-        body += chunk;
-      });
-      request.on('end', () => {
-        handled.push({ body, headers: request.headers });
-        response.end('handled');
-      });
-    });
-    await new Promise<void>((resolve) => handler.listen(0, '127.0.0.1', resolve));
+    const handler = await startReceiver(() => t.ctx.clock.now().getTime());
+    const handled = handler.received;
     const port = await freePort();
     await t.ctx.jobs.drain(); // earlier tests' events go out now, before this endpoint exists
     const token = await signIn(t, await createUser(t, { organizationIds: [who.id] }));
@@ -279,7 +269,7 @@ describe('the comms command', () => {
     });
     assert.equal(endpoint.status, 201, endpoint.text);
     const secret = endpoint.body.data.secret as string;
-    const forwardTo = `http://127.0.0.1:${(handler.address() as { port: number }).port}/webhooks`;
+    const forwardTo = `${handler.url}/webhooks`;
     const listener = start([
       'webhooks',
       'listen',
@@ -318,7 +308,7 @@ describe('the comms command', () => {
       assert.equal(handled.length, 1, 'nothing forged reached the handler');
     } finally {
       listener.child.kill();
-      handler.close();
+      await handler.close();
     }
   });
 });

@@ -5,7 +5,6 @@
 // once; webhook verification accepts a real delivery and refuses a tampered one. And the generated types and
 // operation table match the server's current /openapi.json (regenerated here and compared).
 import assert from 'node:assert/strict';
-import { createServer as createHttpServer, type IncomingMessage } from 'node:http';
 import { createConnection, createServer, type Server } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { generateSources, serverDocument, staleFiles } from '../sdk/scripts/generate.ts';
@@ -23,6 +22,7 @@ import { encodeWav, tone } from '../src/modules/voice/audio.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { countRows, type Sender, sender } from './helpers/messaging.ts';
 import { createUser, signIn } from './helpers/portal.ts';
+import { startReceiver } from './helpers/receiver.ts';
 import { transcriptionServer } from './helpers/transcription-server.ts';
 
 /** Records which operations a client's methods were called for. */
@@ -396,33 +396,22 @@ describe('the SDK against a real server', () => {
 
   test('webhooks.verify accepts a real delivery and refuses a tampered, forged or stale one', async () => {
     const who = await sender(t);
-    const received: { body: string; headers: IncomingMessage['headers'] }[] = [];
-    const receiver = createHttpServer((request, response) => {
-      let body = '';
-      request.on('data', (chunk) => {
-        body += chunk;
-      });
-      request.on('end', () => {
-        received.push({ body, headers: request.headers });
-        response.end('ok');
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const receiver = await startReceiver(() => t.ctx.clock.now().getTime());
     try {
       const token = await signIn(t, await createUser(t, { organizationIds: [who.id] }));
       const created = await t.request('POST', '/api/webhooks', {
         token,
         body: {
-          url: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hooks`,
+          url: `${receiver.url}/hooks`,
           events: ['message.sent'],
         },
       });
       assert.equal(created.status, 201, created.text);
       const secret = created.body.data.secret as string;
       await client(who).messages.send({ to: '+14155550107', message: 'Hook me' });
-      for (let i = 0; i < 50 && received.length === 0; i++) await t.ctx.jobs.drain();
-      assert.equal(received.length, 1, 'one delivery');
-      const [delivery] = received;
+      for (let i = 0; i < 50 && receiver.received.length === 0; i++) await t.ctx.jobs.drain();
+      assert.equal(receiver.received.length, 1, 'one delivery');
+      const [delivery] = receiver.received;
 
       const event = webhooks.verify(delivery!.body, delivery!.headers, secret);
       assert.equal(event.type, 'message.sent');
@@ -443,7 +432,7 @@ describe('the SDK against a real server', () => {
         /tolerance/,
       );
     } finally {
-      receiver.close();
+      await receiver.close();
     }
   });
 });
