@@ -40,6 +40,8 @@ export interface Config {
   publicUrl: string;
   /** 10DLC trust tier of our brand, which sets local numbers' throughput (CARRIER_10DLC_TIER). */
   carrierTrustTier: TrustTier;
+  /** CARRIER=smpp: the SMSC (SMPP_URL, SMPP_SYSTEM_TYPE, SMPP_WINDOW); unset, the simulated carrier. */
+  smpp?: { url: string; systemType: string; window: number };
   /** Seconds a client has to send a whole request, body included (REQUEST_TIMEOUT_SECONDS); then 408. */
   requestTimeoutSeconds: number;
   /** Jobs a worker runs at once (WORKER_CONCURRENCY): its slots, shared by every queue. */
@@ -126,6 +128,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const carrierTrustTier = (env.CARRIER_10DLC_TIER || 'basic') as TrustTier;
   if (!TRUST_TIERS.includes(carrierTrustTier)) {
     problems.push(`CARRIER_10DLC_TIER must be one of ${TRUST_TIERS.join(', ')}`);
+  }
+
+  const carrier = env.CARRIER || 'simulated';
+  let smpp: Config['smpp'];
+  if (carrier === 'smpp') {
+    const url = env.SMPP_URL ?? '';
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(url);
+    } catch {}
+    if (parsed?.protocol !== 'smpp:' || !parsed.username || !parsed.hostname) {
+      problems.push('SMPP_URL must be smpp://system_id:password@host:port when CARRIER=smpp');
+    }
+    const window = Number(env.SMPP_WINDOW ?? 10);
+    if (!Number.isInteger(window) || window < 1 || window > 1000)
+      problems.push('SMPP_WINDOW must be an integer 1-1000');
+    smpp = { url, systemType: env.SMPP_SYSTEM_TYPE ?? '', window };
+  } else if (carrier !== 'simulated') {
+    problems.push('CARRIER must be simulated or smpp');
   }
 
   const roles = (env.ROLES ?? 'api,worker').split(',').map((r) => r.trim()) as Role[];
@@ -218,6 +239,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.LOG_LEVEL || (appEnv === 'test' ? 'silent' : 'info'),
     publicUrl: env.PUBLIC_URL || `http://localhost:${port}`,
     carrierTrustTier,
+    smpp,
     requestTimeoutSeconds,
     workerConcurrency,
     databasePoolSize,

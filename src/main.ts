@@ -36,6 +36,8 @@ async function main() {
   if (config.roles.includes('worker')) {
     // The clean-up of this hour, unless another instance already booked it; each run books the next hour.
     await ctx.retention.start();
+    // A carrier with a session of its own (SMPP) is connected where messages are dispatched.
+    ctx.carrier.start?.();
     ctx.jobs.start();
   }
   if (demo) {
@@ -52,6 +54,7 @@ async function main() {
     await app?.close();
     ctx.sipListener.stop();
     await ctx.jobs.stop();
+    await ctx.carrier.stop?.();
     await ctx.rateLimiter.store.close();
     await db.close();
     process.exit(0);

@@ -36,6 +36,22 @@ describe('configuration', () => {
     assert.equal(config.jwtSecret, 'x'.repeat(40));
   });
 
+  test('CARRIER=smpp needs an smpp:// URL with a system id; the window is bounded; other carriers are refused', () => {
+    assert.throws(
+      () => loadConfig({ CARRIER: 'smpp' }),
+      /SMPP_URL must be smpp:\/\/system_id:password@host:port/,
+    );
+    assert.throws(() => loadConfig({ CARRIER: 'smpp', SMPP_URL: 'http://u:p@h:1' }), /SMPP_URL/);
+    assert.throws(
+      () => loadConfig({ CARRIER: 'smpp', SMPP_URL: 'smpp://u:p@h:1', SMPP_WINDOW: '0' }),
+      /SMPP_WINDOW/,
+    );
+    assert.throws(() => loadConfig({ CARRIER: 'kannel' }), /CARRIER must be simulated or smpp/);
+    const config = loadConfig({ CARRIER: 'smpp', SMPP_URL: 'smpp://u:p@h:2775', SMPP_SYSTEM_TYPE: 'cp' });
+    assert.deepEqual(config.smpp, { url: 'smpp://u:p@h:2775', systemType: 'cp', window: 10 });
+    assert.equal(loadConfig({}).smpp, undefined);
+  });
+
   test('every invalid variable is reported at once', () => {
     try {
       loadConfig({

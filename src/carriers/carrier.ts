@@ -12,6 +12,9 @@ export interface OutboundForCarrier {
   from: string;
   to: string;
   body: string;
+  /** The text's segments as the messaging module counts (and charges) them, and their encoding. */
+  parts: string[];
+  encoding: 'GSM-7' | 'UCS-2';
   mediaUrls: string[];
   mediaFiles: { contentType: string; size: number; filename: string | null }[];
 }
@@ -49,8 +52,21 @@ export interface AvailableNumber {
   areaCode: string;
 }
 
+/** Where a carrier that reports by itself (SMPP, a provider's webhooks) hands what it hears. */
+export interface CarrierReports {
+  /** A delivery receipt for a message we submitted, by the carrier's id of it. */
+  receipt(carrier: string, carrierMessageId: string, status: ReceiptStatus): Promise<void>;
+  /** A text to one of our numbers. */
+  inbound(message: { from: string; to: string; text: string }): Promise<void>;
+}
+
 export interface Carrier {
   readonly name: string;
+  /** Receipts and inbound texts go to `reports` (the messaging module calls this once). */
+  listen?(reports: CarrierReports): void;
+  /** Connects, for carriers with a session of their own (SMPP): the worker starts it, shutdown stops it. */
+  start?(): void;
+  stop?(): Promise<void>;
   /**
    * The carrier's numbers that match `search`, in the carrier's order, lazily (the caller takes as many as it
    * needs and skips those it knows are taken). A search it cannot answer (an area code of another country or

@@ -31,6 +31,18 @@ export const MAGIC_SUFFIXES = {
 // (AT&T: 75 TPM for the lowest scores up to 4,500 TPM for the highest).
 const TEN_DLC_PER_MINUTE: Record<TrustTier, number> = { low: 75, basic: 240, standard: 2400, high: 4500 };
 
+/** Messages per second one sending number of `type` may send on the North American networks. */
+export function localThroughput(type: NumberType, tenDlcTier: TrustTier): number {
+  switch (type) {
+    case 'toll_free':
+      return 3; // verified toll-free: about 3 per second
+    case 'ca_local':
+      return 0.9; // Canadian local: just under 1 per second per number, best-effort
+    case 'local':
+      return TEN_DLC_PER_MINUTE[tenDlcTier] / 60;
+  }
+}
+
 /** Seconds after acceptance at which the simulator reports in development. */
 export const RECEIPT_DELAY_SECONDS = 3;
 
@@ -40,14 +52,7 @@ export class SimulatedCarrier implements Carrier {
   constructor(private readonly tenDlcTier: TrustTier = 'basic') {}
 
   messagesPerSecond(type: NumberType): number {
-    switch (type) {
-      case 'toll_free':
-        return 3; // verified toll-free: about 3 per second
-      case 'ca_local':
-        return 0.9; // Canadian local: just under 1 per second per number, best-effort
-      case 'local':
-        return TEN_DLC_PER_MINUTE[this.tenDlcTier] / 60;
-    }
+    return localThroughput(type, this.tenDlcTier);
   }
 
   availableNumbers(search: NumberSearch): Iterable<AvailableNumber> {

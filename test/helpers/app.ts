@@ -153,6 +153,7 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
     close: async () => {
       await app.close();
       await ctx.jobs.stop();
+      await ctx.carrier.stop?.();
       await ctx.rateLimiter.store.close();
       if (!options.database) await database.drop();
     },

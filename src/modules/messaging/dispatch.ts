@@ -12,10 +12,13 @@ import type { ContactService } from '../contacts/index.ts';
 import { optOutKey } from '../contacts/index.ts';
 import { MessageFailed, MessageSent } from './events.ts';
 import { toMessage } from './message.ts';
+import { encodingFor, splitSegments } from './segments.ts';
 import type { MessageRow, MessageStore } from './store.ts';
 
 export const DISPATCH_QUEUE = 'messages.dispatch';
 export const RECEIPT_QUEUE = 'messages.receipt';
+/** Receipts a carrier reported by its own id of the message (SMPP deliver_sm), matched to ours when run. */
+export const CARRIER_RECEIPT_QUEUE = 'messages.carrier_receipt';
 export const DISPATCH_ATTEMPTS = 8;
 
 /** A queued message that ends without reaching the carrier, and why. */
@@ -273,6 +276,8 @@ function toCarrierMessage(row: MessageRow): OutboundForCarrier {
     from: row.from_number,
     to: row.to_number,
     body: row.body,
+    parts: splitSegments(row.body),
+    encoding: encodingFor(row.body),
     mediaUrls: row.media_urls,
     mediaFiles: row.media_files.map(({ contentType, size, filename }) => ({ contentType, size, filename })),
   };

@@ -26,6 +26,7 @@ export const messagingModule = defineModule({
       carrier,
       options: { automaticReceipts: config.appEnv !== 'test' },
     });
+    carrier.listen?.(messages.carrierReports());
     return { messages };
   },
   routes: { developer: [messageRoutes], portal: [messageRoutes] },

@@ -6,6 +6,7 @@
 // Parts never end inside an escape pair or a surrogate pair, and a user-perceived character (grapheme
 // cluster) moves whole to the next part unless it alone is longer than a part. docs/messaging.md explains
 // each choice and how we differ from the public sms-segments-calculator package.
+import { GSM_BASIC_CHARACTERS, GSM_EXTENSION_CHARACTERS } from '../../carriers/gsm-alphabet.ts';
 
 export type SmsEncoding = 'GSM-7' | 'UCS-2';
 
@@ -19,14 +20,8 @@ export interface SegmentCount {
   units: number;
 }
 
-// 3GPP TS 23.038 default alphabet in code order 0x00–0x7F, without 0x1B (the escape to the extension table,
-// which no Unicode character maps to). Ç is 0x09; lowercase ç is not in the set.
-export const GSM_BASIC_CHARACTERS =
-  '@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !"#¤%&\'()*+,-./0123456789:;<=>?' +
-  '¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà';
-
-// The extension table's characters, each sent as ESC + one septet: form feed ^ { } \ [ ~ ] | €.
-export const GSM_EXTENSION_CHARACTERS = '\f^{}\\[~]|€';
+// The GSM 03.38 alphabet lives with the carriers, which encode it (src/carriers/gsm-alphabet.ts).
+export { GSM_BASIC_CHARACTERS, GSM_EXTENSION_CHARACTERS };
 
 const SEPTETS = new Map<string, number>([
   ...[...GSM_BASIC_CHARACTERS].map((character): [string, number] => [character, 1]),

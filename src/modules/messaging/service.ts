@@ -2,7 +2,7 @@
 // hand-off and its receipts, inbound texts with their opt-out keywords, and message history. This is the
 // one face the rest of the app sees (`messages.<method>`); each job lives in its own file and the SQL in
 // store.ts. Routes only parse and answer. Every state change and its event are written in one transaction.
-import type { Carrier, ReceiptStatus } from '../../carriers/carrier.ts';
+import type { Carrier, CarrierReports, ReceiptStatus } from '../../carriers/carrier.ts';
 import { CarrierPacing } from '../../carriers/pacing.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
@@ -15,7 +15,13 @@ import type { ContactService } from '../contacts/index.ts';
 import type { NumberService } from '../numbers/index.ts';
 import type { Organization, OrganizationService, Region } from '../organizations/index.ts';
 import { CampaignMessages } from './campaign-messages.ts';
-import { DISPATCH_ATTEMPTS, DISPATCH_QUEUE, MessageDispatcher, RECEIPT_QUEUE } from './dispatch.ts';
+import {
+  CARRIER_RECEIPT_QUEUE,
+  DISPATCH_ATTEMPTS,
+  DISPATCH_QUEUE,
+  MessageDispatcher,
+  RECEIPT_QUEUE,
+} from './dispatch.ts';
 import { type MessageFilters, MessageHistory } from './history.ts';
 import { InboundMessages, type Keyword } from './inbound.ts';
 import { SendLimits } from './limits.ts';
@@ -56,6 +62,9 @@ export class MessagingService {
   private readonly receipts: MessageReceipts;
   private readonly inbound: InboundMessages;
   private readonly history: MessageHistory;
+  private readonly db: Database;
+  private readonly jobs: JobQueue;
+  private readonly store: MessageStore;
 
   constructor(deps: {
     db: Database;
@@ -72,6 +81,9 @@ export class MessagingService {
   }) {
     const { db, clock, jobs, events, pagination, organizations, numbers, contacts, carrier } = deps;
     const store = new MessageStore();
+    this.db = db;
+    this.jobs = jobs;
+    this.store = store;
     this.limits = new SendLimits({
       clock,
       organizations,
@@ -129,7 +141,37 @@ export class MessagingService {
     const receipt: JobSpec<{ messageId: string; status: ReceiptStatus }> = {
       handler: (payload) => this.receipts.applyQueued(payload.messageId, payload.status),
     };
-    return { [DISPATCH_QUEUE]: dispatch, [RECEIPT_QUEUE]: receipt } as Record<string, JobSpec<never>>;
+    const carrierReceipt: JobSpec<{ carrier: string; carrierMessageId: string; status: ReceiptStatus }> = {
+      handler: async ({ carrier, carrierMessageId, status }, job) => {
+        const messageId = await this.store.idByCarrierId(this.db, carrier, carrierMessageId);
+        if (messageId) return this.receipts.applyQueued(messageId, status);
+        // A receipt can overtake the commit of its own send (the SMSC answers within milliseconds): tried
+        // again a little later, then dropped as a receipt for a message that is not ours.
+        if (job.attempts < job.maxAttempts)
+          throw new Error(`no message with carrier id ${carrierMessageId} yet`);
+      },
+      options: { maxAttempts: 6, retryDelaysSeconds: [1, 5, 30, 120, 600] },
+    };
+    return {
+      [DISPATCH_QUEUE]: dispatch,
+      [RECEIPT_QUEUE]: receipt,
+      [CARRIER_RECEIPT_QUEUE]: carrierReceipt,
+    } as Record<string, JobSpec<never>>;
+  }
+
+  /**
+   * What a carrier that reports by itself hears: a receipt is kept as a job (durable before the carrier is
+   * answered, and matched to its message when the job runs); an inbound text is received at once.
+   */
+  carrierReports(): CarrierReports {
+    return {
+      receipt: async (carrier, carrierMessageId, status) => {
+        await this.jobs.enqueue(this.db, CARRIER_RECEIPT_QUEUE, { carrier, carrierMessageId, status });
+      },
+      inbound: async (message) => {
+        await this.receiveInbound(message);
+      },
+    };
   }
 
   /** Counts a text as send would, without sending. */

@@ -195,6 +195,15 @@ export class MessageStore {
     return row;
   }
 
+  /** The message a carrier knows by `carrierMessageId` (unique per carrier: messages_carrier_id). */
+  async idByCarrierId(q: Queryable, carrier: string, carrierMessageId: string): Promise<string | undefined> {
+    const [row] = await q.query<{ id: string }>(
+      'SELECT id FROM messages WHERE carrier = $1 AND carrier_message_id = $2',
+      [carrier, carrierMessageId],
+    );
+    return row?.id;
+  }
+
   /** markSent for a batch the carrier accepted, in one statement; returns the rows that were still queued. */
   async markManySent(
     tx: Queryable,

@@ -2,6 +2,7 @@
 // carrier's inventory (the carrier is made here: messaging sends through the same one).
 import type { Carrier } from '../../carriers/carrier.ts';
 import { SimulatedCarrier } from '../../carriers/simulated.ts';
+import { SmppCarrier } from '../../carriers/smpp/carrier.ts';
 import { defineModule } from '../../platform/module.ts';
 import { numberOperatorRoutes, numberRoutes } from './routes.ts';
 import { NumberService } from './service.ts';
@@ -17,8 +18,10 @@ export interface NumbersServices {
 export const numbersModule = defineModule({
   name: 'numbers',
   create: ({ platform }): NumbersServices => {
-    const { db, clock, pagination, config } = platform;
-    const carrier = new SimulatedCarrier(config.carrierTrustTier);
+    const { db, clock, pagination, config, log } = platform;
+    const carrier: Carrier = config.smpp
+      ? new SmppCarrier({ ...config.smpp, tenDlcTier: config.carrierTrustTier, log })
+      : new SimulatedCarrier(config.carrierTrustTier);
     return { numbers: new NumberService({ db, clock, carrier, pagination }), carrier };
   },
   routes: { operator: [numberOperatorRoutes], developer: [numberRoutes], portal: [numberRoutes] },
