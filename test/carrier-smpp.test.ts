@@ -176,6 +176,19 @@ describe('the SMPP carrier against an SMSC on loopback', () => {
     }
   });
 
+  test('a message with media fails at once: SMPP carries text only', async () => {
+    const res = await t.request('POST', '/api/v2/messages/send', {
+      apiKey: who.key,
+      body: { to: '+14155550104', message: 'Menu attached', media: ['https://example.com/menu.jpg'] },
+    });
+    assert.equal(res.status, 202, res.text);
+    await run();
+    const failed = await message(res.body.data.id);
+    assert.equal(failed.status, 'failed');
+    assert.equal(failed.errorCode, 'mms_not_supported');
+    assert.ok(!smsc.submitted.some((each) => each.destination === '14155550104'));
+  });
+
   test('receipts: DELIVRD, UNDELIV and REJECTD become delivered, undelivered and failed; ACCEPTD changes nothing', async () => {
     const cases = [
       ['+14155550111', 'DELIVRD', 'delivered'],
@@ -262,7 +275,11 @@ describe('the SMPP carrier against an SMSC on loopback', () => {
       longParts.map((part) => part.udh![4]),
       splitSegments(long).map((_, index) => index + 1),
     );
-    assert.equal(new Set(longParts.map((part) => part.udh![2])).size, 1, 'the retried part keeps the reference');
+    assert.equal(
+      new Set(longParts.map((part) => part.udh![2])).size,
+      1,
+      'the retried part keeps the reference',
+    );
     for (let i = 0; i < 5; i++) {
       assert.equal(
         taken.filter((each) => each.destination === `1415555014${i}`).length,

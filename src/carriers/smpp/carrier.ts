@@ -150,6 +150,14 @@ export class SmppCarrier implements Carrier {
   async releaseNumber(): Promise<void> {}
 
   async send(message: OutboundForCarrier): Promise<CarrierSendResult> {
+    if (message.mediaUrls.length > 0 || message.mediaFiles.length > 0) {
+      // SMPP carries text only; MMS goes through a provider's HTTP API.
+      return {
+        accepted: false,
+        errorCode: 'mms_not_supported',
+        errorMessage: 'This carrier (SMPP) sends text only; the message had media',
+      };
+    }
     await this.whenBound();
     const parts = message.parts.length > 0 ? message.parts : [''];
     const ucs2 = message.encoding === 'UCS-2';
