@@ -219,7 +219,11 @@ describe('calls the API places over SIP (SIPp)', {
       await sleep(50);
       call = await t.ctx.calls.get(office.id, id);
     }
-    assert.equal(call.status, 'in_progress', 'both legs answered');
+    assert.equal(
+      call.status,
+      'in_progress',
+      `both legs answered (desk phone SIPp exit ${deskPhone.child.exitCode}, callee SIPp exit ${callee.child.exitCode})`,
+    );
     await sleep(2000); // They talk.
     const hungUp = await api('POST', `/calls/${id}/hangup`);
     assert.equal(hungUp.status, 200, hungUp.text);

@@ -11,22 +11,38 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 export const sippInstalled = spawnSync('sipp', ['-v']).error === undefined;
 
-/** A port free on both UDP and TCP on loopback. */
+/**
+ * A port free on both UDP and TCP on loopback, below the kernel's ephemeral range (32768-60999 on Linux).
+ * A port from the ephemeral range (what listen(0) hands out) can be taken between this check and the bind by
+ * any socket the kernel numbers itself: a DNS query, an RTP relay, another test file's client. (The likely
+ * cause of a CI run where a SIPp phone never answered and the call rang until the test gave up.)
+ */
 export async function freePort(): Promise<number> {
   for (;;) {
-    const port = await new Promise<number>((resolve) => {
-      const server = createServer().listen(0, '127.0.0.1', () => {
-        const { port } = server.address() as { port: number };
-        server.close(() => resolve(port));
-      });
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const tcpFree = await new Promise<boolean>((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
     });
+    if (!tcpFree) continue;
     const free = await new Promise<boolean>((resolve) => {
       const socket = createSocket('udp4');
       socket.once('error', () => resolve(false));
       socket.bind(port, '127.0.0.1', () => socket.close(() => resolve(true)));
     });
-    if (free) return port;
+    // SIPp binds its media port and the next ones (RTCP, video): those must be free too.
+    if (free && (await udpFree(port + 1)) && (await udpFree(port + 2)) && (await udpFree(port + 3)))
+      return port;
   }
+}
+
+function udpFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createSocket('udp4');
+    socket.once('error', () => resolve(false));
+    socket.bind(port, '127.0.0.1', () => socket.close(() => resolve(true)));
+  });
 }
 
 /** A REGISTER scenario: with `authenticate`, the 401 challenge then REGISTER with credentials, expecting `final`. */
