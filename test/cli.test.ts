@@ -189,7 +189,9 @@ describe('the comms command', () => {
       apiKey: who.key,
       body: { phone: '+14155550150' },
     });
+    assert.equal(contact.status, 201, contact.text);
     const list = await t.request('POST', '/api/v2/contact-lists', { apiKey: who.key, body: { name: 'CLI' } });
+    assert.equal(list.status, 201, list.text);
     await t.request('POST', `/api/v2/contact-lists/${list.body.data.id}/members`, {
       apiKey: who.key,
       body: { contactIds: [contact.body.data.id] },
@@ -223,9 +225,9 @@ describe('the comms command', () => {
     }
     assert.equal(stats.status, 'completed', JSON.stringify(stats));
     assert.equal(
-      await countRows(t, 'SELECT count(*) FROM messages WHERE organization_id = $1 AND to_number = $2', [
+      await countRows(t, 'SELECT 1 FROM messages WHERE organization_id = $1 AND to_number = $2', [
         who.id,
-        '+12025550150',
+        '+14155550150',
       ]),
       1,
     );

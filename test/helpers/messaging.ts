@@ -49,7 +49,10 @@ export function send(t: TestApp, who: Sender, body: unknown, headers: Record<str
   return t.request('POST', '/api/v2/messages/send', { apiKey: who.key, body, headers });
 }
 
+/** How many rows `sql` returns (so select rows, e.g. `SELECT 1 FROM …`, not a count: that is one row). */
 export async function countRows(t: TestApp, sql: string, params: unknown[] = []): Promise<number> {
+  if (/^\s*select\s+count\s*\(/i.test(sql))
+    throw new Error('countRows counts the rows of its query: SELECT 1 FROM …');
   const [row] = await t.ctx.db.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM (${sql}) counted`,
     params,
