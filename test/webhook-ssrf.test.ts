@@ -5,13 +5,13 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
+import { WebhookTransport } from '../src/modules/webhooks/transport.ts';
 import {
   checkHost,
   ForbiddenAddressError,
   isForbiddenAddress,
   pinnedLookup,
-} from '../src/modules/webhooks/address-guard.ts';
-import { WebhookTransport } from '../src/modules/webhooks/transport.ts';
+} from '../src/platform/http/address-guard.ts';
 import { isShapeA, startTestApp, type TestApp } from './helpers/app.ts';
 import { createUser, signIn } from './helpers/portal.ts';
 import { type Receiver, startReceiver } from './helpers/receiver.ts';

@@ -9,9 +9,9 @@ import type { SecretBox } from '../../platform/crypto.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { EventOutbox } from '../../platform/events.ts';
+import { checkHost, ForbiddenAddressError, type Resolver } from '../../platform/http/address-guard.ts';
 import { newId } from '../../platform/ids.ts';
 import type { Paginator } from '../../platform/pagination.ts';
-import { checkHost, ForbiddenAddressError, type Resolver } from './address-guard.ts';
 import { WebhookTest } from './events.ts';
 import {
   type Delivery,

@@ -14,7 +14,7 @@ import {
   pinnedLookup,
   type Resolver,
   systemResolver,
-} from './address-guard.ts';
+} from '../../platform/http/address-guard.ts';
 
 export const DELIVERY_TIMEOUT_MS = 15_000;
 export const RESPONSE_EXCERPT_BYTES = 1024;

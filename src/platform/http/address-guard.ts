@@ -1,5 +1,6 @@
-// The SSRF guard for webhook URLs. In production a webhook may only reach the public internet: never this
-// host, the private network, link-local (cloud metadata at 169.254.169.254), CGNAT, multicast and the like.
+// The SSRF guard for URLs we reach on a customer's say (webhooks, hosted MMS media). In production such a URL
+// may only reach the public internet: never this host, the private network, link-local (cloud metadata at
+// 169.254.169.254), CGNAT, multicast and the like.
 // The check is made on the addresses a name resolves to, not on the name, and the connection is then made to
 // exactly the addresses that passed (a `lookup` handed to the socket), so a name that resolves to a public
 // address when checked and to a private one when connecting (DNS rebinding) cannot get through.
