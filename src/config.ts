@@ -42,6 +42,8 @@ export interface Config {
   carrierTrustTier: TrustTier;
   /** CARRIER=smpp: the SMSC (SMPP_URL, SMPP_SYSTEM_TYPE, SMPP_WINDOW); unset, the simulated carrier. */
   smpp?: { url: string; systemType: string; window: number };
+  /** CARRIER=http: a provider's HTTP API (CARRIER_HTTP_URL, CARRIER_HTTP_API_KEY, CARRIER_HTTP_PUBLIC_KEY). */
+  httpCarrier?: { baseUrl: string; apiKey: string; publicKey: string };
   /** Seconds a client has to send a whole request, body included (REQUEST_TIMEOUT_SECONDS); then 408. */
   requestTimeoutSeconds: number;
   /** Jobs a worker runs at once (WORKER_CONCURRENCY): its slots, shared by every queue. */
@@ -145,9 +147,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (!Number.isInteger(window) || window < 1 || window > 1000)
       problems.push('SMPP_WINDOW must be an integer 1-1000');
     smpp = { url, systemType: env.SMPP_SYSTEM_TYPE ?? '', window };
-  } else if (carrier !== 'simulated') {
-    problems.push('CARRIER must be simulated or smpp');
   }
+  let httpCarrier: Config['httpCarrier'];
+  if (carrier === 'http') {
+    const baseUrl = env.CARRIER_HTTP_URL ?? '';
+    if (!/^https?:\/\/[^/]/.test(baseUrl))
+      problems.push('CARRIER_HTTP_URL must be the provider API base URL (https://…)');
+    if (!env.CARRIER_HTTP_API_KEY) problems.push('CARRIER_HTTP_API_KEY is required when CARRIER=http');
+    const publicKey = env.CARRIER_HTTP_PUBLIC_KEY ?? '';
+    if (Buffer.from(publicKey, 'base64').length !== 32) {
+      problems.push(
+        'CARRIER_HTTP_PUBLIC_KEY must be the base64 of the provider’s 32-byte Ed25519 webhook key',
+      );
+    }
+    httpCarrier = { baseUrl, apiKey: env.CARRIER_HTTP_API_KEY ?? '', publicKey };
+  }
+  if (!['simulated', 'smpp', 'http'].includes(carrier))
+    problems.push('CARRIER must be simulated, smpp or http');
 
   const roles = (env.ROLES ?? 'api,worker').split(',').map((r) => r.trim()) as Role[];
   if (roles.length === 0 || roles.some((r) => r !== 'api' && r !== 'worker')) {
@@ -240,6 +256,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: env.PUBLIC_URL || `http://localhost:${port}`,
     carrierTrustTier,
     smpp,
+    httpCarrier,
     requestTimeoutSeconds,
     workerConcurrency,
     databasePoolSize,

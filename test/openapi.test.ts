@@ -76,6 +76,7 @@ describe('OpenAPI operations', () => {
     const anonymous = new Set([
       'system.version',
       'system.health',
+      'carriers.webhook',
       'portal.auth.login',
       'portal.auth.loginVerify',
       'portal.auth.register',

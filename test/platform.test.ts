@@ -46,10 +46,29 @@ describe('configuration', () => {
       () => loadConfig({ CARRIER: 'smpp', SMPP_URL: 'smpp://u:p@h:1', SMPP_WINDOW: '0' }),
       /SMPP_WINDOW/,
     );
-    assert.throws(() => loadConfig({ CARRIER: 'kannel' }), /CARRIER must be simulated or smpp/);
+    assert.throws(() => loadConfig({ CARRIER: 'kannel' }), /CARRIER must be simulated, smpp or http/);
     const config = loadConfig({ CARRIER: 'smpp', SMPP_URL: 'smpp://u:p@h:2775', SMPP_SYSTEM_TYPE: 'cp' });
     assert.deepEqual(config.smpp, { url: 'smpp://u:p@h:2775', systemType: 'cp', window: 10 });
     assert.equal(loadConfig({}).smpp, undefined);
+  });
+
+  test('CARRIER=http needs the provider URL, key and a 32-byte Ed25519 public key', () => {
+    try {
+      loadConfig({ CARRIER: 'http', CARRIER_HTTP_PUBLIC_KEY: 'c2hvcnQ=' });
+      assert.fail('should have thrown');
+    } catch (error) {
+      for (const name of ['CARRIER_HTTP_URL', 'CARRIER_HTTP_API_KEY', 'CARRIER_HTTP_PUBLIC_KEY']) {
+        assert.match(String(error), new RegExp(name));
+      }
+    }
+    const key = Buffer.alloc(32, 1).toString('base64');
+    const config = loadConfig({
+      CARRIER: 'http',
+      CARRIER_HTTP_URL: 'https://api.example.com',
+      CARRIER_HTTP_API_KEY: 'k',
+      CARRIER_HTTP_PUBLIC_KEY: key,
+    });
+    assert.deepEqual(config.httpCarrier, { baseUrl: 'https://api.example.com', apiKey: 'k', publicKey: key });
   });
 
   test('every invalid variable is reported at once', () => {

@@ -53,6 +53,8 @@ const isDeveloperOperation = (operationId: string | undefined) =>
 export function developerDocument(document: Json): Json {
   const paths: Json = {};
   for (const [path, item] of Object.entries<Json>(document.paths)) {
+    // Carriers' webhooks are for providers, not for developers' programs.
+    if (path.startsWith('/carriers/')) continue;
     const kept = Object.fromEntries(
       Object.entries<Json>(item)
         .filter(

@@ -56,8 +56,14 @@ export interface AvailableNumber {
 export interface CarrierReports {
   /** A delivery receipt for a message we submitted, by the carrier's id of it. */
   receipt(carrier: string, carrierMessageId: string, status: ReceiptStatus): Promise<void>;
-  /** A text to one of our numbers. */
-  inbound(message: { from: string; to: string; text: string }): Promise<void>;
+  /** A text to one of our numbers; with the carrier's id of it, a second report of it is recognised. */
+  inbound(message: { from: string; to: string; text: string; carrierMessageId?: string }): Promise<void>;
+}
+
+/** A provider's webhook as it arrived at /carriers/{name}/webhook: the raw body, for its signature. */
+export interface CarrierWebhook {
+  body: Buffer;
+  headers: Record<string, string | string[] | undefined>;
 }
 
 export interface Carrier {
@@ -67,6 +73,8 @@ export interface Carrier {
   /** Connects, for carriers with a session of their own (SMPP): the worker starts it, shutdown stops it. */
   start?(): void;
   stop?(): Promise<void>;
+  /** Carriers that report over HTTP: checks a webhook's signature and hands what it says to `reports`. */
+  handleWebhook?(request: CarrierWebhook): Promise<{ accepted: boolean; reason?: string }>;
   /**
    * The carrier's numbers that match `search`, in the carrier's order, lazily (the caller takes as many as it
    * needs and skips those it knows are taken). A search it cannot answer (an area code of another country or

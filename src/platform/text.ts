@@ -12,7 +12,8 @@ function isStorableText(text: string): boolean {
 /** The path (e.g. `body.name`) of the first string in `value`, object keys included, that is not storable. */
 export function findUnstorableText(value: unknown, path: string): string | undefined {
   if (typeof value === 'string') return isStorableText(value) ? undefined : path;
-  if (!value || typeof value !== 'object') return undefined;
+  // Bytes are not text (a route that reads its body raw checks what it makes of them).
+  if (!value || typeof value !== 'object' || Buffer.isBuffer(value)) return undefined;
   for (const [key, item] of Object.entries(value)) {
     if (!isStorableText(key)) return path;
     const found = findUnstorableText(item, `${path}.${key}`);

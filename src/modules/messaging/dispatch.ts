@@ -7,6 +7,12 @@ import type { CarrierPacing, PacedNumber } from '../../carriers/pacing.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { type Database, type Queryable, retryingConflicts } from '../../platform/db/index.ts';
 import type { EventOutbox } from '../../platform/events.ts';
+import {
+  checkHost,
+  ForbiddenAddressError,
+  type Resolver,
+  systemResolver,
+} from '../../platform/http/address-guard.ts';
 import type { JobQueue } from '../../platform/jobs.ts';
 import type { ContactService } from '../contacts/index.ts';
 import { optOutKey } from '../contacts/index.ts';
@@ -57,6 +63,8 @@ export class MessageDispatcher {
   private readonly store: MessageStore;
   /** Outside test the simulated carrier reports receipts by itself, after a short delay. */
   private readonly automaticReceipts: boolean;
+  private readonly guardMediaUrls: boolean;
+  private readonly resolver: Resolver;
   /** Collects the dispatches started in one turn of the event loop into one batch (dispatchBatch). */
   private readonly batches: DataLoader<string, void>;
 
@@ -70,6 +78,8 @@ export class MessageDispatcher {
     pacing: CarrierPacing;
     store: MessageStore;
     automaticReceipts: boolean;
+    guardMediaUrls: boolean;
+    resolver?: Resolver;
   }) {
     this.db = deps.db;
     this.clock = deps.clock;
@@ -80,6 +90,8 @@ export class MessageDispatcher {
     this.pacing = deps.pacing;
     this.store = deps.store;
     this.automaticReceipts = deps.automaticReceipts;
+    this.guardMediaUrls = deps.guardMediaUrls;
+    this.resolver = deps.resolver ?? systemResolver;
     this.batches = new DataLoader((ids) => this.dispatchBatch(ids), {
       cache: false,
       maxBatchSize: MAX_BATCH,
@@ -169,6 +181,13 @@ export class MessageDispatcher {
       toSend.map(async (row) => {
         const outbound = toCarrierMessage(row);
         try {
+          const refusal = this.guardMediaUrls
+            ? await mediaUrlRefusal(outbound.mediaUrls, this.resolver)
+            : undefined;
+          if (refusal) {
+            ended.push({ id: row.id, status: 'failed', ...refusal });
+            return;
+          }
           const result = await this.carrier.send(outbound);
           if (result.accepted) accepted.push({ outbound, carrierMessageId: result.carrierMessageId });
           else {
@@ -268,6 +287,37 @@ export class MessageDispatcher {
       }
     });
   }
+}
+
+/**
+ * Why a message's hosted media may not go to a carrier, if it may not: a carrier fetches what we hand it, so
+ * each URL must be https and reach only public addresses (the webhooks' SSRF guard). A name that does not
+ * resolve right now is not a refusal: the dispatch is tried again.
+ */
+export async function mediaUrlRefusal(
+  urls: readonly string[],
+  resolver: Resolver,
+): Promise<{ errorCode: string; errorMessage: string } | undefined> {
+  for (const url of urls) {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      return { errorCode: 'MEDIA_URL_FORBIDDEN', errorMessage: `Media URL is not a URL: ${url}` };
+    }
+    if (parsed.protocol !== 'https:') {
+      return { errorCode: 'MEDIA_URL_FORBIDDEN', errorMessage: `Media URLs must be https: ${url}` };
+    }
+    try {
+      await checkHost(parsed.hostname, resolver);
+    } catch (error) {
+      if (error instanceof ForbiddenAddressError) {
+        return { errorCode: 'MEDIA_URL_FORBIDDEN', errorMessage: `Media URL refused: ${error.message}` };
+      }
+      throw error;
+    }
+  }
+  return undefined;
 }
 
 function toCarrierMessage(row: MessageRow): OutboundForCarrier {

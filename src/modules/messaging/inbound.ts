@@ -57,10 +57,17 @@ export class InboundMessages {
    * A text arrived at one of our numbers. Stored as `received`; opt-out, opt-in and help keywords act on the
    * sender and answer with one automatic reply. The carrier's webhook and the test endpoint both call this.
    */
-  async receive(input: { from: string; to: string; text: string }): Promise<{
+  async receive(input: {
+    from: string;
+    to: string;
+    text: string;
+    /** The carrier and its id of the text: a second report of it changes nothing (`duplicate`). */
+    carrier?: { name: string; messageId: string };
+  }): Promise<{
     message: Message;
     keyword: Keyword | null;
     reply: Message | null;
+    duplicate?: true;
   }> {
     const ours = await this.numbers.findByNumber(normalisePhone(input.to, 'us') ?? input.to.trim());
     if (!ours) throw ApiError.notFound('Number');
@@ -88,7 +95,15 @@ export class InboundMessages {
         segments: count.segments,
         encoding: count.encoding,
         now,
+        carrier: input.carrier,
       });
+      if (!row) {
+        // The carrier said this before (a webhook retried): nothing is stored, acted on or answered again.
+        const id = await this.store.idByCarrierId(tx, input.carrier!.name, input.carrier!.messageId);
+        const first = id && (await this.store.find(tx, id));
+        if (!first) throw new Error('a duplicate inbound text whose first report is not found');
+        return { message: toMessage(first, now), keyword: null, reply: null, duplicate: true as const };
+      }
       const message = toMessage(row, this.clock.now());
       await this.events.record(tx, MessageReceived, {
         organizationId: organization.id,

@@ -24,9 +24,12 @@ export const messagingModule = defineModule({
       numbers,
       contacts: use(contactsModule).contacts,
       carrier,
-      options: { automaticReceipts: config.appEnv !== 'test' },
+      options: {
+        automaticReceipts: config.appEnv !== 'test',
+        guardMediaUrls: config.appEnv === 'production',
+      },
     });
-    carrier.listen?.(messages.carrierReports());
+    carrier.listen?.(messages.carrierReports(carrier.name));
     return { messages };
   },
   routes: { developer: [messageRoutes], portal: [messageRoutes] },

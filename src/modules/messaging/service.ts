@@ -49,6 +49,8 @@ export type { Direction, Message, MessageFilters, MessageStatus, ReceiptState, S
 export interface MessagingOptions {
   /** Outside test the simulated carrier reports receipts by itself, after a short delay. */
   automaticReceipts: boolean;
+  /** In production, hosted media URLs must reach only the public internet (the SSRF guard) before a carrier gets them. */
+  guardMediaUrls?: boolean;
   lockTimeoutMs?: number;
 }
 
@@ -100,6 +102,7 @@ export class MessagingService {
       pacing: new CarrierPacing({ carrier }),
       store,
       automaticReceipts: deps.options.automaticReceipts,
+      guardMediaUrls: deps.options.guardMediaUrls ?? false,
     });
     this.campaignMessages = new CampaignMessages({ clock, limits: this.limits, dispatcher: this.dispatcher });
     this.sender = new MessageSender({
@@ -163,13 +166,14 @@ export class MessagingService {
    * What a carrier that reports by itself hears: a receipt is kept as a job (durable before the carrier is
    * answered, and matched to its message when the job runs); an inbound text is received at once.
    */
-  carrierReports(): CarrierReports {
+  carrierReports(carrierName: string): CarrierReports {
     return {
       receipt: async (carrier, carrierMessageId, status) => {
         await this.jobs.enqueue(this.db, CARRIER_RECEIPT_QUEUE, { carrier, carrierMessageId, status });
       },
-      inbound: async (message) => {
-        await this.receiveInbound(message);
+      inbound: async ({ carrierMessageId, ...message }) => {
+        const carrier = carrierMessageId ? { name: carrierName, messageId: carrierMessageId } : undefined;
+        await this.receiveInbound({ ...message, carrier });
       },
     };
   }
@@ -210,10 +214,16 @@ export class MessagingService {
    * A text arrived at one of our numbers. Stored as `received`; opt-out, opt-in and help keywords act on the
    * sender and answer with one automatic reply. The carrier's webhook and the test endpoint both call this.
    */
-  receiveInbound(input: { from: string; to: string; text: string }): Promise<{
+  receiveInbound(input: {
+    from: string;
+    to: string;
+    text: string;
+    carrier?: { name: string; messageId: string };
+  }): Promise<{
     message: Message;
     keyword: Keyword | null;
     reply: Message | null;
+    duplicate?: true;
   }> {
     return this.inbound.receive(input);
   }

@@ -116,14 +116,23 @@ export class MessageStore {
     );
   }
 
-  async insertInbound(tx: Queryable, values: TextValues): Promise<MessageRow> {
+  /**
+   * A received text; with the carrier's id of it, undefined when that carrier already reported it (the
+   * unique messages_carrier_id index decides, so two concurrent reports of one text store it once).
+   */
+  async insertInbound(
+    tx: Queryable,
+    values: TextValues & { carrier?: { name: string; messageId: string } },
+  ): Promise<MessageRow | undefined> {
     const [row] = await tx.query<MessageRow>(
       `INSERT INTO messages (id, organization_id, direction, origin, from_number, to_number, body, segments,
-                             encoding, status, status_updated_at, created_at)
-       VALUES ($1, $2, 'inbound', 'carrier', $3, $4, $5, $6, $7, 'received', $8, $8) RETURNING *`,
-      textParams(values),
+                             encoding, status, status_updated_at, created_at, carrier, carrier_message_id)
+       VALUES ($1, $2, 'inbound', 'carrier', $3, $4, $5, $6, $7, 'received', $8, $8, $9, $10)
+       ON CONFLICT (carrier, carrier_message_id) WHERE carrier_message_id IS NOT NULL DO NOTHING
+       RETURNING *`,
+      [...textParams(values), values.carrier?.name ?? null, values.carrier?.messageId ?? null],
     );
-    return row!;
+    return row;
   }
 
   /** An automatic keyword reply, queued like any outbound message but with no media and no idempotency key. */

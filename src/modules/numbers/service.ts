@@ -257,3 +257,9 @@ function toPhoneNumber(row: PhoneNumberRow): PhoneNumber {
     createdAt: row.created_at,
   };
 }
+
+/** What the numbers module gives the others: its service and the carrier everything sends through. */
+export interface NumbersServices {
+  numbers: NumberService;
+  carrier: Carrier;
+}
