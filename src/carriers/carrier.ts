@@ -68,6 +68,8 @@ export interface CarrierWebhook {
 
 export interface Carrier {
   readonly name: string;
+  /** It downloads hosted media URLs itself (an HTTP provider's MMS): we check each URL before handing it over. */
+  readonly fetchesMedia?: boolean;
   /** Receipts and inbound texts go to `reports` (the messaging module calls this once). */
   listen?(reports: CarrierReports): void;
   /** Connects, for carriers with a session of their own (SMPP): the worker starts it, shutdown stops it. */

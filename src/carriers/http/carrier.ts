@@ -11,17 +11,14 @@
 import { createPublicKey, type KeyObject, verify } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type {
-  AvailableNumber,
   Carrier,
-  CarrierReports,
   CarrierSendResult,
   CarrierWebhook,
-  NumberType,
   OutboundForCarrier,
   ReceiptStatus,
   TrustTier,
 } from '../carrier.ts';
-import { localThroughput } from '../simulated.ts';
+import { ProviderCarrier } from '../provider-carrier.ts';
 
 export interface HttpCarrierOptions {
   /** The provider's API, e.g. https://api.telnyx.com */
@@ -45,6 +42,19 @@ const FINAL_STATES: Record<string, ReceiptStatus> = {
   sending_failed: 'failed',
 };
 
+/** A provider webhook, as far as we read it (anything may be missing: each field is checked where used). */
+interface ProviderEvent {
+  data?: {
+    event_type?: string;
+    payload?: {
+      id?: unknown;
+      text?: unknown;
+      from?: { phone_number?: unknown };
+      to?: { phone_number?: unknown; status?: unknown }[];
+    };
+  };
+}
+
 // The DER prefix of an Ed25519 SubjectPublicKeyInfo, before the 32 raw key bytes (RFC 8410).
 const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 
@@ -53,12 +63,13 @@ function header(headers: CarrierWebhook['headers'], name: string): string | unde
   return Array.isArray(value) ? value[0] : value;
 }
 
-export class HttpCarrier implements Carrier {
+export class HttpCarrier extends ProviderCarrier implements Carrier {
   readonly name = 'http';
+  readonly fetchesMedia = true;
   private readonly key: KeyObject;
-  private reports?: CarrierReports;
 
   constructor(private readonly options: HttpCarrierOptions) {
+    super(options.tenDlcTier);
     const raw = Buffer.from(options.publicKey, 'base64');
     if (raw.length !== 32)
       throw new Error('CARRIER_HTTP_PUBLIC_KEY must be the base64 of a 32-byte Ed25519 key');
@@ -69,26 +80,15 @@ export class HttpCarrier implements Carrier {
     });
   }
 
-  listen(reports: CarrierReports): void {
-    this.reports = reports;
-  }
-
-  messagesPerSecond(type: NumberType): number {
-    return localThroughput(type, this.options.tenDlcTier);
-  }
-
-  // Numbers are bought in the provider's portal and added by the operator; this adapter sends and hears.
-  availableNumbers(): Iterable<AvailableNumber> {
-    return [];
-  }
-
-  async orderNumber(): Promise<AvailableNumber | undefined> {
-    return undefined;
-  }
-
-  async releaseNumber(): Promise<void> {}
-
   async send(message: OutboundForCarrier): Promise<CarrierSendResult> {
+    if (message.mediaFiles.length > 0) {
+      // The provider fetches media by URL; uploaded files have none it could reach.
+      return {
+        accepted: false,
+        errorCode: 'uploaded_media_not_supported',
+        errorMessage: 'This carrier takes MMS media as hosted URLs (media), not uploaded files (mediaFiles)',
+      };
+    }
     const response = await fetch(`${this.options.baseUrl.replace(/\/+$/, '')}/v2/messages`, {
       method: 'POST',
       headers: {
@@ -143,7 +143,7 @@ export class HttpCarrier implements Carrier {
     } catch {}
     if (!valid) return { accepted: false, reason: 'bad signature' };
 
-    let event: { data?: { event_type?: string; payload?: Record<string, any> } };
+    let event: ProviderEvent;
     try {
       event = JSON.parse(request.body.toString('utf8'));
     } catch {

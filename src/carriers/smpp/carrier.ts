@@ -11,17 +11,8 @@
 // queued); a refused bind is logged with the SMSC's status and retried with the same backoff.
 import { connect, type Socket } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
-import type {
-  AvailableNumber,
-  Carrier,
-  CarrierReports,
-  CarrierSendResult,
-  NumberType,
-  OutboundForCarrier,
-  ReceiptStatus,
-  TrustTier,
-} from '../carrier.ts';
-import { localThroughput } from '../simulated.ts';
+import type { Carrier, CarrierSendResult, OutboundForCarrier, ReceiptStatus, TrustTier } from '../carrier.ts';
+import { ProviderCarrier } from '../provider-carrier.ts';
 import {
   bindBody,
   COMMAND,
@@ -84,7 +75,7 @@ const hex = (status: number) => `0x${status.toString(16).padStart(8, '0')}`;
 const international = (number: string) => number.replace(/^\+/, '');
 const e164 = (address: string) => (address.startsWith('+') ? address : `+${address}`);
 
-export class SmppCarrier implements Carrier {
+export class SmppCarrier extends ProviderCarrier implements Carrier {
   readonly name = 'smpp';
   private socket?: Socket;
   private bound = false;
@@ -105,18 +96,15 @@ export class SmppCarrier implements Carrier {
   private readonly acknowledged = new Map<string, { reference: number; ids: string[] }>();
   /** Parts of long inbound texts, until all have come. */
   private readonly inboundParts = new Map<string, { parts: string[]; received: number; at: number }>();
-  private reports?: CarrierReports;
   /** The last bind refusal, for health and tests. */
   lastBindError?: string;
 
-  constructor(private readonly options: SmppOptions) {}
+  constructor(private readonly options: SmppOptions) {
+    super(options.tenDlcTier);
+  }
 
   get isBound(): boolean {
     return this.bound;
-  }
-
-  listen(reports: CarrierReports): void {
-    this.reports = reports;
   }
 
   start(): void {
@@ -132,22 +120,6 @@ export class SmppCarrier implements Carrier {
     this.socket?.destroy();
     this.socket = undefined;
   }
-
-  messagesPerSecond(type: NumberType): number {
-    return localThroughput(type, this.options.tenDlcTier);
-  }
-
-  // Numbers come from the SMPP provider by contract, not over SMPP: the operator adds them (POST
-  // /admin/v1/organizations/{id}/numbers) and there is no inventory to search or order from.
-  availableNumbers(): Iterable<AvailableNumber> {
-    return [];
-  }
-
-  async orderNumber(): Promise<AvailableNumber | undefined> {
-    return undefined;
-  }
-
-  async releaseNumber(): Promise<void> {}
 
   async send(message: OutboundForCarrier): Promise<CarrierSendResult> {
     if (message.mediaUrls.length > 0 || message.mediaFiles.length > 0) {
