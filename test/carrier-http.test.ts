@@ -9,7 +9,7 @@ import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { mediaUrlRefusal } from '../src/modules/messaging/dispatch.ts';
+import { MediaProbe } from '../src/modules/messaging/media-probe.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { countRows, type Sender, sender } from './helpers/messaging.ts';
 
@@ -288,7 +288,7 @@ describe('the HTTP carrier against a provider speaking its documented API', () =
   });
 });
 
-describe('hosted media URLs pass the SSRF guard before a carrier gets them', () => {
+describe('hosted media is checked before the HTTP carrier fetches it', () => {
   const resolver = async (host: string) => {
     const table: Record<string, string> = {
       'cdn.example.com': '93.184.216.34',
@@ -299,8 +299,29 @@ describe('hosted media URLs pass the SSRF guard before a carrier gets them', () 
     return [{ address: table[host]!, family: 4 }];
   };
 
-  test('public https passes; http, loopback, private and metadata addresses are refused; no answer is retried', async () => {
-    assert.equal(await mediaUrlRefusal(['https://cdn.example.com/menu.jpg'], resolver), undefined);
+  /** A media host on loopback: what each path answers to HEAD (and GET). */
+  async function mediaHost() {
+    const asked: string[] = [];
+    const server = createServer((request, response) => {
+      asked.push(`${request.method} ${request.url}`);
+      const answers: Record<string, [number, Record<string, string>]> = {
+        '/menu.jpg': [200, { 'content-type': 'image/jpeg', 'content-length': '5120' }],
+        '/no-head.png': [request.method === 'HEAD' ? 405 : 200, { 'content-type': 'image/png' }],
+        '/moved.gif': [302, { location: '/menu.jpg' }],
+        '/page.html': [200, { 'content-type': 'text/html; charset=utf-8' }],
+        '/huge.jpg': [200, { 'content-type': 'image/jpeg', 'content-length': '9000000' }],
+        '/down.jpg': [503, {}],
+      };
+      const [status, headers] = answers[request.url ?? ''] ?? [404, {}];
+      response.writeHead(status, headers);
+      response.end(request.method === 'GET' ? 'x'.repeat(10) : undefined);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, asked, server };
+  }
+
+  test('guarded (production): http, loopback, private and metadata addresses are refused unasked', async () => {
+    const probe = new MediaProbe({ guarded: true, resolver });
     for (const [url, why] of [
       ['http://cdn.example.com/menu.jpg', /must be https/],
       ['https://127.0.0.1/menu.jpg', /not a public address/],
@@ -310,43 +331,75 @@ describe('hosted media URLs pass the SSRF guard before a carrier gets them', () 
       ['https://[::1]/menu.jpg', /not a public address/],
       ['not a url', /not a URL/],
     ] as const) {
-      const refusal = await mediaUrlRefusal(['https://cdn.example.com/ok.jpg', url], resolver);
+      const refusal = await probe.refusal([url]);
       assert.equal(refusal?.errorCode, 'MEDIA_URL_FORBIDDEN', url);
       assert.match(refusal!.errorMessage, why);
     }
-    await assert.rejects(mediaUrlRefusal(['https://gone.example.com/x.jpg'], resolver), /ENOTFOUND/);
+    await assert.rejects(probe.refusal(['https://gone.example.com/x.jpg']), /ENOTFOUND/, 'tried again later');
   });
 
-  test('in production an MMS whose media points inside the network fails before the carrier sees it', async () => {
+  test('the media is asked for: an image passes (HEAD, GET where HEAD is refused, redirects); others are refused', async () => {
+    const host = await mediaHost();
+    try {
+      const probe = new MediaProbe({ guarded: false });
+      assert.equal(await probe.refusal([`${host.url}/menu.jpg`, `${host.url}/no-head.png`]), undefined);
+      assert.equal(await probe.refusal([`${host.url}/moved.gif`]), undefined, 'followed to the image');
+      assert.deepEqual(host.asked.slice(0, 3), ['HEAD /menu.jpg', 'HEAD /no-head.png', 'GET /no-head.png']);
+      assert.equal((await probe.refusal([`${host.url}/page.html`]))?.errorCode, 'MEDIA_TYPE_UNSUPPORTED');
+      assert.equal((await probe.refusal([`${host.url}/huge.jpg`]))?.errorCode, 'MEDIA_TOO_LARGE');
+      assert.equal((await probe.refusal([`${host.url}/missing.jpg`]))?.errorCode, 'MEDIA_URL_UNREACHABLE');
+      await assert.rejects(probe.refusal([`${host.url}/down.jpg`]), /503/, 'a 5xx is tried again later');
+      const before = host.asked.length;
+      assert.equal(await probe.refusal([`${host.url}/menu.jpg`]), undefined);
+      assert.equal(host.asked.length, before, 'remembered: not asked again within five minutes');
+    } finally {
+      host.server.close();
+    }
+  });
+
+  test('an MMS to the HTTP carrier: good media goes as media_urls; a page or an upload fails before the provider sees it', async () => {
+    const host = await mediaHost();
     const provider = new Provider(() => Date.now());
     await provider.start();
     const t = await startTestApp({
-      config: {
-        appEnv: 'production',
-        httpCarrier: { baseUrl: provider.url, apiKey: API_KEY, publicKey: provider.publicKey },
-      },
+      config: { httpCarrier: { baseUrl: provider.url, apiKey: API_KEY, publicKey: provider.publicKey } },
     });
     try {
       const who = await sender(t);
-      const res = await t.request('POST', '/api/v2/messages/send', {
-        apiKey: who.key,
-        body: { to: '+14155550207', message: 'Menu', media: ['https://169.254.169.254/latest/meta-data'] },
+      const send = async (body: Record<string, unknown>) => {
+        const res = await t.request('POST', '/api/v2/messages/send', { apiKey: who.key, body });
+        assert.equal(res.status, 202, res.text);
+        return res.body.data.id as string;
+      };
+      const good = await send({ to: '+14155550207', message: 'Menu', media: [`${host.url}/menu.jpg`] });
+      const page = await send({ to: '+14155550208', message: 'Menu', media: [`${host.url}/page.html`] });
+      const upload = await send({
+        to: '+14155550209',
+        message: 'Menu',
+        mediaFiles: [
+          {
+            contentType: 'image/gif',
+            data: Buffer.from('GIF89a\x01\x00\x01\x00\x00\x00\x00;').toString('base64'),
+          },
+        ],
       });
-      assert.equal(res.status, 202, res.text);
-      // Production's clock is not movable: the dispatch slot comes in real time.
-      const get = async () =>
-        (await t.request('GET', `/api/v2/messages/${res.body.data.id}`, { apiKey: who.key })).body.data;
-      for (let i = 0; i < 50 && (await get()).status === 'queued'; i++) {
+      for (let i = 0; i < 3; i++) {
+        t.ctx.clock.advance(1);
         await t.ctx.jobs.drain();
-        await new Promise((resolve) => setTimeout(resolve, 100));
       }
-      const failed = await get();
-      assert.equal(failed.status, 'failed');
-      assert.equal(failed.errorCode, 'MEDIA_URL_FORBIDDEN');
-      assert.equal(provider.submits.length, 0, 'the carrier never saw it');
+      const get = async (id: string) =>
+        (await t.request('GET', `/api/v2/messages/${id}`, { apiKey: who.key })).body.data;
+      assert.equal((await get(good)).status, 'sent');
+      assert.deepEqual(provider.submits.find((each) => each.body.to === '+14155550207')?.body.media_urls, [
+        `${host.url}/menu.jpg`,
+      ]);
+      assert.equal((await get(page)).errorCode, 'MEDIA_TYPE_UNSUPPORTED');
+      assert.equal((await get(upload)).errorCode, 'uploaded_media_not_supported');
+      assert.ok(!provider.submits.some((each) => ['+14155550208', '+14155550209'].includes(each.body.to)));
     } finally {
       await t.close();
       await provider.close();
+      host.server.close();
     }
   });
 });

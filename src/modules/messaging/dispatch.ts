@@ -7,16 +7,12 @@ import type { CarrierPacing, PacedNumber } from '../../carriers/pacing.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { type Database, type Queryable, retryingConflicts } from '../../platform/db/index.ts';
 import type { EventOutbox } from '../../platform/events.ts';
-import {
-  checkHost,
-  ForbiddenAddressError,
-  type Resolver,
-  systemResolver,
-} from '../../platform/http/address-guard.ts';
+import type { Resolver } from '../../platform/http/address-guard.ts';
 import type { JobQueue } from '../../platform/jobs.ts';
 import type { ContactService } from '../contacts/index.ts';
 import { optOutKey } from '../contacts/index.ts';
 import { MessageFailed, MessageSent } from './events.ts';
+import { MediaProbe } from './media-probe.ts';
 import { toMessage } from './message.ts';
 import { encodingFor, splitSegments } from './segments.ts';
 import type { MessageRow, MessageStore } from './store.ts';
@@ -63,8 +59,8 @@ export class MessageDispatcher {
   private readonly store: MessageStore;
   /** Outside test the simulated carrier reports receipts by itself, after a short delay. */
   private readonly automaticReceipts: boolean;
-  private readonly guardMediaUrls: boolean;
-  private readonly resolver: Resolver;
+  /** Checks hosted media before a carrier that fetches it gets the URLs. */
+  private readonly mediaProbe: MediaProbe;
   /** Collects the dispatches started in one turn of the event loop into one batch (dispatchBatch). */
   private readonly batches: DataLoader<string, void>;
 
@@ -90,8 +86,11 @@ export class MessageDispatcher {
     this.pacing = deps.pacing;
     this.store = deps.store;
     this.automaticReceipts = deps.automaticReceipts;
-    this.guardMediaUrls = deps.guardMediaUrls;
-    this.resolver = deps.resolver ?? systemResolver;
+    this.mediaProbe = new MediaProbe({
+      guarded: deps.guardMediaUrls,
+      resolver: deps.resolver,
+      now: () => deps.clock.now().getTime(),
+    });
     this.batches = new DataLoader((ids) => this.dispatchBatch(ids), {
       cache: false,
       maxBatchSize: MAX_BATCH,
@@ -181,9 +180,10 @@ export class MessageDispatcher {
       toSend.map(async (row) => {
         const outbound = toCarrierMessage(row);
         try {
-          const refusal = this.guardMediaUrls
-            ? await mediaUrlRefusal(outbound.mediaUrls, this.resolver)
-            : undefined;
+          const refusal =
+            this.carrier.fetchesMedia && outbound.mediaUrls.length > 0
+              ? await this.mediaProbe.refusal(outbound.mediaUrls)
+              : undefined;
           if (refusal) {
             ended.push({ id: row.id, status: 'failed', ...refusal });
             return;
@@ -287,37 +287,6 @@ export class MessageDispatcher {
       }
     });
   }
-}
-
-/**
- * Why a message's hosted media may not go to a carrier, if it may not: a carrier fetches what we hand it, so
- * each URL must be https and reach only public addresses (the webhooks' SSRF guard). A name that does not
- * resolve right now is not a refusal: the dispatch is tried again.
- */
-export async function mediaUrlRefusal(
-  urls: readonly string[],
-  resolver: Resolver,
-): Promise<{ errorCode: string; errorMessage: string } | undefined> {
-  for (const url of urls) {
-    let parsed: URL;
-    try {
-      parsed = new URL(url);
-    } catch {
-      return { errorCode: 'MEDIA_URL_FORBIDDEN', errorMessage: `Media URL is not a URL: ${url}` };
-    }
-    if (parsed.protocol !== 'https:') {
-      return { errorCode: 'MEDIA_URL_FORBIDDEN', errorMessage: `Media URLs must be https: ${url}` };
-    }
-    try {
-      await checkHost(parsed.hostname, resolver);
-    } catch (error) {
-      if (error instanceof ForbiddenAddressError) {
-        return { errorCode: 'MEDIA_URL_FORBIDDEN', errorMessage: `Media URL refused: ${error.message}` };
-      }
-      throw error;
-    }
-  }
-  return undefined;
 }
 
 function toCarrierMessage(row: MessageRow): OutboundForCarrier {

@@ -49,7 +49,7 @@ export type { Direction, Message, MessageFilters, MessageStatus, ReceiptState, S
 export interface MessagingOptions {
   /** Outside test the simulated carrier reports receipts by itself, after a short delay. */
   automaticReceipts: boolean;
-  /** In production, hosted media URLs must reach only the public internet (the SSRF guard) before a carrier gets them. */
+  /** In production, hosted media a carrier fetches must be https on public addresses (the SSRF guard). */
   guardMediaUrls?: boolean;
   lockTimeoutMs?: number;
 }
