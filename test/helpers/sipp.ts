@@ -141,7 +141,7 @@ export async function runSipp(
  */
 export function answeringPhone(
   port: number,
-  options: { scenario?: string; mediaPort?: number } = {},
+  options: { scenario?: string; mediaPort?: number; timeoutSeconds?: number } = {},
 ): { child: ChildProcess; done: Promise<number>; bound: Promise<void> } {
   let file: string | undefined;
   if (options.scenario) {
@@ -161,7 +161,7 @@ export function answeringPhone(
       '1',
       '-nostdin',
       '-timeout',
-      '30s',
+      `${options.timeoutSeconds ?? 30}s`,
       '-timeout_error',
       ...(process.env.SIPP_TRACE ? ['-trace_msg', '-trace_err'] : []),
     ],
