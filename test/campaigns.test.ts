@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { isShapeA, isShapeB, startTestApp, type TestApp } from './helpers/app.ts';
-import { freshNumber, type Sender, sender } from './helpers/messaging.ts';
+import { freshNumber, runFor, type Sender, sender } from './helpers/messaging.ts';
 import { createUser, signIn } from './helpers/portal.ts';
 
 /** Noon in Washington, DC on a weekday: inside the default quiet hours there. */
@@ -60,14 +60,6 @@ describe('campaigns', () => {
     return res.body.data as { id: string; status: string };
   }
 
-  /** Moves the test clock `seconds` ahead in steps of `step`, running every job due along the way. */
-  async function runFor(seconds: number, step = 1) {
-    for (let moved = 0; moved < seconds; moved += step) {
-      t.ctx.clock.advance(step);
-      await t.ctx.jobs.drain();
-    }
-  }
-
   const get = async (who: Sender, id: string) => (await api(who, 'GET', `/campaigns/${id}`)).body.data;
   const messagesOf = (campaignId: string) =>
     t.ctx.db.query<{ id: string; to_number: string; from_number: string; status: string; body: string }>(
@@ -90,7 +82,7 @@ describe('campaigns', () => {
     assert.equal(launched.body.data.status, 'sending');
     assert.equal(launched.body.data.recipientCount, 4);
 
-    await runFor(10);
+    await runFor(t, 10);
     const messages = await messagesOf(c.id);
     assert.equal(messages.length, 4);
     assert.equal(new Set(messages.map((m) => m.to_number)).size, 4);
@@ -117,7 +109,7 @@ describe('campaigns', () => {
     });
     assert.deepEqual((await get(acme, c.id)).mediaUrls, ['https://cdn.example.com/sale.png']);
     await api(acme, 'POST', `/campaigns/${c.id}/launch`);
-    await runFor(3);
+    await runFor(t, 3);
     const rows = await t.ctx.db.query<{ media_urls: string[]; media_count: number; segments: number }>(
       'SELECT media_urls, media_count, segments FROM messages WHERE campaign_id = $1',
       [c.id],
@@ -222,7 +214,7 @@ describe('campaigns', () => {
     const a = await list(tollFree, 12);
     const c1 = await campaign(tollFree, { contactListIds: [a.listId] });
     await api(tollFree, 'POST', `/campaigns/${c1.id}/launch`);
-    await runFor(8, 0.5);
+    await runFor(t, 8, 0.5);
     const tf = (await slotsOf(c1.id)).map((s) => s.run_at.getTime());
     assert.equal(tf.length, 12);
     for (let i = 1; i < tf.length; i++)
@@ -239,7 +231,7 @@ describe('campaigns', () => {
     );
     const c2 = await campaign(canadian, { contactListIds: [b.listId] });
     await api(canadian, 'POST', `/campaigns/${c2.id}/launch`);
-    await runFor(8, 0.5);
+    await runFor(t, 8, 0.5);
     const ca = (await slotsOf(c2.id)).map((s) => s.run_at.getTime());
     assert.equal(ca.length, 4);
     for (let i = 1; i < ca.length; i++)
@@ -260,7 +252,7 @@ describe('campaigns', () => {
     const c3 = await campaign(pro, { contactListIds: [p.listId], senders: [pro.number, ...extra] });
     const launchedAt = t.ctx.clock.now().getTime();
     await api(pro, 'POST', `/campaigns/${c3.id}/launch`);
-    await runFor(12, 0.5);
+    await runFor(t, 12, 0.5);
     const slots = await slotsOf(c3.id);
     assert.equal(slots.length, 40);
     const times = slots.map((s) => s.run_at.getTime());
@@ -286,7 +278,7 @@ describe('campaigns', () => {
     const d = await list(tenDlc, 6);
     const c4 = await campaign(tenDlc, { contactListIds: [d.listId] });
     await api(tenDlc, 'POST', `/campaigns/${c4.id}/launch`);
-    await runFor(4, 0.5);
+    await runFor(t, 4, 0.5);
     const local = (await slotsOf(c4.id)).map((s) => s.run_at.getTime());
     assert.equal(local.length, 6);
     for (let i = 1; i < local.length; i++)
@@ -312,7 +304,7 @@ describe('campaigns', () => {
       quietHours: null,
     });
     assert.equal((await api(fresh, 'POST', `/campaigns/${c.id}/launch`)).status, 200);
-    await runFor(15);
+    await runFor(t, 15);
     assert.equal((await messagesOf(c.id)).length, 181);
     const held = await get(fresh, c.id);
     assert.equal(held.status, 'sending');
@@ -323,7 +315,7 @@ describe('campaigns', () => {
     assert.equal(held.waitingUntil, new Date(org!.created_at.getTime() + 72 * 3600_000).toISOString());
     t.ctx.clock.set(new Date(org!.created_at.getTime() + 72 * 3600_000 + 1000));
     await t.ctx.jobs.drain();
-    await runFor(5);
+    await runFor(t, 5);
     assert.equal((await messagesOf(c.id)).length, 185);
     assert.equal((await get(fresh, c.id)).status, 'completed');
   });
@@ -336,14 +328,14 @@ describe('campaigns', () => {
     const l = await list(acme, 10);
     const first = await campaign(acme, { contactListIds: [l.listId], senders: [acme.number, second] });
     await api(acme, 'POST', `/campaigns/${first.id}/launch`);
-    await runFor(6);
+    await runFor(t, 6);
     const firstSenders = new Map((await messagesOf(first.id)).map((m) => [m.to_number, m.from_number]));
     assert.equal(firstSenders.size, 10);
     assert.equal(new Set(firstSenders.values()).size, 2);
     // The pool in another order: each recipient still gets its own number.
     const again = await campaign(acme, { contactListIds: [l.listId], senders: [second, acme.number] });
     await api(acme, 'POST', `/campaigns/${again.id}/launch`);
-    await runFor(6);
+    await runFor(t, 6);
     for (const m of await messagesOf(again.id)) assert.equal(m.from_number, firstSenders.get(m.to_number));
   });
 
@@ -363,7 +355,7 @@ describe('campaigns', () => {
     const tokyo = await list(acme, 1, () => ({ timezone: 'Asia/Tokyo' }));
     const c = await campaign(acme, { contactListIds: [eastern.listId, western.listId, tokyo.listId] });
     await api(acme, 'POST', `/campaigns/${c.id}/launch`);
-    await runFor(5);
+    await runFor(t, 5);
     const early = await messagesOf(c.id);
     assert.deepEqual(
       early.map((m) => m.to_number).sort(),
@@ -386,7 +378,7 @@ describe('campaigns', () => {
     assert.equal((await messagesOf(c.id)).length, 2);
     t.ctx.clock.set(new Date('2026-11-25T13:00:00.000Z'));
     await t.ctx.jobs.drain();
-    await runFor(5);
+    await runFor(t, 5);
     assert.equal((await messagesOf(c.id)).length, 4);
     assert.equal((await get(acme, c.id)).status, 'completed');
 
@@ -396,7 +388,7 @@ describe('campaigns', () => {
     const off = await campaign(acme, { contactListIds: [eastern.listId], quietHours: null });
     assert.equal((await get(acme, off.id)).quietHours, null);
     await api(acme, 'POST', `/campaigns/${off.id}/launch`);
-    await runFor(3);
+    await runFor(t, 3);
     assert.equal((await messagesOf(off.id)).length, 2);
   });
 
@@ -443,7 +435,7 @@ describe('campaigns', () => {
     const launched = await api(org, 'POST', `/campaigns/${fits.id}/launch`);
     assert.equal(launched.status, 200, launched.text);
     assert.equal(launched.body.data.recipientCount, 4);
-    await runFor(5);
+    await runFor(t, 5);
     const made = await messagesOf(fits.id);
     assert.equal(made.length, 4);
     assert.ok(made.every((message) => message.body.length <= 160));
@@ -471,7 +463,7 @@ describe('campaigns', () => {
     const l = await list(daily, 3);
     const c = await campaign(daily, { contactListIds: [l.listId] });
     await api(daily, 'POST', `/campaigns/${c.id}/launch`);
-    await runFor(5);
+    await runFor(t, 5);
     assert.equal((await messagesOf(c.id)).length, 2);
     const held = await get(daily, c.id);
     assert.equal(held.status, 'sending');
@@ -479,7 +471,7 @@ describe('campaigns', () => {
     // The next UTC day it goes on (00:00 UTC is 19:00 in Washington: inside the window).
     t.ctx.clock.set(new Date('2026-11-25T00:00:01.000Z'));
     await t.ctx.jobs.drain();
-    await runFor(5);
+    await runFor(t, 5);
     assert.equal((await messagesOf(c.id)).length, 3);
     assert.equal((await get(daily, c.id)).status, 'completed');
 
@@ -495,7 +487,7 @@ describe('campaigns', () => {
     const many = await list(trial, 55);
     const burst = await campaign(trial, { contactListIds: [many.listId] });
     assert.equal((await api(trial, 'POST', `/campaigns/${burst.id}/launch`)).status, 200);
-    await runFor(25, 0.5);
+    await runFor(t, 25, 0.5);
     const paused = await get(trial, burst.id);
     assert.equal(paused.status, 'paused');
     assert.equal(paused.pausedReason, 'TRIAL_LIMIT_REACHED');
@@ -512,7 +504,7 @@ describe('campaigns', () => {
     // Ten minutes on, resume: the other five go, once each.
     t.ctx.clock.advance(601);
     assert.equal((await api(trial, 'POST', `/campaigns/${burst.id}/resume`)).status, 200);
-    await runFor(10);
+    await runFor(t, 10);
     const all = await messagesOf(burst.id);
     assert.equal(all.length, 55);
     assert.equal(new Set(all.map((m) => m.to_number)).size, 55);
@@ -525,20 +517,20 @@ describe('campaigns', () => {
     const l = await list(acme, 40);
     const c = await campaign(acme, { contactListIds: [l.listId] });
     await api(acme, 'POST', `/campaigns/${c.id}/launch`);
-    await runFor(2, 0.5);
+    await runFor(t, 2, 0.5);
     const paused = await api(acme, 'POST', `/campaigns/${c.id}/pause`);
     assert.equal(paused.status, 200);
     assert.equal(paused.body.data.status, 'paused');
     assert.equal(paused.body.data.pausedReason, null);
     const atPause = (await messagesOf(c.id)).length;
     assert.ok(atPause > 0 && atPause < 40, `made before the pause: ${atPause}`);
-    await runFor(20);
+    await runFor(t, 20);
     assert.equal((await messagesOf(c.id)).length, atPause, 'nothing new is made while paused');
     assert.equal((await api(acme, 'POST', `/campaigns/${c.id}/pause`)).status, 409);
     // Resume twice over (the second is refused): one run, and every recipient exactly once.
     assert.equal((await api(acme, 'POST', `/campaigns/${c.id}/resume`)).status, 200);
     assert.equal((await api(acme, 'POST', `/campaigns/${c.id}/resume`)).status, 409);
-    await runFor(20, 0.5);
+    await runFor(t, 20, 0.5);
     const all = await messagesOf(c.id);
     assert.equal(all.length, 40);
     assert.equal(new Set(all.map((m) => m.to_number)).size, 40);
@@ -547,11 +539,11 @@ describe('campaigns', () => {
     // Cancel mid-way: queued messages are cancelled, sent ones stand, no more are made.
     const second = await campaign(acme, { contactListIds: [l.listId] });
     await api(acme, 'POST', `/campaigns/${second.id}/launch`);
-    await runFor(1, 0.5);
+    await runFor(t, 1, 0.5);
     const cancelled = await api(acme, 'POST', `/campaigns/${second.id}/cancel`);
     assert.equal(cancelled.status, 200);
     assert.equal(cancelled.body.data.status, 'cancelled');
-    await runFor(10);
+    await runFor(t, 10);
     const states = await messagesOf(second.id);
     assert.ok(states.some((m) => m.status === 'sent'));
     assert.ok(states.some((m) => m.status === 'cancelled'));
@@ -580,7 +572,7 @@ describe('campaigns', () => {
     assert.equal((await get(acme, c.id)).status, 'scheduled');
     t.ctx.clock.set(new Date(NOON_EASTERN.getTime() + 7201_000));
     await t.ctx.jobs.drain();
-    await runFor(3);
+    await runFor(t, 3);
     assert.equal((await get(acme, c.id)).status, 'completed');
     assert.equal((await messagesOf(c.id)).length, 2);
   });
@@ -607,7 +599,7 @@ describe('campaigns', () => {
     await api(acme, 'POST', `/contacts/${optedOut.contacts[0]!.id}/opt-out`);
     const c = await campaign(acme, { contactListIds: [l.listId, optedOut.listId] });
     await api(acme, 'POST', `/campaigns/${c.id}/launch`);
-    await runFor(5);
+    await runFor(t, 5);
     const messages = await messagesOf(c.id);
     const byPhone = new Map(messages.map((m) => [m.to_number, m]));
     const [d, f, u] = [phones[3]!, phones[4]!, phones[5]!].map((phone) => byPhone.get(phone)!.id);
@@ -679,7 +671,7 @@ describe('campaigns', () => {
     const l = await list(acme, 30);
     const c = await campaign(acme, { contactListIds: [l.listId] });
     await api(acme, 'POST', `/campaigns/${c.id}/launch`);
-    await runFor(3);
+    await runFor(t, 3);
     const counters = () =>
       t.ctx.db.query<{ queued: number; sent: number; cancelled: number; shards: number }>(
         `SELECT sum(queued)::int AS queued, sum(sent)::int AS sent, sum(cancelled)::int AS cancelled,
@@ -736,7 +728,7 @@ describe('campaigns', () => {
     const last = l.contacts[l.contacts.length - 1]!.phone;
     await t.admin('POST', '/test/carrier/inbound', { from: last, to: acme.number, text: 'STOP' });
     // Another recipient texts STOP after its message went out.
-    await runFor(6);
+    await runFor(t, 6);
     const first = l.contacts[0]!.phone;
     await t.admin('POST', '/test/carrier/inbound', { from: first, to: acme.number, text: 'STOP' });
     await t.ctx.jobs.drain();
@@ -752,7 +744,7 @@ describe('campaigns', () => {
     const later = await campaign(acme, { contactListIds: [m.listId] });
     await api(acme, 'POST', `/campaigns/${later.id}/launch`);
     assert.equal((await api(acme, 'POST', `/contacts/${m.contacts[1]!.id}/opt-out`)).status, 200);
-    await runFor(5);
+    await runFor(t, 5);
     assert.deepEqual(
       (await messagesOf(later.id)).map((x) => x.to_number).sort(),
       [m.contacts[0]!.phone, m.contacts[2]!.phone].sort(),
@@ -784,7 +776,7 @@ describe('campaigns', () => {
     assert.ok(isShapeA(refused.body));
     assert.equal(refused.body.code, 'CAMPAIGN_STATE');
     assert.equal((await portal('POST', `/campaigns/${id}/launch`)).status, 200);
-    await runFor(3);
+    await runFor(t, 3);
     const listed = await portal('GET', '/campaigns');
     assert.equal(listed.status, 200);
     const row = listed.body.data.find((c: { id: string }) => c.id === id);

@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { MediaProbe } from '../src/modules/messaging/media-probe.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
-import { countRows, type Sender, sender } from './helpers/messaging.ts';
+import { countRows, runFor, type Sender, sender } from './helpers/messaging.ts';
 
 const API_KEY = 'KEY0123456789abcdef';
 
@@ -143,12 +143,8 @@ describe('the HTTP carrier against a provider speaking its documented API', () =
   };
   const message = async (id: string) =>
     (await t.request('GET', `/api/v2/messages/${id}`, { apiKey: who.key })).body.data;
-  const run = async (seconds = 2) => {
-    for (let moved = 0; moved < seconds; moved++) {
-      t.ctx.clock.advance(1);
-      await t.ctx.jobs.drain();
-    }
-  };
+  /** Runs the dispatch (and receipt) jobs due over the next `seconds` of the test clock. */
+  const run = (seconds = 2) => runFor(t, seconds);
   const post = (hook: { body: string; headers: Record<string, string> }, name = 'http') =>
     fetch(`${t.url}/carriers/${name}/webhook`, { method: 'POST', headers: hook.headers, body: hook.body });
   const carrierIdOf = async (id: string) =>

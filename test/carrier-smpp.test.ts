@@ -12,7 +12,7 @@ import smpp from 'smpp';
 import type { SmppCarrier } from '../src/carriers/smpp/carrier.ts';
 import { splitSegments } from '../src/modules/messaging/segments.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
-import { type Sender, sender } from './helpers/messaging.ts';
+import { runFor, type Sender, sender } from './helpers/messaging.ts';
 
 interface Submitted {
   destination: string;
@@ -120,12 +120,7 @@ describe('the SMPP carrier against an SMSC on loopback', () => {
   const message = async (id: string) =>
     (await t.request('GET', `/api/v2/messages/${id}`, { apiKey: who.key })).body.data;
   /** Runs the dispatch (and receipt) jobs due over the next `seconds` of the test clock. */
-  const run = async (seconds = 2) => {
-    for (let moved = 0; moved < seconds; moved++) {
-      t.ctx.clock.advance(1);
-      await t.ctx.jobs.drain();
-    }
-  };
+  const run = (seconds = 2) => runFor(t, seconds);
 
   test('a short GSM-7 message: one submit_sm, default alphabet, a receipt asked for; the SMSC id is kept', async () => {
     const text = 'Table for two at 7 {ok}? Reply YES. €5 deposit';

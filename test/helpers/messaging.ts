@@ -49,6 +49,14 @@ export function send(t: TestApp, who: Sender, body: unknown, headers: Record<str
   return t.request('POST', '/api/v2/messages/send', { apiKey: who.key, body, headers });
 }
 
+/** Moves the test clock `seconds` ahead in steps of `step`, running every job due along the way. */
+export async function runFor(t: TestApp, seconds: number, step = 1): Promise<void> {
+  for (let moved = 0; moved < seconds; moved += step) {
+    t.ctx.clock.advance(step);
+    await t.ctx.jobs.drain();
+  }
+}
+
 /** How many rows `sql` returns (so select rows, e.g. `SELECT 1 FROM …`, not a count: that is one row). */
 export async function countRows(t: TestApp, sql: string, params: unknown[] = []): Promise<number> {
   if (/^\s*select\s+count\s*\(/i.test(sql))
