@@ -407,52 +407,92 @@ describe('organizations', () => {
   });
 });
 
-describe('CSRF: cookie-signed writes need X-Requested-With', () => {
+describe('cross-site requests (Fetch Metadata, then Origin; issue 31 finding 3)', () => {
   let t: TestApp;
   before(async () => {
     t = await startTestApp({ config: { trustProxy: true } });
   });
   after(() => t.close());
 
-  test('a cookie-signed POST without the header is 403 CSRF_HEADER_REQUIRED and changes nothing', async () => {
+  test("the spec's refresh: an expired token in the cookie and no body nor header of ours is refreshed", async () => {
     const user = await createUser(t);
     const token = await signIn(t, user);
-    const cookie = { cookie: `portal_token=${token}` };
-    for (const path of ['/logout-all', '/logout', '/token/refresh', '/2fa/setup']) {
-      const refused = await t.request('POST', `${AUTH}${path}`, { headers: cookie });
-      assertRefused(refused, 403, 'CSRF_HEADER_REQUIRED');
-      assert.equal(parseSetCookies(refused).length, 0, `${path} set no cookie`);
-    }
-    const created = await t.request('POST', '/api/api-keys', {
-      headers: cookie,
-      body: { name: 'forged', scopes: ['*'] },
+    t.ctx.clock.advance(9 * 3600); // past the 8-hour token, within the 7-day session
+    const refreshed = await t.request('POST', `${AUTH}/token/refresh`, {
+      headers: { cookie: `portal_token=${token}` },
     });
-    assertRefused(created, 403, 'CSRF_HEADER_REQUIRED');
+    assert.equal(refreshed.status, 200, refreshed.text);
+    assert.ok(refreshed.body.data.token);
+  });
+
+  test('a cross-site browser POST is 403 CROSS_SITE_REQUEST and changes nothing', async () => {
+    const user = await createUser(t);
+    const token = await signIn(t, user);
+    const cookie = `portal_token=${token}`;
+    const forgeries: Record<string, string>[] = [
+      { cookie, 'sec-fetch-site': 'cross-site' },
+      { cookie, 'sec-fetch-site': 'same-site' },
+      // A browser without Fetch Metadata still names the page's origin.
+      { cookie, origin: 'https://evil.example' },
+      { cookie, origin: 'null' },
+      // Fetch Metadata wins over an Origin that looks right.
+      { cookie, 'sec-fetch-site': 'cross-site', origin: new URL(t.url).origin },
+    ];
+    for (const headers of forgeries) {
+      for (const path of ['/logout-all', '/logout', '/token/refresh', '/2fa/setup']) {
+        const refused = await t.request('POST', `${AUTH}${path}`, { headers });
+        assertRefused(refused, 403, 'CROSS_SITE_REQUEST');
+        assert.equal(parseSetCookies(refused).length, 0, `${path} set no cookie`);
+      }
+      const created = await t.request('POST', '/api/api-keys', {
+        headers,
+        body: { name: 'forged', scopes: ['*'] },
+      });
+      assertRefused(created, 403, 'CROSS_SITE_REQUEST');
+    }
+    // A forged cross-site sign-in is refused too (login CSRF would sign the victim in as the attacker).
+    const forgedLogin = await t.request('POST', `${AUTH}/login`, {
+      headers: { 'sec-fetch-site': 'cross-site' },
+      body: { email: user.email, password: PASSWORD },
+    });
+    assertRefused(forgedLogin, 403, 'CROSS_SITE_REQUEST');
     const keys = await t.request('GET', '/api/api-keys', { token });
     assert.equal(keys.body.data.length, 0, 'no key was made');
-    // Nothing was signed out or set up: the session still works, 2FA is still off.
     const still = await me(t, token);
-    assert.equal(still.status, 200);
+    assert.equal(still.status, 200, 'nothing was signed out');
     assert.equal(still.body.data.user.twoFactorEnabled, false);
   });
 
-  test('reads need no header; with the header, or with a Bearer token, writes go through', async () => {
+  test('same-origin pages, typed-in navigations, non-browser clients and Bearer tokens go through', async () => {
     const user = await createUser(t);
     const token = await signIn(t, user);
-    const cookie = { cookie: `portal_token=${token}` };
-    assert.equal((await t.request('GET', `${AUTH}/me`, { headers: cookie })).status, 200);
-    assert.equal((await t.request('GET', '/api/api-keys', { headers: cookie })).status, 200);
-    const withHeader = await t.request('POST', '/api/api-keys', {
-      headers: { ...cookie, 'x-requested-with': 'comms-console' },
-      body: { name: 'console', scopes: ['messages:read'] },
+    const cookie = `portal_token=${token}`;
+    const origin = new URL(t.url).origin;
+    // Reads are never checked.
+    const read = await t.request('GET', '/api/api-keys', {
+      headers: { cookie, 'sec-fetch-site': 'cross-site' },
     });
-    assert.equal(withHeader.status, 201, withHeader.text);
+    assert.equal(read.status, 200);
+    const allowed: Record<string, string>[] = [
+      { cookie, 'sec-fetch-site': 'same-origin', origin },
+      { cookie, 'sec-fetch-site': 'none' },
+      { cookie, origin },
+      { cookie },
+    ];
+    for (const [index, headers] of allowed.entries()) {
+      const created = await t.request('POST', '/api/api-keys', {
+        headers,
+        body: { name: `allowed-${index}`, scopes: ['messages:read'] },
+      });
+      assert.equal(created.status, 201, `${JSON.stringify(Object.keys(headers))}: ${created.text}`);
+    }
+    // A Bearer token is not sent by a browser on its own: not checked.
     const bearer = await t.request('POST', '/api/api-keys', {
       token,
+      headers: { 'sec-fetch-site': 'cross-site' },
       body: { name: 'server', scopes: ['messages:read'] },
     });
     assert.equal(bearer.status, 201, bearer.text);
-    // Sign-in itself is not cookie-signed: a browser signs in without the header.
     assert.equal((await login(t, { email: user.email, password: PASSWORD })).status, 200);
   });
 });

@@ -1,6 +1,6 @@
 // The console's one way to the server: the portal API (/v2/portal) and the management paths (/api/api-keys,
-// /api/webhooks), signed in by the HttpOnly portal_token cookie. Every call carries X-Requested-With, which the
-// server requires of cookie-signed writes (CSRF). Errors arrive in Shape A ({message, error, code?, data?})
+// /api/webhooks), signed in by the HttpOnly portal_token cookie. The browser's own Fetch Metadata (Sec-Fetch-Site:
+// same-origin) is what lets its writes through the server's cross-site check (docs/auth.md). Errors arrive in Shape A ({message, error, code?, data?})
 // and are thrown as ApiProblem with the server's message, which the pages show as it is.
 //
 // Two refusals are handled here once for every page:
@@ -52,7 +52,7 @@ function refreshOnce(): Promise<boolean> {
 }
 
 function send(method: string, path: string, body?: unknown): Promise<Response> {
-  const headers: Record<string, string> = { 'x-requested-with': 'comms-console', accept: 'application/json' };
+  const headers: Record<string, string> = { accept: 'application/json' };
   let payload: BodyInit | undefined;
   if (body instanceof FormData) payload = body;
   else if (body !== undefined) {

@@ -76,8 +76,8 @@ export function parseSetCookies(res: Response): SetCookie[] {
 }
 
 /**
- * A browser's cookie store, as far as these tests need one. Its requests carry X-Requested-With, as the
- * console's do: the server requires it of cookie-signed writes (CSRF); `header()` alone leaves it out.
+ * A browser's cookie store, as far as these tests need one. Its requests say they come from the server's own
+ * pages (Sec-Fetch-Site: same-origin), as a browser running the console does; `header()` alone leaves it out.
  */
 export class CookieJar {
   readonly cookies = new Map<string, string>();
@@ -109,7 +109,7 @@ export class CookieJar {
   ): Promise<Response> {
     const res = await t.request(method, path, {
       body,
-      headers: { 'x-requested-with': 'test', ...this.header(), ...headers },
+      headers: { 'sec-fetch-site': 'same-origin', ...this.header(), ...headers },
     });
     this.take(res);
     return res;

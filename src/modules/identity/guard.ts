@@ -17,6 +17,7 @@ import { bearerToken } from '../../platform/auth/secrets.ts';
 import type { Clock } from '../../platform/clock.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { Caller } from '../../platform/http/caller.ts';
+import { crossOriginRefusal } from '../../platform/http/cross-origin.ts';
 import { useOrganizationVersion } from '../../platform/http/versioning.ts';
 import {
   type RateLimiter,
@@ -53,31 +54,12 @@ export interface SessionOptions {
 }
 
 /**
- * The header a state-changing request authenticated by the cookie must carry (any value; the console sends
- * `X-Requested-With: comms-console`). A cross-site form cannot set a header, and a cross-site script that tries
- * needs a CORS preflight this server never grants, so the cookie alone cannot make another site act for the
- * user (SameSite=Lax already keeps the cookie off cross-site POSTs in browsers that honour it).
- */
-export const CSRF_HEADER = 'x-requested-with';
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-
-/**
- * The session token of the request: the Bearer header wins over the cookie. A cookie on a state-changing
- * request without the CSRF header is refused (403 CSRF_HEADER_REQUIRED) rather than ignored, so the caller
- * learns why instead of seeing a misleading 401.
+ * The session token of the request: the Bearer header wins over the cookie. Whether a cookie-borne request
+ * may change something is the guard's cross-site check (platform/http/cross-origin.ts), not a header of ours:
+ * clients built from the spec send none.
  */
 export function sessionTokenOf(request: FastifyRequest): string | undefined {
-  const fromHeader = bearerToken(request.headers.authorization);
-  if (fromHeader) return fromHeader;
-  const fromCookie = request.cookies?.[SESSION_COOKIE];
-  if (!fromCookie) return undefined;
-  if (!SAFE_METHODS.has(request.method) && !request.headers[CSRF_HEADER]) {
-    throw ApiError.forbidden(
-      'A request signed in by the portal_token cookie that changes something must carry the X-Requested-With header',
-      'CSRF_HEADER_REQUIRED',
-    );
-  }
-  return fromCookie;
+  return bearerToken(request.headers.authorization) ?? request.cookies?.[SESSION_COOKIE] ?? undefined;
 }
 
 /** True when the session has had a two-factor verification within the last 10 minutes. */
@@ -98,22 +80,32 @@ export class SessionGuard {
   private readonly clock: Clock;
   private readonly rateLimiter: RateLimiter;
   private readonly production: boolean;
+  private readonly publicOrigin: string | undefined;
 
   constructor(deps: {
     sessions: SessionService;
     clock: Clock;
     rateLimiter: RateLimiter;
     production: boolean;
+    /** PUBLIC_URL's origin: a page served there is ours even when a proxy rewrites Host. */
+    publicOrigin?: string;
   }) {
     this.sessions = deps.sessions;
     this.clock = deps.clock;
     this.rateLimiter = deps.rateLimiter;
     this.production = deps.production;
+    this.publicOrigin = deps.publicOrigin;
   }
 
   /** The guard of the session interfaces (see the header). */
   guard = async (request: FastifyRequest, reply: FastifyReply): Promise<Caller | null> => {
     const config = request.routeOptions.config;
+    // Anonymous routes too: a forged cross-site sign-in would put the victim in the attacker's account.
+    // A Bearer token is never sent by a browser on its own, so a request carrying one is not forged.
+    if (!bearerToken(request.headers.authorization)) {
+      const refusal = crossOriginRefusal(request, this.publicOrigin);
+      if (refusal) throw refusal;
+    }
     if (config.anonymous) return null;
     const session = await this.authenticate(request, config);
     useOrganizationVersion(request, reply, session.apiVersion, this.clock.now());

@@ -52,6 +52,7 @@ export const identityModule = defineModule({
       clock,
       rateLimiter,
       production: config.appEnv === 'production',
+      publicOrigin: new URL(config.publicUrl).origin,
     });
     const members = new MemberService({
       db,
