@@ -11,8 +11,10 @@ import Fastify, { type FastifyError, type FastifyReply } from 'fastify';
 import { ApiError, renderError, shapeForPath } from './platform/errors.ts';
 import type { App } from './platform/http/app-type.ts';
 import { INTERFACE_NAMES } from './platform/http/caller.ts';
+import { answerClientError, trackRequestPaths } from './platform/http/client-errors.ts';
 import { type ConsoleServing, serveConsole } from './platform/http/console.ts';
 import { mountInterface, type RoutePlugin, SECURITY_SCHEMES } from './platform/http/interfaces.ts';
+import { boundJsonDepth } from './platform/http/json-body.ts';
 import { webhooksDocument, withDocumentedRequestBodies } from './platform/http/openapi.ts';
 import { findUnstorableText } from './platform/text.ts';
 import {
@@ -59,6 +61,8 @@ export async function buildApp(runtime: Runtime): Promise<App> {
       connectionsCheckingInterval: Math.min(5_000, (runtime.config.requestTimeoutSeconds * 1000) / 2),
       headersTimeout: Math.min(HEADERS_TIMEOUT_MS, runtime.config.requestTimeoutSeconds * 1000),
     },
+    // Refusals Node makes before routing (a timed-out or malformed request) in our shapes, not Fastify's.
+    clientErrorHandler: answerClientError(CURRENT_VERSION),
     // Ids are at most 100 characters; a longer path segment is refused before routing (in our shape, below).
     routerOptions: { maxParamLength: 200 },
     // The router's own refusals (a path that is not valid percent-encoding, a segment too long) are rendered
@@ -76,6 +80,8 @@ export async function buildApp(runtime: Runtime): Promise<App> {
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  boundJsonDepth(app as never);
+  trackRequestPaths(app as never);
   app.decorateRequest('apiVersion', CURRENT_VERSION);
   app.decorateRequest('apiVersionAsked', false);
   app.decorateRequest('caller', null);

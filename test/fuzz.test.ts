@@ -1,6 +1,6 @@
 // The fuzz harness (issue 11): every operation of /openapi.json is called with generated inputs, most of them
-// malformed (wrong types, NUL, lone surrogates, huge numbers and strings, broken JSON, wrong content types,
-// odd ids), with a fixed seed and a bounded count. Whatever a client sends:
+// malformed (wrong types, NUL, lone surrogates, huge numbers and strings, broken JSON, bodies nested thousands
+// deep, wrong content types, odd ids), with a fixed seed and a bounded count. Whatever a client sends:
 //   - no answer is a 5xx;
 //   - every refusal has its interface's shape (Shape B under /api/v2, Shape A elsewhere) and API-Version;
 //   - nothing the client sent, and no credential, reaches the log.
@@ -157,6 +157,10 @@ function requestFor(operation: Operation): fc.Arbitrary<Generated> {
         anyJson.map((value) => ({ raw: JSON.stringify(value) ?? 'null', contentType: 'application/json' })),
         fc.constantFrom(
           { raw: '{"unterminated": ', contentType: 'application/json' },
+          // Nesting deeper than any walk of ours may recurse (issue 31: 8,000 brackets overflowed the stack).
+          { raw: `${'['.repeat(8_000)}${']'.repeat(8_000)}`, contentType: 'application/json' },
+          { raw: `${'{"a":'.repeat(5_000)}null${'}'.repeat(5_000)}`, contentType: 'application/json' },
+          { raw: `{"name":${'['.repeat(70)}${']'.repeat(70)}}`, contentType: 'application/json' },
           { raw: '', contentType: 'application/json' },
           { raw: `${CANARY}=1`, contentType: 'application/x-www-form-urlencoded' },
           { raw: `just ${CANARY} text`, contentType: 'text/plain' },
