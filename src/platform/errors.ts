@@ -2,7 +2,9 @@
 // section 2):
 //   Shape A (portal, key and webhook management, operator API): {message, error, code?, data?}
 //   Shape B (developer API /api/v2):                              {success:false, error, code?, reason?, data?}
-// Handlers and services throw ApiError; nothing else builds an error body.
+// Handlers and services throw ApiError; nothing else builds an error body. A database that cannot be reached
+// (db/unavailable.ts) is not a fault of ours: whatever meets it answers 503 with Retry-After, in either shape.
+import { isDatabaseUnavailable } from './db/unavailable.ts';
 
 export interface ApiErrorOptions {
   code?: string;
@@ -45,6 +47,21 @@ export class ApiError extends Error {
   }
 }
 
+/** Seconds a client is asked to wait (Retry-After) when the database cannot be reached. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * The refusal an error outside our control stands for, if it is one: the database cannot be reached now
+ * (a restart, a failover, every connection busy), so 503 with Retry-After rather than a 500.
+ */
+export function unavailableError(error: unknown): ApiError | undefined {
+  if (!isDatabaseUnavailable(error)) return undefined;
+  return new ApiError(503, 'The service is briefly unavailable; retry after the Retry-After seconds', {
+    code: 'SERVICE_UNAVAILABLE',
+    headers: { 'Retry-After': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
+  });
+}
+
 export type ErrorShape = 'A' | 'B';
 
 /** Shape B belongs to the developer API; every other path answers in Shape A. */
@@ -63,11 +80,12 @@ export interface RenderedError {
 }
 
 /**
- * Turns anything thrown into the status and body of its interface's shape. An error that is not an
- * ApiError (a bug's TypeError, a lost database) is a 500 with generic text: its message never leaves.
+ * Turns anything thrown into the status and body of its interface's shape. A database that cannot be reached
+ * is a 503 with Retry-After (unavailableError); any other error that is not an ApiError (a bug's TypeError,
+ * a closed database) is a 500 with generic text. The driver's message never leaves.
  */
 export function renderError(error: unknown, shape: ErrorShape): RenderedError {
-  const apiError = error instanceof ApiError ? error : undefined;
+  const apiError = error instanceof ApiError ? error : unavailableError(error);
   const status = apiError?.status ?? 500;
   const headers = apiError?.headers ?? {};
 

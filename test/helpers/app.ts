@@ -29,9 +29,11 @@ export interface FreshDatabase {
   drop(): Promise<void>;
 }
 
-/** A new, migrated, empty database on the engine under test. */
-export async function freshDatabase(): Promise<FreshDatabase> {
-  const serverUrl = process.env.DATABASE_URL;
+/**
+ * A new, migrated, empty database on the engine under test, or on the PostgreSQL server at `serverUrl` (a
+ * test's private server, test/helpers/private-servers.ts).
+ */
+export async function freshDatabase(serverUrl = process.env.DATABASE_URL): Promise<FreshDatabase> {
   if (!serverUrl) {
     template ??= (async () => {
       const db = await PgliteDatabase.open('memory://');
@@ -116,6 +118,8 @@ export interface StartOptions {
   config?: Partial<Config>;
   /** Use this database instead of a fresh one (a second instance on the same data). */
   database?: FreshDatabase;
+  /** Make the fresh database on this PostgreSQL server (postgres://…) instead of the engine under test. */
+  databaseServerUrl?: string;
   /** Keep every log line (level debug) for the test to read with `logs()`. */
   captureLog?: boolean;
   /** Extra routes a test needs (e.g. one that throws), added before the app starts. */
@@ -124,7 +128,7 @@ export interface StartOptions {
 
 export async function startTestApp(options: StartOptions = {}): Promise<TestApp> {
   const config = testConfig(options.config);
-  const database = options.database ?? (await freshDatabase());
+  const database = options.database ?? (await freshDatabase(options.databaseServerUrl));
   const db = options.database ? database.connectAgain() : database.db;
   const captured: string[] = [];
   const log = options.captureLog

@@ -24,7 +24,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness and database reachability */
+        /**
+         * Liveness and database reachability
+         * @description 200 while the database answers; 503 with `Retry-After` while it cannot be reached (a restart, a failover): the server reconnects by itself, so a load balancer should only hold traffic back meanwhile.
+         */
         get: operations["system.health"];
         put?: never;
         post?: never;
@@ -1601,7 +1604,10 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         status: "ok";
+                        /** @description The engine: `pglite` or `postgres` */
                         database: string;
+                        /** @enum {string} */
+                        databaseState: "reachable";
                     };
                 };
             };

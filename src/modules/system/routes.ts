@@ -1,6 +1,9 @@
-// Unauthenticated service routes: the API version and changelog, and a health check for load balancers;
-// and the test clock, an operator control that exists only under APP_ENV=test.
+// Unauthenticated service routes: the API version and changelog, a health check for load balancers that says
+// whether the database can be reached, and the test clock, an operator control that exists only under
+// APP_ENV=test.
 import { Type } from 'typebox';
+import { isDatabaseUnavailable } from '../../platform/db/unavailable.ts';
+import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../../platform/errors.ts';
 import type { App } from '../../platform/http/app-type.ts';
 import { envelope } from '../../platform/http/schemas.ts';
 import type { Platform } from '../../platform/module.ts';
@@ -48,12 +51,34 @@ export const systemRoutes = (_services: unknown, platform: Platform) => async (a
         operationId: 'system.health',
         tags: ['System'],
         summary: 'Liveness and database reachability',
-        response: { 200: Type.Object({ status: Type.Literal('ok'), database: Type.String() }) },
+        description:
+          '200 while the database answers; 503 with `Retry-After` while it cannot be reached (a restart, a ' +
+          'failover): the server reconnects by itself, so a load balancer should only hold traffic back meanwhile.',
+        response: {
+          200: Type.Object({
+            status: Type.Literal('ok'),
+            database: Type.String({ description: 'The engine: `pglite` or `postgres`' }),
+            databaseState: Type.Literal('reachable'),
+          }),
+          503: Type.Object({
+            status: Type.Literal('unavailable'),
+            database: Type.String(),
+            databaseState: Type.Literal('unreachable'),
+          }),
+        },
       },
     },
-    async () => {
-      await platform.db.query('SELECT 1');
-      return { status: 'ok' as const, database: platform.db.engine };
+    async (_request, reply) => {
+      const database = platform.db.engine;
+      try {
+        await platform.db.query('SELECT 1');
+      } catch (error) {
+        // Anything else (a closed database, a bug) is a fault of ours: the usual 500.
+        if (!isDatabaseUnavailable(error)) throw error;
+        reply.status(503).header('Retry-After', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
+        return { status: 'unavailable' as const, database, databaseState: 'unreachable' as const };
+      }
+      return { status: 'ok' as const, database, databaseState: 'reachable' as const };
     },
   );
 };

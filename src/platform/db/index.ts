@@ -137,24 +137,45 @@ export class PostgresDatabase implements Database {
 
   private readonly statements = new PreparedStatements();
 
+  /**
+   * A checked-out connection has no listener of the pool's (pg-pool removes it while the connection is lent),
+   * and the server ends every session of a restart with an error of its own (57P01) that arrives while no
+   * statement is running: without a listener of ours, node-postgres's `'error'` event would end the process.
+   * The loss is kept and thrown by the transaction's next statement; the connection is then thrown away.
+   */
   async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
+    let lost: unknown;
+    const onLost = (error: unknown) => {
+      lost ??= error;
+    };
+    client.on('error', onLost);
+    const statement = async (query: string | pg.QueryConfig) => {
+      if (lost !== undefined) throw lost;
+      return client.query(query);
+    };
+    // What the pool is told at release: an error throws the connection away instead of lending it again.
+    let broken: unknown;
     try {
-      await client.query('BEGIN');
+      await statement('BEGIN');
       const result = await work({
         query: async <Row>(sql: string, params: unknown[] = []) =>
-          (await client.query(this.statements.prepared(sql, params))).rows as Row[],
+          (await statement(this.statements.prepared(sql, params))).rows as Row[],
         exec: async (sql: string) => {
-          await client.query(sql);
+          await statement(sql);
         },
       });
-      await client.query('COMMIT');
+      await statement('COMMIT');
       return result;
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
+      // A connection that cannot roll back is in no state to be lent again.
+      await statement('ROLLBACK').catch((rollbackFailed) => {
+        broken = rollbackFailed;
+      });
       throw error;
     } finally {
-      client.release();
+      client.off('error', onLost);
+      client.release((lost ?? broken) as Error | undefined);
     }
   }
 
