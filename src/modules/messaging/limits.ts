@@ -9,7 +9,7 @@
 import type { Clock } from '../../platform/clock.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
-import type { Organization, OrganizationService } from '../organizations/index.ts';
+import { accountPolicyRefusal, type Organization, type OrganizationService } from '../organizations/index.ts';
 import type { MessageStore, WaitSettings } from './store.ts';
 
 export const TRIAL_BURST_MESSAGES = 50;
@@ -212,7 +212,7 @@ export class SendLimits {
 
 /**
  * Checks 6 and 7 for `what` ("This send", "The campaign") bringing the month's use to `usedThisMonth` segments:
- * beyond the included allowance only a subscription in good standing with a verified card may go.
+ * beyond the included allowance, what the account state allows (organizations/account-policy.ts).
  */
 export function beyondAllowanceRefusal(
   org: Organization,
@@ -220,20 +220,8 @@ export function beyondAllowanceRefusal(
   what: string,
 ): ApiError | undefined {
   if (usedThisMonth <= org.monthlyAllowanceSegments) return undefined;
-  if (org.subscriptionState === 'past_due' || org.subscriptionState === 'scheduled_to_cancel') {
-    return new ApiError(
-      402,
-      `${what} goes beyond the included ${org.monthlyAllowanceSegments} segments, which a subscription ` +
-        `that is ${org.subscriptionState === 'past_due' ? 'past due' : 'scheduled to cancel'} cannot do`,
-      { code: 'CAPABILITY_RESTRICTED_BY_STATE' },
-    );
-  }
-  if (!org.cardVerified) {
-    return new ApiError(
-      403,
-      `${what} goes beyond the included ${org.monthlyAllowanceSegments} segments; add a valid payment method`,
-      { code: 'CARD_NOT_VERIFIED' },
-    );
-  }
-  return undefined;
+  return accountPolicyRefusal(org, 'send_beyond_allowance', {
+    what,
+    allowance: org.monthlyAllowanceSegments,
+  });
 }

@@ -9,7 +9,7 @@ import { ApiError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import type { PageQueryInput, Paginator } from '../../platform/pagination.ts';
 import { normalisePhone } from '../../platform/phone.ts';
-import type { Organization } from '../organizations/index.ts';
+import { accountPolicyRefusal, type Organization } from '../organizations/index.ts';
 import type {
   AvailableQueryInput,
   NumberBuyInput,
@@ -110,20 +110,8 @@ export class NumberService {
       });
     const bought = await this.db.transaction(async (tx) => {
       const held = await this.store.lockAndCount(tx, org.id);
-      if (org.subscriptionState === 'past_due') {
-        throw new ApiError(
-          402,
-          'Buying a number needs a subscription in good standing; pay the open invoice first',
-          {
-            code: 'BILLING_REQUIRED',
-          },
-        );
-      }
-      if (org.subscriptionState === 'trial' && held >= 1) {
-        throw new ApiError(402, 'A trial has one phone number; subscribe to buy more', {
-          code: 'BILLING_REQUIRED',
-        });
-      }
+      const refusal = accountPolicyRefusal(org, held >= 1 ? 'buy_another_number' : 'buy_first_number');
+      if (refusal) throw refusal;
       if (await this.store.findByNumber(tx, number)) throw unavailable();
       const offered = await this.carrier.orderNumber(number);
       if (!offered) throw unavailable();

@@ -3,10 +3,20 @@ import { defineModule } from '../../platform/module.ts';
 import { organizationOperatorRoutes } from './routes.ts';
 import { OrganizationService } from './service.ts';
 
+export {
+  ACCOUNT_ACTIONS,
+  ACCOUNT_POLICY,
+  ACCOUNT_STANDINGS,
+  type AccountAction,
+  type AccountStanding,
+  type AccountVerdict,
+  accountPolicyRefusal,
+  accountRefusal,
+} from './account-policy.ts';
 export type { Plan, Product, Region } from './schemas.ts';
 export { PLANS, PRODUCTS, REGIONS, SUBSCRIPTION_STATES } from './schemas.ts';
 export type { Organization } from './service.ts';
-export { accountRefusal, OrganizationService } from './service.ts';
+export { OrganizationService } from './service.ts';
 
 export const organizationsModule = defineModule({
   name: 'organizations',

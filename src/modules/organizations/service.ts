@@ -113,30 +113,6 @@ export class OrganizationService {
   }
 }
 
-/**
- * Why an organization may not use a route (CONTRACT section 7), or undefined: 403 ACCOUNT_SUSPENDED while it is
- * suspended, then 402 SUBSCRIPTION_REQUIRED (with `data.product`) for a route of a product it lacks. Both
- * guards ask this, each with the organization as its authentication read it.
- */
-export function accountRefusal(
-  org: { suspended: boolean; products: readonly string[] },
-  route: { product?: Product; allowSuspended?: boolean },
-): ApiError | undefined {
-  if (org.suspended && !route.allowSuspended) {
-    return new ApiError(403, 'This account is suspended; contact support to restore it', {
-      code: 'ACCOUNT_SUSPENDED',
-    });
-  }
-  if (route.product && !org.products.includes(route.product)) {
-    return new ApiError(
-      402,
-      `Your organization does not subscribe to the ${route.product} product; subscribe to use this endpoint`,
-      { code: 'SUBSCRIPTION_REQUIRED', data: { product: route.product } },
-    );
-  }
-  return undefined;
-}
-
 function toOrganization(row: OrganizationRow): Organization {
   return {
     id: row.id,

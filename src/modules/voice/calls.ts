@@ -18,7 +18,12 @@ import { newId } from '../../platform/ids.ts';
 import type { PageQueryInput, Paginator } from '../../platform/pagination.ts';
 import { normalisePhone } from '../../platform/phone.ts';
 import type { NumberService } from '../numbers/index.ts';
-import { accountRefusal, type Organization, type OrganizationService } from '../organizations/index.ts';
+import {
+  accountPolicyRefusal,
+  accountRefusal,
+  type Organization,
+  type OrganizationService,
+} from '../organizations/index.ts';
 import { joinAudio } from './audio.ts';
 import { type CallChange, type CallRow, type CallStatus, CallStore, type NewCall } from './call-store.ts';
 import { CallAnswered, CallCompleted, CallRinging } from './events.ts';
@@ -160,7 +165,8 @@ export class CallService {
     agentId: string,
     input: { to: string; from?: string },
   ): Promise<PublicCall> {
-    const refusal = accountRefusal(org, { product: 'voice' });
+    const refusal =
+      accountRefusal(org, { product: 'voice' }) ?? accountPolicyRefusal(org, 'place_outbound_call');
     if (refusal) throw refusal;
     const to = normalisePhone(input.to, org.region);
     if (!to) throw ApiError.badRequest('to must be a phone number');
@@ -236,6 +242,8 @@ export class CallService {
         throw ApiError.badRequest('extensionId: an internal call rings its caller, extension `from`');
       }
       if (caller.id === callee.id) throw ApiError.badRequest('to: an extension cannot call itself');
+      const standing = accountPolicyRefusal(org, 'place_internal_call');
+      if (standing) throw standing;
       const row = await this.admit(internalCall(org, caller, callee, input.record ?? false));
       this.start(row, (live) => this.internal(live, caller, callee), this.placing());
       return toCall(row);
@@ -247,6 +255,8 @@ export class CallService {
     if (!own || own.organizationId !== org.id) {
       throw ApiError.badRequest('from must be one of your numbers (the caller id the callee sees)');
     }
+    const standing = accountPolicyRefusal(org, 'place_outbound_call');
+    if (standing) throw standing;
     const row = await this.admit({
       organizationId: org.id,
       region: org.region,
@@ -272,7 +282,8 @@ export class CallService {
     engine: Pbx,
     beforeStart: (callId: string) => void,
   ): Promise<CallRow> {
-    const refusal = accountRefusal(org, { product: 'voice' });
+    const refusal =
+      accountRefusal(org, { product: 'voice' }) ?? accountPolicyRefusal(org, 'place_internal_call');
     if (refusal) throw refusal;
     const row = await this.admit(internalCall(org, caller, callee, false));
     beforeStart(row.id);
@@ -293,7 +304,8 @@ export class CallService {
     engine: Pbx,
     beforeStart: (callId: string) => void,
   ): Promise<CallRow> {
-    const refusal = accountRefusal(org, { product: 'voice' });
+    const refusal =
+      accountRefusal(org, { product: 'voice' }) ?? accountPolicyRefusal(org, 'place_outbound_call');
     if (refusal) throw refusal;
     const to = normalisePhone(number, org.region);
     if (!to) throw ApiError.badRequest('to must be a phone number or an extension number');
@@ -341,15 +353,7 @@ export class CallService {
       extensionId: null,
       record: false,
     };
-    const refusal = !org.products.includes('voice')
-      ? 'no_voice_product'
-      : org.suspended
-        ? 'account_suspended'
-        : number.voiceRoute?.type === 'agent' && !org.products.includes('agents')
-          ? 'no_agents_product'
-          : !number.voiceRoute || (number.voiceRoute.type === 'agent' && (!this.agents || !engine.agentLine))
-            ? 'no_route'
-            : undefined;
+    const refusal = inboundRefusal(org, number.voiceRoute, Boolean(this.agents && engine.agentLine));
     if (refusal) return { call: await this.refuse(call, refusal) };
 
     const route = number.voiceRoute!;
@@ -823,6 +827,23 @@ export class CallService {
     clearInterval(this.leaseTimer);
     this.leaseTimer = undefined;
   }
+}
+
+/**
+ * Why an inbound call to a number of `org` cannot be taken (its record's hangup cause), or undefined: no voice
+ * product, an account state that refuses calls (organizations/account-policy.ts), an agent route without the
+ * agents product, or no route this PBX can follow.
+ */
+function inboundRefusal(
+  org: Organization,
+  route: { type: string } | null | undefined,
+  agentsCanAnswer: boolean,
+): string | undefined {
+  if (!org.products.includes('voice')) return 'no_voice_product';
+  if (accountPolicyRefusal(org, 'receive_call')) return org.suspended ? 'account_suspended' : 'account_state';
+  if (route?.type === 'agent' && !org.products.includes('agents')) return 'no_agents_product';
+  if (!route || (route.type === 'agent' && !agentsCanAnswer)) return 'no_route';
+  return undefined;
 }
 
 /** An extension calling another of its organization: the call is the caller's. */
