@@ -353,6 +353,50 @@ describe('hosted media is checked before the HTTP carrier fetches it', () => {
     }
   });
 
+  test("a campaign's hosted media is asked for at launch as its messages' would be (issue 31 finding 7)", async () => {
+    const host = await mediaHost();
+    const provider = new Provider(() => Date.now());
+    await provider.start();
+    const t = await startTestApp({
+      config: { httpCarrier: { baseUrl: provider.url, apiKey: API_KEY, publicKey: provider.publicKey } },
+    });
+    try {
+      const who = await sender(t);
+      const api = (method: string, path: string, body?: unknown) =>
+        t.request(method, `/api/v2${path}`, { apiKey: who.key, body });
+      const list = (await api('POST', '/contact-lists', { name: 'Menu fans' })).body.data.id as string;
+      const contact = (await api('POST', '/contacts', { phone: '+14155550231' })).body.data.id as string;
+      assert.equal(
+        (await api('POST', `/contact-lists/${list}/members`, { contactIds: [contact] })).status,
+        200,
+      );
+      const create = (mediaUrls: string[]) =>
+        api('POST', '/campaigns', { name: 'Menu', message: 'Our menu', contactListIds: [list], mediaUrls });
+      // The message media rule at create: credentials and whitespace are refused, as for a send.
+      for (const url of [`http://user:secret@127.0.0.1/menu.jpg`, `${host.url}/menu .jpg`]) {
+        const refused = await create([url]);
+        assert.equal(refused.status, 400, refused.text);
+        assert.equal(refused.body.code, 'MEDIA_MALFORMED');
+      }
+      // A page is not an image: the launch is refused with the code each message would have failed with.
+      const page = (await create([`${host.url}/page.html`])).body.data.id as string;
+      const refused = await api('POST', `/campaigns/${page}/launch`);
+      assert.equal(refused.status, 422, refused.text);
+      assert.equal(refused.body.code, 'MEDIA_TYPE_UNSUPPORTED');
+      assert.equal((await api('GET', `/campaigns/${page}`)).body.data.status, 'draft');
+      assert.equal(await countRows(t, 'SELECT 1 FROM messages WHERE campaign_id = $1', [page]), 0);
+      assert.ok(host.asked.includes('HEAD /page.html'), 'the media host was asked');
+      // An image launches.
+      const good = (await create([`${host.url}/menu.jpg`])).body.data.id as string;
+      const launched = await api('POST', `/campaigns/${good}/launch`);
+      assert.equal(launched.status, 200, launched.text);
+    } finally {
+      await t.close();
+      await provider.close();
+      host.server.close();
+    }
+  });
+
   test('an MMS to the HTTP carrier: good media goes as media_urls; a page or an upload fails before the provider sees it', async () => {
     const host = await mediaHost();
     const provider = new Provider(() => Date.now());

@@ -145,3 +145,50 @@ describe('finding 2: a request cut off by the timeout is refused in its interfac
     }
   });
 });
+
+describe('finding 5: a campaign created without senders shows the default number', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp();
+  });
+  after(() => t.close());
+
+  test('create, read and list show the default sender; given senders stay as given', async () => {
+    const org = await createOrganization(t, {
+      plan: 'enterprise',
+      subscriptionState: 'paid',
+      cardVerified: true,
+    });
+    const apiKey = (await t.ctx.apiKeys.create(org.id, { name: 'c', scopes: ['*'] })).secret;
+    const api = (method: string, path: string, body?: unknown) =>
+      t.request(method, `/api/v2${path}`, { apiKey, body });
+    const list = (await api('POST', '/contact-lists', { name: 'All' })).body.data.id as string;
+    // No number yet: nothing to show, and the launch takes the default it has by then.
+    const early = await api('POST', '/campaigns', { name: 'Early', message: 'Hi', contactListIds: [list] });
+    assert.equal(early.status, 201, early.text);
+    assert.deepEqual(early.body.data.senders, []);
+    for (const number of ['+12025550141', '+12025550142']) {
+      assert.equal(
+        (await t.admin('POST', `/organizations/${org.id}/numbers`, { number, type: 'local' })).status,
+        201,
+      );
+    }
+    const created = await api('POST', '/campaigns', { name: 'Promo', message: 'Hi', contactListIds: [list] });
+    assert.equal(created.status, 201, created.text);
+    assert.deepEqual(created.body.data.senders, ['+12025550141'], 'the first number is the default');
+    const id = created.body.data.id as string;
+    assert.deepEqual((await api('GET', `/campaigns/${id}`)).body.data.senders, ['+12025550141']);
+    const listed = (await api('GET', '/campaigns')).body.data.find((row: { id: string }) => row.id === id);
+    assert.deepEqual(listed.senders, ['+12025550141']);
+    // An edit that does not name senders keeps them.
+    const renamed = await api('PATCH', `/campaigns/${id}`, { name: 'Promo 2' });
+    assert.deepEqual(renamed.body.data.senders, ['+12025550141']);
+    const given = await api('POST', '/campaigns', {
+      name: 'Second line',
+      message: 'Hi',
+      contactListIds: [list],
+      senders: ['+12025550142'],
+    });
+    assert.deepEqual(given.body.data.senders, ['+12025550142']);
+  });
+});

@@ -12,6 +12,7 @@ import type { PageQueryInput, Paginator } from '../../platform/pagination.ts';
 import { normalisePhone } from '../../platform/phone.ts';
 import { canonicalTimeZone, parseClock } from '../../platform/time-zones.ts';
 import {
+  checkHostedMediaUrl,
   type MessagingService,
   parseMergeTags,
   render,
@@ -196,9 +197,19 @@ export class CampaignService {
    * send's own status, code and reason; nothing launches), then starts now or at `scheduledAt`.
    */
   async launch(organization: Organization, id: string): Promise<Campaign> {
+    // Hosted media are asked for once, before the transaction (a network answer is not waited for holding locks).
+    const media = (await this.get(organization.id, id)).mediaUrls;
+    const mediaRefusal = await this.messaging.campaignMessages.mediaRefusal(media);
+    if (mediaRefusal) throw mediaRefusal;
     await this.db.transaction(async (tx) => {
       const row = await this.locked(tx, organization.id, id);
       requireState(row, ['draft'], 'launched');
+      if (row.media_urls.join('\n') !== media.join('\n')) {
+        throw ApiError.conflict(
+          'The campaign media changed while it was being launched; launch it again',
+          'CAMPAIGN_STATE',
+        );
+      }
       const org = await this.organizations.get(organization.id, tx);
       await this.snapshot(tx, org, row);
       const now = this.clock.now();
@@ -399,11 +410,8 @@ export class CampaignService {
     const unsupported = unsupportedMergeVariables(input.message);
     if (unsupported) throw unsupported;
     const mediaUrls = input.mediaUrls ?? [];
-    for (const url of mediaUrls) {
-      if (!/^https?:\/\//i.test(url) || !URL.canParse(url)) {
-        throw ApiError.badRequest(`mediaUrls must be http(s) URLs; "${url.slice(0, 100)}" is not one`);
-      }
-    }
+    // The rule a message's hosted media follows (http or https, no credentials, no whitespace, bounded length).
+    mediaUrls.forEach((url, index) => checkHostedMediaUrl(url, `mediaUrls[${index}]`));
     if (input.message.trim() === '' && mediaUrls.length === 0) {
       throw ApiError.badRequest('A campaign needs a message or mediaUrls');
     }
@@ -413,14 +421,13 @@ export class CampaignService {
     if (missing.length > 0) {
       throw ApiError.badRequest(`contactListIds: no such contact list: ${missing.join(', ')}`);
     }
-    let senders: string[] = [];
-    if (input.senders) {
-      senders = [
-        ...new Set(
-          this.resolveSenders(await this.numbers.list(org.id, tx), input.senders, org).map((n) => n.number),
-        ),
-      ];
-    }
+    // No senders given: the organization's default number (CONTRACT section 8), shown from the start. With no
+    // number yet the list stays empty and launch takes the default it has by then (or refuses: none).
+    const owned = await this.numbers.list(org.id, tx);
+    const senders =
+      input.senders || owned.length > 0
+        ? [...new Set(this.resolveSenders(owned, input.senders ?? [], org).map((n) => n.number))]
+        : [];
     const timezone = canonicalTimeZone(input.timezone ?? 'UTC');
     if (!timezone) {
       throw ApiError.badRequest(`timezone must be an IANA time zone name such as America/New_York`);

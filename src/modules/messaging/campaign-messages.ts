@@ -56,6 +56,24 @@ export class CampaignMessages {
   }
 
   /**
+   * The campaign's hosted media as its messages' dispatch will ask for it (the same probe and SSRF guard): a
+   * refusal is a 422 with the message's error code, so a campaign whose every message would fail never
+   * launches; a URL that cannot be asked now is a 503 to retry.
+   */
+  async mediaRefusal(urls: readonly string[]): Promise<ApiError | undefined> {
+    let refusal: Awaited<ReturnType<MessageDispatcher['hostedMediaRefusal']>>;
+    try {
+      refusal = await this.dispatcher.hostedMediaRefusal(urls);
+    } catch {
+      return new ApiError(503, 'The campaign media could not be reached to check it; try again shortly', {
+        code: 'MEDIA_URL_UNREACHABLE',
+        headers: { 'Retry-After': '30' },
+      });
+    }
+    return refusal && new ApiError(422, `mediaUrls: ${refusal.errorMessage}`, { code: refusal.errorCode });
+  }
+
+  /**
    * Whether `messages` more messages of `segments` in all can ever fit the limits that do not reset soon
    * (CONTRACT 8): the trial lifetime, the monthly ceiling, and going beyond the allowance while past due,
    * scheduled to cancel or without a verified card. Returns the refusal a send would get, or undefined.

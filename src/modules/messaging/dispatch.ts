@@ -12,7 +12,7 @@ import type { JobQueue } from '../../platform/jobs.ts';
 import type { ContactService } from '../contacts/index.ts';
 import { optOutKey } from '../contacts/index.ts';
 import { MessageFailed, MessageSent } from './events.ts';
-import { MediaProbe } from './media-probe.ts';
+import { MediaProbe, type MediaRefusal } from './media-probe.ts';
 import { toMessage } from './message.ts';
 import { encodingFor, splitSegments } from './segments.ts';
 import type { MessageRow, MessageStore } from './store.ts';
@@ -95,6 +95,16 @@ export class MessageDispatcher {
       cache: false,
       maxBatchSize: MAX_BATCH,
     });
+  }
+
+  /**
+   * Whether hosted media at `urls` may be handed to the carrier: asked exactly as a dispatch asks (the SSRF guard
+   * in production), and only when the carrier fetches media itself (else nothing of ours or the carrier's
+   * reaches the URL). A refusal, or undefined; throws when a URL could not be asked now.
+   */
+  async hostedMediaRefusal(urls: readonly string[]): Promise<MediaRefusal | undefined> {
+    if (!this.carrier.fetchesMedia || urls.length === 0) return undefined;
+    return this.mediaProbe.refusal(urls);
   }
 
   /**

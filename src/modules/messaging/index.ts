@@ -39,6 +39,7 @@ export const messagingModule = defineModule({
 });
 
 export type { CampaignMessageInput, CampaignMessages } from './campaign-messages.ts';
+export { checkUrl as checkHostedMediaUrl } from './media.ts';
 export {
   type MergeContact,
   type MergeFieldLengths,

@@ -133,7 +133,7 @@ function listOrEmpty(value: unknown, field: string): unknown[] {
 
 // Hosted media are fetched later by the dispatcher, which is where address checks against private networks
 // belong (a name can resolve differently by then); here we only refuse what can never be fetched.
-function checkUrl(url: unknown, field: string): string {
+export function checkUrl(url: unknown, field: string): string {
   if (typeof url !== 'string' || url.length === 0) throw malformed(`${field} must be a non-empty URL string`);
   if (url.length > MAXIMUM_URL_LENGTH) {
     throw malformed(`${field} is longer than ${MAXIMUM_URL_LENGTH} characters`);
