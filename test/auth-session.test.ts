@@ -327,6 +327,7 @@ describe('organizations', () => {
       clock: t.ctx.clock,
       users: t.ctx.users,
       sessions: t.ctx.sessions,
+      invitations: t.ctx.invitations,
     });
     const reset = await resets.issue(user.email);
 

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { decodeWav } from '../src/modules/voice/audio.ts';
-import { isShapeA, startTestApp, type TestApp } from './helpers/app.ts';
+import { assertRefusedA, isShapeA, startTestApp, type TestApp } from './helpers/app.ts';
 import { countRows, freshNumber, type Sender, sender } from './helpers/messaging.ts';
 import { createUser, signIn } from './helpers/portal.ts';
 
@@ -427,7 +427,7 @@ describe('calls', () => {
     assert.equal(bad.body.success, false);
   });
 
-  test('the portal: a member places and reads calls; voicemails and recordings by role', async () => {
+  test('the portal: a member places and reads calls; only owners and admins delete voicemails and recordings', async () => {
     const { who } = await office();
     const member = await signIn(t, await createUser(t, { role: 'member', organizationIds: [who.id] }));
     const placed = await t.request('POST', '/v2/portal/calls', {
@@ -438,21 +438,33 @@ describe('calls', () => {
     assert.equal((await t.request('GET', '/v2/portal/calls', { token: member })).body.data.length, 1);
     await drive(placed.body.data.id, 'busy');
 
-    // A recorded call: a member reads the recording, only owners and admins delete it.
+    // A recorded call and a voicemail: a member reads both and marks the voicemail read, but deletes neither;
+    // owners and admins delete both (docs/auth.md "Who may do what": the same roles for all call audio).
     const recorded = (
       await api(who, 'POST', '/calls', { from: who.number, to: '+14155550132', record: true })
     ).body.data;
     await drive(recorded.id, 'answered');
     const { recordingId } = (await drive(recorded.id, 'completed')).body.data;
+    const missed = await inbound({ from: '+14155550133', to: who.number, outcome: 'no_answer' });
+    const { voicemailId } = missed.body.data;
+    assert.match(voicemailId, /^vm_/, missed.text);
     const listed = await t.request('GET', '/v2/portal/recordings', { token: member });
     assert.deepEqual(
       listed.body.data.map((r: { id: string }) => r.id),
       [recordingId],
     );
     assert.equal(listed.body.pagination.total, 1);
-    const refused = await t.request('DELETE', `/v2/portal/recordings/${recordingId}`, { token: member });
-    assert.equal(refused.status, 403);
+    const heard = await t.request('PATCH', `/v2/portal/voicemails/${voicemailId}`, {
+      token: member,
+      body: { read: true },
+    });
+    assert.equal(heard.status, 200, heard.text);
+    for (const path of [`/v2/portal/recordings/${recordingId}`, `/v2/portal/voicemails/${voicemailId}`]) {
+      const refused = await t.request('DELETE', path, { token: member });
+      assertRefusedA(refused, 403, 'FORBIDDEN');
+    }
     assert.equal((await api(who, 'GET', `/recordings/${recordingId}`)).status, 200);
+    assert.equal((await api(who, 'GET', `/voicemails/${voicemailId}`)).body.data.read, true, 'kept');
     const admin = await signIn(t, await createUser(t, { role: 'admin', organizationIds: [who.id] }));
     const deleted = await t.request('DELETE', `/v2/portal/recordings/${recordingId}`, { token: admin });
     assert.equal(deleted.status, 200, deleted.text);
@@ -460,6 +472,9 @@ describe('calls', () => {
     assert.equal((await api(who, 'GET', `/recordings/${recordingId}/audio`)).status, 404);
     assert.equal((await api(who, 'GET', `/calls/${recorded.id}`)).body.data.recordingId, null);
     assert.equal((await api(who, 'DELETE', `/recordings/${recordingId}`)).status, 404);
+    const erased = await t.request('DELETE', `/v2/portal/voicemails/${voicemailId}`, { token: admin });
+    assert.equal(erased.status, 200, erased.text);
+    assert.equal((await api(who, 'GET', `/voicemails/${voicemailId}`)).status, 404);
   });
 });
 

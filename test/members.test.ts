@@ -1,7 +1,9 @@
-// Members on the portal (CONTRACT section 11, docs/auth.md "Members"), with invitations mailed over a real SMTP
-// server: a new person is invited, chooses a password through the mail's link and signs in as a member; a
-// person with an account is added at once and told; roles change; the last owner stays; who may do what; every
-// refusal in Shape A with its code and nothing changed; another organization's members are out of reach.
+// Members on the portal (CONTRACT section 11, docs/members.md), with invitations mailed over a real SMTP server:
+// a new person is invited, chooses a password through the mail's link (which accepts) and signs in as a member;
+// a person with an account is invited, not added, and becomes a member only by accepting in the portal; roles
+// change; the last owner stays; who may do what; every refusal in Shape A with its code and nothing changed;
+// another organization's members are out of reach. Declining, revoking, refreshing and expiry are in
+// invitations.test.ts.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { assertRefusedA, createOrganization, type TestApp } from './helpers/app.ts';
@@ -9,6 +11,7 @@ import { MailCatcher, startAppWithMail, textOf, tokenIn } from './helpers/mail.t
 import { createUser, login, PASSWORD, signIn, uniqueEmail } from './helpers/portal.ts';
 
 const MEMBERS = '/v2/portal/members';
+const INVITATIONS = '/v2/portal/invitations';
 
 describe('members', () => {
   let t: TestApp;
@@ -23,10 +26,11 @@ describe('members', () => {
     t.request(method, path, { token, body });
   const list = async (token: string) =>
     (await call(token, 'GET', `${MEMBERS}?limit=100`)).body.data as {
-      userId: string;
+      userId: string | null;
       email: string;
       role: string;
       status: string;
+      invitation: { id: string } | null;
     }[];
 
   async function team() {
@@ -50,6 +54,12 @@ describe('members', () => {
     assert.equal(invited.body.data.email, email);
     assert.equal(invited.body.data.role, 'member');
     assert.equal(invited.body.data.status, 'invited');
+    assert.equal(invited.body.data.userId, null, 'not a member until they accept');
+    assert.match(invited.body.data.invitation.id, /^inv_/);
+    assert.deepEqual(
+      (await list(owner.token)).filter((m) => m.email === email).map((m) => [m.status, m.userId]),
+      [['invited', null]],
+    );
     // Nobody knows the password yet: signing in fails like any wrong password.
     assert.equal((await login(t, { email, password: PASSWORD })).status, 401);
 
@@ -66,37 +76,119 @@ describe('members', () => {
     assert.equal(session.body.data.organizationId, org.id);
     const me = await call(session.body.data.token, 'GET', '/v2/portal/auth/me');
     assert.equal(me.body.data.role, 'member');
-    const row = (await list(owner.token)).find((m) => m.email === email);
-    assert.equal(row?.status, 'active');
+    assert.equal(me.body.data.pendingInvitations, 0, 'choosing the password accepted it');
+    const rows = (await list(owner.token)).filter((m) => m.email === email);
+    assert.deepEqual(
+      rows.map((m) => [m.status, m.userId]),
+      [['active', me.body.data.user.id]],
+    );
   });
 
-  test('a person with an account is added at once, told by mail, and switches to the organization', async () => {
+  test('a person with an account is invited, not added, and joins only by accepting in the portal', async () => {
     const { org, admin } = await team();
     const elsewhere = await createUser(t);
-    const added = await call(admin.token, 'POST', MEMBERS, {
+    const invited = await call(admin.token, 'POST', MEMBERS, {
       email: elsewhere.email.toUpperCase(),
       role: 'admin',
     });
-    assert.equal(added.status, 201, added.text);
-    assert.equal(added.body.data.userId, elsewhere.id);
-    assert.equal(added.body.data.status, 'active');
+    assert.equal(invited.status, 201, invited.text);
+    // The organization sees what it sees for a new person: the address, invited, no account named.
+    assert.equal(invited.body.data.userId, null);
+    assert.equal(invited.body.data.status, 'invited');
+    assert.equal(invited.body.data.joinedAt, null);
+    const invitationId = invited.body.data.invitation.id as string;
+    const rows = await list(admin.token);
+    assert.ok(!rows.some((m) => m.userId === elsewhere.id), 'not a member');
+    assert.deepEqual(
+      rows.filter((m) => m.invitation).map((m) => [m.status, m.role, m.invitation?.id]),
+      [['invited', 'admin', invitationId]],
+    );
+    const outstanding = await call(admin.token, 'GET', `${MEMBERS}/invitations`);
+    assert.deepEqual(
+      outstanding.body.data.map((i: { id: string; status: string }) => [i.id, i.status]),
+      [[invitationId, 'pending']],
+    );
+
     const mail = await catcher.waitFor(elsewhere.email);
-    assert.match(textOf(mail), /added you to Team Co/);
+    assert.match(textOf(mail), /invited you to join Team Co as admin/);
+    assert.match(textOf(mail), /https:\/\/console\.example\.com\/invitations/);
     assert.doesNotMatch(textOf(mail), /prt_/, 'no link that could set their password');
-    const token = await signIn(t, elsewhere);
+
+    // Signed in, they are still not a member: not offered, not reachable, but told an invitation waits.
+    const session = await login(t, { email: elsewhere.email, password: PASSWORD });
+    assert.ok(!session.body.data.availableOrganizations.some((o: { id: string }) => o.id === org.id));
+    const token = session.body.data.token as string;
+    assertRefusedA(
+      await call(token, 'POST', '/v2/portal/auth/switch-organization', { organizationId: org.id }),
+      403,
+      'FORBIDDEN',
+    );
+    assert.equal((await call(token, 'GET', '/v2/portal/auth/me')).body.data.pendingInvitations, 1);
+    const mine = await call(token, 'GET', INVITATIONS);
+    assert.equal(mine.status, 200, mine.text);
+    assert.deepEqual(mine.body.data, [
+      {
+        id: invitationId,
+        organization: { id: org.id, name: 'Team Co' },
+        role: 'admin',
+        invitedBy: { name: 'Test User', email: admin.email },
+        status: 'pending',
+        invitedAt: mine.body.data[0].invitedAt,
+        expiresAt: mine.body.data[0].expiresAt,
+      },
+    ]);
+    assert.equal(
+      Date.parse(mine.body.data[0].expiresAt) - Date.parse(mine.body.data[0].invitedAt),
+      7 * 864e5,
+    );
+
+    // Someone else cannot answer it, and it is not in their list.
+    const stranger = await signIn(t, await createUser(t));
+    assert.deepEqual((await call(stranger, 'GET', INVITATIONS)).body.data, []);
+    for (const answer of ['accept', 'decline']) {
+      assertRefusedA(
+        await call(stranger, 'POST', `${INVITATIONS}/${invitationId}/${answer}`),
+        404,
+        undefined,
+      );
+    }
+
+    const accepted = await call(token, 'POST', `${INVITATIONS}/${invitationId}/accept`);
+    assert.equal(accepted.status, 200, accepted.text);
+    assert.equal(accepted.body.data.status, 'accepted');
+    const me = (await call(token, 'GET', '/v2/portal/auth/me')).body.data;
+    assert.equal(me.pendingInvitations, 0);
+    assert.deepEqual(
+      me.availableOrganizations.find((o: { id: string }) => o.id === org.id),
+      { id: org.id, name: 'Team Co', role: 'admin' },
+    );
     const switched = await call(token, 'POST', '/v2/portal/auth/switch-organization', {
       organizationId: org.id,
     });
     assert.equal(switched.status, 200, switched.text);
+    assert.equal((await call(switched.body.data.token, 'GET', '/v2/portal/auth/me')).body.data.role, 'admin');
+    const after = await list(admin.token);
+    assert.deepEqual(
+      after.filter((m) => m.email === elsewhere.email).map((m) => [m.status, m.userId, m.role]),
+      [['active', elsewhere.id, 'admin']],
+    );
+    assert.ok(!after.some((m) => m.invitation), 'the invitation left the list');
 
+    assertRefusedA(
+      await call(switched.body.data.token, 'POST', `${INVITATIONS}/${invitationId}/accept`),
+      409,
+      'INVITATION_ANSWERED',
+    );
     const again = await call(admin.token, 'POST', MEMBERS, { email: elsewhere.email, role: 'member' });
     assertRefusedA(again, 409, 'MEMBER_EXISTS');
   });
 
   test('roles: owner and admin manage, a member reads; only an owner touches owners', async () => {
     const { owner, admin, member } = await team();
+    const pending = await call(owner.token, 'POST', MEMBERS, { email: uniqueEmail('future'), role: 'owner' });
+    const invitationId = pending.body.data.invitation.id as string;
     const before = await list(member.token);
-    assert.equal(before.length, 3, 'a member may read the list');
+    assert.equal(before.length, 4, 'a member may read the list, the invitation with it');
 
     for (const refused of [
       await call(member.token, 'POST', MEMBERS, { email: uniqueEmail(), role: 'member' }),
@@ -106,6 +198,10 @@ describe('members', () => {
       await call(admin.token, 'PATCH', `${MEMBERS}/${member.id}`, { role: 'owner' }),
       await call(admin.token, 'PATCH', `${MEMBERS}/${owner.id}`, { role: 'member' }),
       await call(admin.token, 'DELETE', `${MEMBERS}/${owner.id}`),
+      await call(member.token, 'DELETE', `${MEMBERS}/invitations/${invitationId}`),
+      // An invitation to be owner is an owner's: an admin neither changes it by inviting again nor revokes it.
+      await call(admin.token, 'POST', MEMBERS, { email: pending.body.data.email, role: 'member' }),
+      await call(admin.token, 'DELETE', `${MEMBERS}/invitations/${invitationId}`),
     ]) {
       assertRefusedA(refused, 403, 'FORBIDDEN');
     }

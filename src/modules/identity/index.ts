@@ -1,9 +1,11 @@
-// The identity module: people, their sessions, two-factor and password resets, and the session guard of
-// the portal and management interfaces.
+// The identity module: people, their sessions, two-factor and password resets, members and invitations, and
+// the session guard of the portal and management interfaces.
 import { SessionTokenCodec } from '../../platform/auth/session-token.ts';
 import { defineModule } from '../../platform/module.ts';
 import { organizationsModule } from '../organizations/index.ts';
 import { SessionGuard } from './guard.ts';
+import { invitationRoutes } from './invitation-routes.ts';
+import { INVITATION_MAIL_QUEUE, InvitationService } from './invitations.ts';
 import { memberRoutes } from './member-routes.ts';
 import { MemberService } from './members.ts';
 import { userOperatorRoutes } from './operator-routes.ts';
@@ -17,6 +19,8 @@ import { UserService } from './users.ts';
 
 /** Expired sessions, challenges and reset tokens are kept a day, so their errors still say "expired". */
 const EXPIRED_IDENTITY_RETENTION_MS = 24 * 60 * 60 * 1000;
+/** Invitations are kept 30 days past their expiry: the organization sees an expired one to renew it. */
+const EXPIRED_INVITATION_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 
 export { currentSession } from './guard.ts';
 export type { UserService } from './users.ts';
@@ -36,6 +40,15 @@ export const identityModule = defineModule({
       mailer,
       publicUrl: config.publicUrl,
     });
+    const invitations = new InvitationService({
+      db,
+      clock,
+      users,
+      jobs,
+      mailer,
+      pagination: platform.pagination,
+      publicUrl: config.publicUrl,
+    });
     const portalAuth = new PortalAuthService({
       db,
       clock,
@@ -43,8 +56,9 @@ export const identityModule = defineModule({
       organizations: use(organizationsModule).organizations,
       sessions,
       twoFactor,
-      passwordResets: new PasswordResetService({ db, clock, users, sessions }),
+      passwordResets: new PasswordResetService({ db, clock, users, sessions, invitations }),
       passwordResetMail,
+      invitations,
       rateLimiter,
     });
     const sessionGuard = new SessionGuard({
@@ -56,16 +70,21 @@ export const identityModule = defineModule({
     });
     const members = new MemberService({
       db,
+      clock,
       users,
+      invitations,
       pagination: platform.pagination,
       mail: passwordResetMail,
     });
-    return { users, sessions, twoFactor, portalAuth, sessionGuard, passwordResetMail, members };
+    return { users, sessions, twoFactor, portalAuth, sessionGuard, passwordResetMail, members, invitations };
   },
-  routes: { portal: [portalAuthRoutes, memberRoutes], operator: [userOperatorRoutes] },
-  // Password-reset mail is retried from the queue when the mail server fails (password-reset-mail.ts).
-  jobs: ({ passwordResetMail }) => ({ [PASSWORD_RESET_MAIL_QUEUE]: passwordResetMail.queue }),
-  retention: ({ sessions, passwordResetMail }) => [
+  routes: { portal: [portalAuthRoutes, memberRoutes, invitationRoutes], operator: [userOperatorRoutes] },
+  // Password-reset and invitation mail is retried from the queue when the mail server fails.
+  jobs: ({ passwordResetMail, invitations }) => ({
+    [PASSWORD_RESET_MAIL_QUEUE]: passwordResetMail.queue,
+    [INVITATION_MAIL_QUEUE]: invitations.queue,
+  }),
+  retention: ({ sessions, passwordResetMail, invitations }) => [
     {
       name: 'identity.sessions',
       run: async (now) => {
@@ -76,6 +95,10 @@ export const identityModule = defineModule({
     {
       name: 'identity.password-resets',
       run: (now) => passwordResetMail.removeExpired(new Date(now.getTime() - EXPIRED_IDENTITY_RETENTION_MS)),
+    },
+    {
+      name: 'identity.invitations',
+      run: (now) => invitations.removeExpired(new Date(now.getTime() - EXPIRED_INVITATION_RETENTION_MS)),
     },
   ],
   // TOTP secrets, bound to their user's id.

@@ -1,5 +1,5 @@
-// The SQL of an organization's members: who belongs with what role, and the owners' rows locked while a
-// change could take the last one away.
+// The SQL of an organization's members: who belongs with what role, the list of members and pending
+// invitations together, and the owners' rows locked while a change could take the last one away.
 import type { Queryable } from '../../platform/db/index.ts';
 import type { Role } from '../../platform/http/caller.ts';
 import type { ListQuery } from '../../platform/pagination.ts';
@@ -9,23 +9,52 @@ export interface MemberRow {
   email: string;
   name: string | null;
   role: Role;
-  invitation_pending: boolean;
   created_at: Date;
 }
 
-/** A member as the list and a single read select it, from `memberships m JOIN users u`. */
-const MEMBER_COLUMNS = 'u.id AS user_id, u.email, u.name, m.role, u.invitation_pending, m.created_at';
+/** A row of the member list: a member (user_id) or an invitation not yet answered (invitation_id). */
+export interface MemberEntryRow {
+  user_id: string | null;
+  invitation_id: string | null;
+  email: string;
+  name: string | null;
+  role: Role;
+  created_at: Date;
+  sent_at: Date | null;
+  expires_at: Date | null;
+  expired: boolean;
+  entry_id: string;
+}
+
+/** A member as a single read selects it, from `memberships m JOIN users u`. */
+const MEMBER_COLUMNS = 'u.id AS user_id, u.email, u.name, m.role, m.created_at';
+
+/**
+ * The members ($1: organization) and its pending invitations ($2: now, to tell the expired ones), in one
+ * relation so the one pagination helper pages through both. An invitation shows the name the inviter typed.
+ */
+const ENTRIES = `(
+  SELECT u.id AS user_id, NULL::text AS invitation_id, u.email, u.name, m.role, m.created_at,
+         NULL::timestamptz AS sent_at, NULL::timestamptz AS expires_at, false AS expired, u.id AS entry_id
+    FROM memberships m JOIN users u ON u.id = m.user_id
+   WHERE m.organization_id = $1
+  UNION ALL
+  SELECT NULL, i.id, i.email, i.name, i.role, i.created_at, i.sent_at, i.expires_at, i.expires_at <= $2, i.id
+    FROM invitations i
+   WHERE i.organization_id = $1 AND i.status = 'pending'
+) AS entries`;
 
 export class MemberStore {
   listQuery(
     organizationId: string,
-  ): Pick<ListQuery<MemberRow, unknown>, 'select' | 'from' | 'where' | 'params' | 'orderBy'> {
+    now: Date,
+  ): Pick<ListQuery<MemberEntryRow, unknown>, 'select' | 'from' | 'where' | 'params' | 'orderBy'> {
     return {
-      select: MEMBER_COLUMNS,
-      from: 'memberships m JOIN users u ON u.id = m.user_id',
-      where: 'm.organization_id = $1',
-      params: [organizationId],
-      orderBy: { createdAt: 'm.created_at', id: 'u.id' },
+      select: '*',
+      from: ENTRIES,
+      where: 'true',
+      params: [organizationId, now],
+      orderBy: { createdAt: 'created_at', id: 'entry_id' },
     };
   }
 

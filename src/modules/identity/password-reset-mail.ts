@@ -17,13 +17,12 @@ import { newId, randomSecret } from '../../platform/ids.ts';
 import type { JobQueue } from '../../platform/jobs.ts';
 import type { Mailer } from '../../platform/mail.ts';
 import type { JobSpec } from '../../platform/module.ts';
+import { INVITATION_LIFETIME_SECONDS } from './invitations.ts';
 import { RESET_TOKEN_LIFETIME_SECONDS } from './password-reset.ts';
 import { PasswordResetStore } from './password-reset-store.ts';
 import type { UserService } from './users.ts';
 
 export const PASSWORD_RESET_MAIL_QUEUE = 'identity.password-reset-mail';
-/** How long an invitation's link to choose a password stays good. */
-export const INVITATION_LIFETIME_SECONDS = 7 * 24 * 3600;
 
 /** A job's payload: the request's id only, never an address or a token. */
 export interface PasswordResetMailJob {
@@ -84,23 +83,23 @@ export class PasswordResetMail {
   }
 
   /**
-   * Records a member's mail (members.ts) in the caller's transaction, which also adds the membership: an
-   * invitation to set a password (a token good for 7 days, made when the mail is sent) for a person without an
-   * account, or a notice of being added for one who has an account. The mail goes once the transaction commits.
+   * Records an invitation's mail (members.ts) in the caller's transaction, which also records the invitation:
+   * a link to choose a password (a token good for 7 days, made when the mail is sent) for a person who cannot
+   * sign in. Choosing it accepts the organization's invitation (password-reset.ts). The mail goes once the
+   * transaction commits.
    */
-  async member(
+  async invitation(
     tx: Queryable,
-    input: { userId: string; organizationId: string; invitedBy: string; purpose: 'invite' | 'added' },
+    input: { userId: string; organizationId: string; invitedBy: string },
   ): Promise<void> {
     const now = this.clock.now();
     const id = newId('pwr', now.getTime());
-    const lifetime = input.purpose === 'invite' ? INVITATION_LIFETIME_SECONDS : RESET_TOKEN_LIFETIME_SECONDS;
     await this.store.insertRequest(tx, {
       id,
       userId: input.userId,
       now,
-      expiresAt: new Date(now.getTime() + lifetime * 1000),
-      purpose: input.purpose,
+      expiresAt: new Date(now.getTime() + INVITATION_LIFETIME_SECONDS * 1000),
+      purpose: 'invite',
       organizationId: input.organizationId,
       invitedBy: input.invitedBy,
     });
@@ -108,29 +107,19 @@ export class PasswordResetMail {
     await this.jobs.enqueue(tx, PASSWORD_RESET_MAIL_QUEUE, job);
   }
 
+  /** Voids the user's invitation links to the organization (its invitation was revoked), sent or not. */
+  async voidInvitation(tx: Queryable, userId: string, organizationId: string): Promise<void> {
+    await this.store.spendInvitations(tx, userId, organizationId, this.clock.now());
+  }
+
   /** Arms the request with a fresh token and mails it; a failure to send is thrown, so the job retries. */
   async deliver(job: PasswordResetMailJob): Promise<void> {
     const what = await this.store.describe(this.db, job.requestId, this.clock.now());
     if (!what) return;
     const base = this.publicUrl.replace(/\/$/, '');
-    const by = what.inviterName ? `${what.inviterName} added you` : 'You were added';
-    if (what.purpose === 'added') {
-      // A notice, with no link to follow but the sign-in page: sent, then marked done, so a retry after a
-      // failed send sends it and a retry after a sent one does not.
-      if (!what.pending || !what.userId) return;
-      const user = await this.users.get(what.userId);
-      await this.mailer.send({
-        to: user.email,
-        subject: `You were added to ${what.organizationName}`,
-        text: [
-          `${by} to ${what.organizationName}.`,
-          '',
-          `Sign in as usual and choose it in the organization switcher: ${base}/login`,
-        ].join('\n'),
-      });
-      await this.store.spendRequest(this.db, job.requestId, this.clock.now());
-      return;
-    }
+    // Only resets and invitations carry a link. (A notice of being added, written before invitations existed,
+    // is not sent: that person is a member already and signs in as usual.)
+    if (what.purpose !== 'reset' && what.purpose !== 'invite') return;
     const token = `prt_${randomSecret(32)}`;
     // Stored before the mail leaves, so the link works as soon as it arrives.
     const armed = await this.store.arm(this.db, job.requestId, sha256Hex(token), this.clock.now());
@@ -142,10 +131,10 @@ export class PasswordResetMail {
         to: user.email,
         subject: `You are invited to ${what.organizationName}`,
         text: [
-          `${by.replace('added you', 'invited you')} to ${what.organizationName}.`,
+          `${what.inviterName ? `${what.inviterName} invited you` : 'You are invited'} to ${what.organizationName}.`,
           '',
           `Choose your password here, once, before ${armed.expiresAt.toISOString()} (7 days): ${link}`,
-          `Then sign in with this e-mail address at ${base}/login.`,
+          `Choosing it accepts the invitation; then sign in with this e-mail address at ${base}/login.`,
           '',
           'If you did not expect this, ignore this message.',
         ].join('\n'),

@@ -5,7 +5,10 @@
 import { deleteInBatches } from '../../platform/db/batches.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 
-/** What a mail request is for: a password reset, an invitation to set one, a notice of being added. */
+/**
+ * What a mail request is for: a password reset, or an invitation's link to choose a password. `added` (a notice
+ * of being added, from before invitations; migrations/028_members.sql) is no longer written.
+ */
 export type MailPurpose = 'reset' | 'invite' | 'added';
 
 export class PasswordResetStore {
@@ -21,9 +24,8 @@ export class PasswordResetStore {
   }
 
   /**
-   * A request not yet mailed: no token yet, and no user when the e-mail has no account. `invite` and `added`
-   * are the members' mails (an invitation to set a password; a notice of being added), with the organization
-   * and who invited.
+   * A request not yet mailed: no token yet, and no user when the e-mail has no account. An `invite` names the
+   * organization whose invitation choosing the password accepts, and who invited.
    */
   async insertRequest(
     db: Queryable,
@@ -126,22 +128,30 @@ export class PasswordResetStore {
     return rows.length > 0;
   }
 
-  /** Spends the token if it is unused and good at `now`; returns its user, or undefined when it was not. */
-  async spend(db: Queryable, tokenHash: string, now: Date): Promise<string | undefined> {
-    const [row] = await db.query<{ user_id: string }>(
+  /**
+   * Spends the token if it is unused and good at `now`; returns its user, and for an invitation's link the
+   * organization, or undefined when it was not.
+   */
+  async spend(
+    db: Queryable,
+    tokenHash: string,
+    now: Date,
+  ): Promise<{ userId: string; purpose: MailPurpose; organizationId: string | null } | undefined> {
+    const [row] = await db.query<{ user_id: string; purpose: MailPurpose; organization_id: string | null }>(
       `UPDATE password_reset_tokens SET used_at = $2
-        WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2 RETURNING user_id`,
+        WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2 RETURNING user_id, purpose, organization_id`,
       [tokenHash, now],
     );
-    return row?.user_id;
+    return row && { userId: row.user_id, purpose: row.purpose, organizationId: row.organization_id };
   }
 
-  /** Spends one request's token (a notice whose token must not work). */
-  async spendRequest(db: Queryable, id: string, now: Date): Promise<void> {
-    await db.query('UPDATE password_reset_tokens SET used_at = $2 WHERE id = $1 AND used_at IS NULL', [
-      id,
-      now,
-    ]);
+  /** Spends the user's unused invitation links to the organization, and voids those not yet mailed. */
+  async spendInvitations(db: Queryable, userId: string, organizationId: string, now: Date): Promise<void> {
+    await db.query(
+      `UPDATE password_reset_tokens SET used_at = $3
+        WHERE user_id = $1 AND organization_id = $2 AND purpose = 'invite' AND used_at IS NULL`,
+      [userId, organizationId, now],
+    );
   }
 
   /** Spends every unused token of the user, and voids their requests not yet mailed. */

@@ -1,13 +1,16 @@
 // Password reset by e-mail: a one-time token, random and stored only as its SHA-256, good for one hour.
 // Using it sets the new password, spends every outstanding reset token of the user, clears a pending
 // "require password change" and revokes every session (a reset is what one does after losing control).
-// Requests and their mail are password-reset-mail.ts: the token is made when the mail is sent.
+// Requests and their mail are password-reset-mail.ts: the token is made when the mail is sent. A token from an
+// invitation's mail (purpose `invite`) also accepts that organization's invitation, in the same transaction:
+// following the link and choosing a password is how a person who cannot sign in says yes (invitations.ts).
 import { hashPassword } from '../../platform/auth/passwords.ts';
 import { sha256Hex } from '../../platform/auth/secrets.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { newId, randomSecret } from '../../platform/ids.ts';
+import type { InvitationService } from './invitations.ts';
 import { PasswordResetStore } from './password-reset-store.ts';
 import type { SessionService } from './sessions.ts';
 import type { UserService } from './users.ts';
@@ -19,13 +22,21 @@ export class PasswordResetService {
   private readonly clock: Clock;
   private readonly users: UserService;
   private readonly sessions: SessionService;
+  private readonly invitations: InvitationService;
   private readonly store = new PasswordResetStore();
 
-  constructor(deps: { db: Database; clock: Clock; users: UserService; sessions: SessionService }) {
+  constructor(deps: {
+    db: Database;
+    clock: Clock;
+    users: UserService;
+    sessions: SessionService;
+    invitations: InvitationService;
+  }) {
     this.db = deps.db;
     this.clock = deps.clock;
     this.users = deps.users;
     this.sessions = deps.sessions;
+    this.invitations = deps.invitations;
   }
 
   /**
@@ -58,10 +69,14 @@ export class PasswordResetService {
     await this.db.transaction(async (tx) => {
       const now = this.clock.now();
       // Spent atomically: of two racing confirmations with one token, only one finds it unused.
-      const userId = await this.store.spend(tx, sha256Hex(token), now);
-      if (!userId)
+      const spent = await this.store.spend(tx, sha256Hex(token), now);
+      if (!spent)
         throw ApiError.badRequest('Password reset token is invalid, used or expired; request a new one');
+      const { userId } = spent;
       await this.users.update(userId, { passwordHash, requirePasswordChange: false }, tx);
+      if (spent.purpose === 'invite' && spent.organizationId) {
+        await this.invitations.acceptByLink(tx, userId, spent.organizationId);
+      }
       await this.store.spendAll(tx, userId, now);
       await this.sessions.revokeAll(userId, 'password_reset', tx);
     });

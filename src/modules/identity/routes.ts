@@ -7,6 +7,7 @@ import { envelope } from '../../platform/http/schemas.ts';
 import type { ModuleRoutes } from '../../platform/module.ts';
 import { rateLimitHeaders } from '../../platform/rate-limit.ts';
 import { currentSession, type SessionGuard, STEP_UP_WINDOW_SECONDS } from './guard.ts';
+import type { InvitationService } from './invitations.ts';
 import type { MemberService } from './members.ts';
 import type { PasswordResetMail } from './password-reset-mail.ts';
 import {
@@ -75,6 +76,7 @@ export interface IdentityServices {
   sessionGuard: SessionGuard;
   passwordResetMail: PasswordResetMail;
   members: MemberService;
+  invitations: InvitationService;
 }
 
 export const portalAuthRoutes: ModuleRoutes<IdentityServices> =
@@ -298,13 +300,14 @@ export const portalAuthRoutes: ModuleRoutes<IdentityServices> =
         schema: {
           operationId: 'auth.me',
           tags,
-          summary: 'The signed-in user, the organization and role of this session',
+          summary:
+            'The signed-in user, the organization and role of this session, and how many invitations wait',
           response: { 200: envelope(MeData) },
         },
       },
       async (request) => {
         const current = currentSession(request);
-        const { user, organization, role, memberships } = await portalAuth.me(current);
+        const { user, organization, role, memberships, pendingInvitations } = await portalAuth.me(current);
         return {
           success: true as const,
           data: {
@@ -323,6 +326,7 @@ export const portalAuthRoutes: ModuleRoutes<IdentityServices> =
               name: m.organizationName,
               role: m.role,
             })),
+            pendingInvitations,
           },
         };
       },

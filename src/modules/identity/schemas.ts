@@ -123,6 +123,10 @@ export const MeData = Type.Object({
   availableOrganizations: Type.Array(OrganizationChoice, {
     description: "Every organization the user belongs to (the console's organization switcher)",
   }),
+  pendingInvitations: Type.Integer({
+    minimum: 0,
+    description: 'Invitations to other organizations waiting for an answer (GET /v2/portal/invitations)',
+  }),
 });
 
 export const SessionResponse = envelope(SessionData);

@@ -11,6 +11,7 @@ import { ApiError } from '../../platform/errors.ts';
 import { newId, randomSecret } from '../../platform/ids.ts';
 import { type RateLimiter, type RateLimitState, rateLimitHeaders } from '../../platform/rate-limit.ts';
 import type { Organization, OrganizationService } from '../organizations/index.ts';
+import type { InvitationService } from './invitations.ts';
 import type { PasswordResetService } from './password-reset.ts';
 import type { PasswordResetMail } from './password-reset-mail.ts';
 import { SessionStore } from './session-store.ts';
@@ -47,6 +48,7 @@ export interface PortalAuthDeps {
   twoFactor: TwoFactorService;
   passwordResets: PasswordResetService;
   passwordResetMail: PasswordResetMail;
+  invitations: InvitationService;
   rateLimiter: RateLimiter;
 }
 
@@ -268,13 +270,18 @@ export class PortalAuthService {
     });
   }
 
-  async me(
-    session: AuthenticatedSession,
-  ): Promise<{ user: User; organization: Organization; role: Role; memberships: Membership[] }> {
+  async me(session: AuthenticatedSession): Promise<{
+    user: User;
+    organization: Organization;
+    role: Role;
+    memberships: Membership[];
+    pendingInvitations: number;
+  }> {
     const user = await this.deps.users.get(session.userId);
     const organization = await this.deps.organizations.get(session.organizationId);
     const memberships = await this.deps.users.memberships(session.userId);
-    return { user, organization, role: session.role!, memberships };
+    const pendingInvitations = await this.deps.invitations.countReceived(user.email);
+    return { user, organization, role: session.role!, memberships, pendingInvitations };
   }
 
   /**

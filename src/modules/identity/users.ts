@@ -17,6 +17,8 @@ export interface User {
   name: string | null;
   passwordHash: string;
   requirePasswordChange: boolean;
+  /** Made by an invitation and has not chosen a password yet, so cannot sign in (members.ts). */
+  invitationPending: boolean;
   createdAt: Date;
 }
 
@@ -145,6 +147,7 @@ function toUser(row: UserRow): User {
     name: row.name,
     passwordHash: row.password_hash,
     requirePasswordChange: row.require_password_change,
+    invitationPending: row.invitation_pending,
     createdAt: row.created_at,
   };
 }

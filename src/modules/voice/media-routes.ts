@@ -1,7 +1,8 @@
 // Voicemails (scope voicemails:read), recordings and transcriptions (scope recordings:read) on the developer
 // API and the portal, with the voice product (CONTRACT section 9). Audio is `audio/wav` and honours `Range`,
-// so a player can seek. In the portal any member reads, marks and deletes voicemails; owners and admins
-// delete recordings.
+// so a player can seek. In the portal any member reads them and marks voicemails read; only owners and admins
+// delete either (docs/auth.md "Who may do what"): both are callers' voices and their transcripts, and deleting
+// them is for who answers for what the organization keeps.
 import { Type } from 'typebox';
 import type { App } from '../../platform/http/app-type.ts';
 import { sendBytes } from '../../platform/http/byte-range.ts';
@@ -89,7 +90,7 @@ export const mediaRoutes: ModuleRoutes<VoiceServices> =
     app.delete(
       '/voicemails/:id',
       {
-        config: voicemails,
+        config: { ...voicemails, role: 'manager' },
         schema: {
           operationId: 'voicemails.delete',
           tags: ['Voicemails'],
