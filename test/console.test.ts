@@ -2,8 +2,8 @@
 // server on loopback (its jobs running, as in production), under the server's Content-Security-Policy. One
 // person's day: turn on 2FA and sign in with it, send a message and see it delivered, import a CSV with a bad
 // row, launch a campaign and watch its statistics change, play a voicemail, create an API key (asked for a
-// fresh code) and see it once, add a webhook and see its delivery, ride out an expired token, switch
-// organization and sign out. Every main page is checked by axe (no serious or critical violations) and
+// fresh code) and see it once, add a webhook and see its delivery, invite a colleague and revoke it, accept an
+// invitation to another organization, ride out an expired token, switch organization and sign out. Every main page is checked by axe (no serious or critical violations) and
 // photographed at desktop and phone width into docs/console/.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -14,7 +14,7 @@ import { type Browser, type BrowserContext, chromium, type Page } from 'playwrig
 import { CONSOLE_DIST } from '../src/platform/http/console.ts';
 import { createOrganization, startTestApp, type TestApp } from './helpers/app.ts';
 import { freshNumber } from './helpers/messaging.ts';
-import { advance, createUser, type TestUser, totpCode } from './helpers/portal.ts';
+import { advance, createUser, signIn, type TestUser, totpCode } from './helpers/portal.ts';
 import { type Receiver, startReceiver } from './helpers/receiver.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -371,7 +371,8 @@ describe('the web console in Chromium', { skip }, () => {
     await photograph('webhook');
   });
 
-  test('invites a member by e-mail and changes their role', async () => {
+  test("invites a member by e-mail, revokes the invitation, and changes a member's role", async () => {
+    const colleague = await createUser(t, { organizationIds: [main.id], role: 'member' });
     await open('/members', 'Members');
     await page.getByText('Invite someone').click();
     await page.getByLabel('E-mail').fill('new.colleague@example.com');
@@ -379,18 +380,63 @@ describe('the web console in Chromium', { skip }, () => {
     await page.getByRole('button', { name: 'Send invitation' }).click();
     await page.getByRole('status').filter({ hasText: 'was sent an invitation' }).waitFor();
     const row = page.getByRole('row').filter({ hasText: 'new.colleague@example.com' });
-    await row.getByText('invited').waitFor();
-    await row.getByLabel('Role of new.colleague@example.com').selectOption('admin');
+    await row.getByText('invited', { exact: true }).waitFor();
+    await page
+      .getByRole('row')
+      .filter({ hasText: colleague.email })
+      .getByLabel(`Role of ${colleague.email}`)
+      .selectOption('admin');
     await waitFor(async () => {
-      const [row] = await t.ctx.db.query<{ role: string }>(
-        `SELECT m.role FROM memberships m JOIN users u ON u.id = m.user_id
-          WHERE u.email = 'new.colleague@example.com' AND m.organization_id = $1`,
-        [main.id],
+      const [member] = await t.ctx.db.query<{ role: string }>(
+        'SELECT role FROM memberships WHERE user_id = $1 AND organization_id = $2',
+        [colleague.id, main.id],
       );
-      return row?.role === 'admin';
+      return member?.role === 'admin';
     });
     await accessible('members');
     await photograph('members');
+    page.once('dialog', (dialog) => dialog.accept());
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    await row.waitFor({ state: 'detached' });
+    const [invitation] = await t.ctx.db.query<{ status: string }>(
+      `SELECT status FROM invitations WHERE email = 'new.colleague@example.com' AND organization_id = $1`,
+      [main.id],
+    );
+    assert.equal(invitation?.status, 'revoked');
+  });
+
+  test('sees an invitation to another organization on every page and accepts it', async () => {
+    const clinic = await createOrganization(t, { name: 'Partner Clinic' });
+    const clinicOwner = await createUser(t, { organizationIds: [clinic.id], role: 'owner' });
+    const invited = await t.request('POST', '/v2/portal/members', {
+      token: await signIn(t, clinicOwner),
+      body: { email: user.email, role: 'admin' },
+    });
+    assert.equal(invited.status, 201, invited.text);
+    await page.goto('/');
+    await page.getByRole('heading', { level: 1, name: 'Dashboard' }).waitFor();
+    await page.getByRole('status').filter({ hasText: 'An organization invited you' }).waitFor();
+    assert.equal(
+      await page.getByLabel('Organization').locator('option', { hasText: 'Partner Clinic' }).count(),
+      0,
+      'not a member before accepting',
+    );
+    await page.getByRole('link', { name: 'Answer invitations' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Invitations' }).waitFor();
+    const row = page.getByRole('row').filter({ hasText: 'Partner Clinic' });
+    await row.getByText('admin').waitFor();
+    await accessible('invitations');
+    await photograph('invitations');
+    await row.getByRole('button', { name: 'Accept' }).click();
+    await page.getByRole('status').filter({ hasText: 'You are now a member of Partner Clinic' }).waitFor();
+    await page.getByLabel('Organization').locator('option', { hasText: 'Partner Clinic' }).waitFor({
+      state: 'attached',
+    });
+    const [membership] = await t.ctx.db.query<{ role: string }>(
+      'SELECT role FROM memberships WHERE user_id = $1 AND organization_id = $2',
+      [user.id, clinic.id],
+    );
+    assert.equal(membership?.role, 'admin');
   });
 
   test('exports messages as CSV and downloads the file', async () => {

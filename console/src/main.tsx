@@ -33,6 +33,7 @@ const Webhooks = lazy(() => import('./pages/webhooks.tsx'));
 const WebhookDetail = lazy(() => import('./pages/webhook-detail.tsx'));
 const Settings = lazy(() => import('./pages/settings.tsx'));
 const Members = lazy(() => import('./pages/members.tsx'));
+const Invitations = lazy(() => import('./pages/invitations.tsx'));
 const Exports = lazy(() => import('./pages/exports.tsx'));
 
 const queryClient = new QueryClient({
@@ -98,6 +99,7 @@ function App() {
               <Route path="/webhooks/:id" component={WebhookDetail} />
               <Route path="/settings" component={Settings} />
               <Route path="/members" component={Members} />
+              <Route path="/invitations" component={Invitations} />
               <Route path="/exports" component={Exports} />
               <Route path="/dashboard">
                 <Redirect to="/" />

@@ -15,6 +15,8 @@ export interface Me {
   };
   role: Role;
   availableOrganizations: { id: string; name: string; role: Role }[];
+  /** Invitations to other organizations waiting for an answer (the banner and /invitations). */
+  pendingInvitations: number;
 }
 
 export const meQuery = {

@@ -1,5 +1,6 @@
 // The frame around every signed-in page: navigation (a menu on phone-width screens), the organization
-// switcher, dark mode, sign-out, and the footer with the API version in force (spec "Versioning").
+// switcher, dark mode, sign-out, a banner while invitations to other organizations wait for an answer, and the
+// footer with the API version in force (spec "Versioning").
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { type ReactNode, useEffect, useState } from 'react';
 import { Link, useLocation } from 'wouter';
@@ -50,6 +51,7 @@ const NAV: { group: string; product?: string; links: [string, string][] }[] = [
     group: 'Account',
     links: [
       ['/members', 'Members'],
+      ['/invitations', 'Invitations'],
       ['/exports', 'Exports'],
       ['/settings', 'Settings'],
     ],
@@ -195,6 +197,14 @@ export function Shell({ children }: { children: ReactNode }) {
           </nav>
         </aside>
         <main id="main" className="content" tabIndex={-1}>
+          {me.data.pendingInvitations > 0 && location !== '/invitations' ? (
+            <p className="banner" role="status">
+              {me.data.pendingInvitations === 1
+                ? 'An organization invited you to join it.'
+                : `${me.data.pendingInvitations} organizations invited you to join them.`}{' '}
+              <Link href="/invitations">Answer invitations</Link>
+            </p>
+          ) : null}
           {children}
         </main>
       </div>

@@ -1,5 +1,6 @@
-// Members: who belongs to the organization with what role; owners and admins invite by e-mail, change roles
-// and remove (only an owner touches owners; the last owner stays, which the server enforces).
+// Members: who belongs to the organization with what role, and who is invited and has not answered yet;
+// owners and admins invite by e-mail (again, to renew or change an invitation), revoke invitations, change
+// roles and remove (only an owner touches owners; the last owner stays, which the server enforces).
 import { useState } from 'react';
 import { call, data } from '../api.ts';
 import { canManage, type Role, useMe } from '../session.ts';
@@ -19,19 +20,20 @@ import {
   when,
 } from '../ui.tsx';
 
+/** A member (`userId`), or an invitation not answered yet (`invitation`). */
 interface Member {
-  userId: string;
+  userId: string | null;
   email: string;
   name: string | null;
   role: Role;
-  status: 'active' | 'invited';
-  joinedAt: string;
+  status: 'active' | 'invited' | 'expired';
+  joinedAt: string | null;
+  invitation: { id: string; invitedAt: string; expiresAt: string } | null;
 }
 
-function RoleSelect({ member, owner }: { member: Member; owner: boolean }) {
+function RoleSelect({ member, userId, owner }: { member: Member; userId: string; owner: boolean }) {
   const change = useAction(
-    (form) =>
-      data('PATCH', `/v2/portal/members/${encodeURIComponent(member.userId)}`, { role: text(form, 'role') }),
+    (form) => data('PATCH', `/v2/portal/members/${encodeURIComponent(userId)}`, { role: text(form, 'role') }),
     [['members'], ['me']],
   );
   return (
@@ -94,9 +96,7 @@ export default function Members() {
           </MutationForm>
           {invited ? (
             <p role="status">
-              {invited.status === 'invited'
-                ? `${invited.email} was sent an invitation to choose a password.`
-                : `${invited.email} already had an account and is now a member.`}
+              {`${invited.email} was sent an invitation to join as ${invited.role}; they become a member when they accept it.`}
             </p>
           ) : null}
         </details>
@@ -105,7 +105,7 @@ export default function Members() {
       <DataTable
         caption="Members"
         rows={rowsOf(list)}
-        rowKey={(m) => m.userId}
+        rowKey={(m) => m.userId ?? m.invitation?.id ?? m.email}
         empty="No members."
         columns={[
           { header: 'E-mail', cell: (m) => m.email },
@@ -113,22 +113,45 @@ export default function Members() {
           {
             header: 'Role',
             cell: (m) =>
-              manager ? <RoleSelect key={`${m.userId}-${m.role}`} member={m} owner={owner} /> : m.role,
+              manager && m.userId ? (
+                <RoleSelect key={`${m.userId}-${m.role}`} member={m} userId={m.userId} owner={owner} />
+              ) : (
+                m.role
+              ),
           },
           { header: 'Status', cell: (m) => <Status value={m.status} /> },
-          { header: 'Since', cell: (m) => when(m.joinedAt) },
+          {
+            header: 'Since',
+            cell: (m) => (m.invitation ? `invited ${when(m.invitation.invitedAt)}` : when(m.joinedAt)),
+          },
           {
             header: '',
-            cell: (m) =>
-              manager && m.userId !== me.data?.user.id ? (
+            cell: (m) => {
+              if (!manager) return null;
+              if (m.invitation) {
+                const { id } = m.invitation;
+                return (
+                  <ActionButton
+                    label="Revoke"
+                    className="secondary outline"
+                    confirm={`Revoke the invitation of ${m.email}? Its link stops working.`}
+                    run={() => call('DELETE', `/v2/portal/members/invitations/${encodeURIComponent(id)}`)}
+                    invalidate={[['members']]}
+                  />
+                );
+              }
+              if (!m.userId || m.userId === me.data?.user.id) return null;
+              const { userId } = m;
+              return (
                 <ActionButton
                   label="Remove"
                   className="secondary outline"
                   confirm={`Remove ${m.email} from the organization? Their sessions here end at once.`}
-                  run={() => call('DELETE', `/v2/portal/members/${encodeURIComponent(m.userId)}`)}
+                  run={() => call('DELETE', `/v2/portal/members/${encodeURIComponent(userId)}`)}
                   invalidate={[['members']]}
                 />
-              ) : null,
+              );
+            },
           },
         ]}
       />

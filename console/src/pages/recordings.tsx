@@ -1,5 +1,6 @@
-// Call recordings: play, read the transcription, delete.
+// Call recordings: play, read the transcription; owners and admins also delete (as voicemails).
 import { call } from '../api.ts';
+import { canManage, useMe } from '../session.ts';
 import {
   ActionButton,
   AudioPlayer,
@@ -21,6 +22,7 @@ interface Recording {
 }
 
 export default function Recordings() {
+  const manager = canManage(useMe().data);
   const list = usePagedList<Recording>(['recordings'], '/v2/portal/recordings', 'offset');
   const transcriptions = useTranscriptions();
   return (
@@ -50,15 +52,16 @@ export default function Recordings() {
           },
           {
             header: '',
-            cell: (r) => (
-              <ActionButton
-                label="Delete"
-                className="secondary outline"
-                confirm="Delete this recording?"
-                run={() => call('DELETE', `/v2/portal/recordings/${encodeURIComponent(r.id)}`)}
-                invalidate={[['recordings']]}
-              />
-            ),
+            cell: (r) =>
+              manager ? (
+                <ActionButton
+                  label="Delete"
+                  className="secondary outline"
+                  confirm="Delete this recording?"
+                  run={() => call('DELETE', `/v2/portal/recordings/${encodeURIComponent(r.id)}`)}
+                  invalidate={[['recordings']]}
+                />
+              ) : null,
           },
         ]}
       />

@@ -1,5 +1,7 @@
-// The voicemail inbox: each message with an audio player, its transcription, read/unread, delete.
+// The voicemail inbox: each message with an audio player, its transcription, read/unread; owners and admins
+// also delete (docs/auth.md: the same roles delete voicemails and recordings).
 import { call } from '../api.ts';
+import { canManage, useMe } from '../session.ts';
 import {
   ActionButton,
   AudioPlayer,
@@ -23,6 +25,7 @@ interface Voicemail {
 }
 
 export default function VoicemailInbox() {
+  const manager = canManage(useMe().data);
   const list = usePagedList<Voicemail>(['voicemails'], '/v2/portal/voicemails', 'offset');
   const transcriptions = useTranscriptions();
   return (
@@ -65,13 +68,15 @@ export default function VoicemailInbox() {
                   }
                   invalidate={[['voicemails']]}
                 />
-                <ActionButton
-                  label="Delete"
-                  className="secondary outline"
-                  confirm="Delete this voicemail?"
-                  run={() => call('DELETE', `/v2/portal/voicemails/${encodeURIComponent(v.id)}`)}
-                  invalidate={[['voicemails']]}
-                />
+                {manager ? (
+                  <ActionButton
+                    label="Delete"
+                    className="secondary outline"
+                    confirm="Delete this voicemail?"
+                    run={() => call('DELETE', `/v2/portal/voicemails/${encodeURIComponent(v.id)}`)}
+                    invalidate={[['voicemails']]}
+                  />
+                ) : null}
               </div>
             ),
           },
