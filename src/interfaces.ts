@@ -5,6 +5,7 @@ import type { Config } from './config.ts';
 import { bearerToken, secretsEqual } from './platform/auth/secrets.ts';
 import { ApiError } from './platform/errors.ts';
 import type { Guard, HttpInterface, SecurityRequirement } from './platform/http/interfaces.ts';
+import type { Idempotency } from './platform/idempotency.ts';
 
 export interface AppInterfaces {
   public: HttpInterface;
@@ -16,9 +17,10 @@ export interface AppInterfaces {
 
 const SESSION_SECURITY: SecurityRequirement[] = [{ bearerAuth: [] }, { cookieAuth: [] }];
 
-/** What the interfaces need of the runtime: the configuration and the two modules' guards. */
+/** What the interfaces need of the runtime: the configuration, the two modules' guards, idempotency. */
 export interface InterfaceParts {
   config: Config;
+  idempotency: Idempotency;
   developerGuard: { guard: Guard; checkRoute: HttpInterface['checkRoute'] };
   sessionGuard: { guard: Guard };
 }
@@ -44,6 +46,8 @@ export function createInterfaces(runtime: InterfaceParts): AppInterfaces {
       tagPrefix: '',
       guardStatuses: [401, 403, 429],
       guard: (request, reply) => runtime.developerGuard.guard(request, reply),
+      // Every write takes an Idempotency-Key, as Stripe's every POST does (docs/idempotency.md).
+      idempotentWrites: runtime.idempotency,
       checkRoute: runtime.developerGuard.checkRoute,
     },
     portal: {

@@ -1,11 +1,11 @@
 // The TypeScript SDK (sdk/) against a real server over a real socket: every developer-API method called at
 // least once through the typed client; keyset auto-paging over 250 messages returns each once; a 429 with
 // Retry-After is waited out (the test clock moves with the wait); TRIAL_LIMIT_REACHED `lifetime` is not
-// retried; a send whose answer is lost with its connection is retried with the same Idempotency-Key and sends
-// once; webhook verification accepts a real delivery and refuses a tampered one. And the generated types and
-// operation table match the server's current /openapi.json (regenerated here and compared).
+// retried; a send, and a contact create, whose answer is lost with its connection is retried with the same
+// Idempotency-Key and acts once; a retry meeting its first attempt still running (409) waits; webhook
+// verification accepts a real delivery and refuses a tampered one. And the generated types and operation
+// table match the server's current /openapi.json (regenerated here and compared).
 import assert from 'node:assert/strict';
-import { createConnection, createServer, type Server } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { generateSources, serverDocument, staleFiles } from '../sdk/scripts/generate.ts';
 import {
@@ -20,6 +20,7 @@ import {
 } from '../sdk/src/index.ts';
 import { encodeWav, tone } from '../src/modules/voice/audio.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
+import { loseFirstAnswer } from './helpers/lossy-proxy.ts';
 import { countRows, type Sender, sender } from './helpers/messaging.ts';
 import { createUser, signIn } from './helpers/portal.ts';
 import { startReceiver } from './helpers/receiver.ts';
@@ -355,29 +356,11 @@ describe('the SDK against a real server', () => {
 
   test('a send whose answer is lost with its connection is retried with its key and sends once', async () => {
     const who = await sender(t);
-    // A proxy that lets the first request reach the server, then drops the connection instead of answering.
-    const target = new URL(t.url);
-    let connections = 0;
-    const proxy: Server = createServer((client) => {
-      const first = connections++ === 0;
-      const upstream = createConnection(Number(target.port), target.hostname);
-      client.pipe(upstream);
-      upstream.on('data', (chunk) => {
-        if (first) {
-          client.destroy();
-          upstream.destroy();
-        } else client.write(chunk);
-      });
-      upstream.on('end', () => client.end());
-      client.on('error', () => upstream.destroy());
-      upstream.on('error', () => client.destroy());
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    const port = (proxy.address() as { port: number }).port;
+    const proxy = await loseFirstAnswer(t.url);
     try {
-      const comms = new Comms({ apiKey: who.key, baseUrl: `http://127.0.0.1:${port}` });
+      const comms = new Comms({ apiKey: who.key, baseUrl: proxy.url });
       const sent = await comms.messages.send({ to: '+14155550106', message: 'Exactly once' });
-      assert.equal(connections, 2, 'the answer was lost once and the send retried');
+      assert.equal(proxy.connections(), 2, 'the answer was lost once and the send retried');
       assert.equal(
         await countRows(t, "SELECT 1 FROM messages WHERE organization_id = $1 AND body = 'Exactly once'", [
           who.id,
@@ -388,6 +371,63 @@ describe('the SDK against a real server', () => {
     } finally {
       proxy.close();
     }
+  });
+
+  test('any other write whose answer is lost (contacts.create) is retried with its key and acts once', async () => {
+    const who = await sender(t);
+    const proxy = await loseFirstAnswer(t.url);
+    try {
+      const comms = new Comms({ apiKey: who.key, baseUrl: proxy.url });
+      const contact = await comms.contacts.create({ phone: '+14155550108', firstName: 'Once' });
+      assert.equal(proxy.connections(), 2, 'the answer was lost once and the create retried');
+      const rows = await t.ctx.db.query<{ id: string }>(
+        "SELECT id FROM contacts WHERE organization_id = $1 AND phone = '+14155550108'",
+        [who.id],
+      );
+      assert.deepEqual(
+        rows.map((row) => row.id),
+        [contact.id],
+        'one contact: the retry was answered with the first answer',
+      );
+    } finally {
+      proxy.close();
+    }
+  });
+
+  test('a retry that finds its first attempt still running (409 IDEMPOTENCY_KEY_IN_USE) waits and asks again', async () => {
+    const who = await sender(t);
+    const attempts: (number | string)[] = [];
+    let first: { key: string; token: string } | undefined;
+    const keyed = (key: string) => ({ organizationId: who.id, operation: 'contacts.create', key });
+    const comms = client(who, {
+      fetch: async (input, init) => {
+        const key = new Headers(init?.headers).get('idempotency-key')!;
+        if (!first) {
+          // The first attempt reached the server, which is still at work on it, and its connection was lost.
+          const reservation = await t.ctx.idempotency.reserve(keyed(key), 'the first attempt');
+          assert.ok(reservation.reserved);
+          first = { key, token: reservation.token };
+          attempts.push('lost');
+          throw new TypeError('fetch failed', {
+            cause: Object.assign(new Error('reset'), { code: 'ECONNRESET' }),
+          });
+        }
+        const response = await fetch(input, init);
+        attempts.push(response.status);
+        // While the retry waits, the first attempt ends: refused, so its key is free again.
+        if (response.status === 409) await t.ctx.idempotency.release(keyed(first.key), first.token);
+        return response;
+      },
+    });
+    const contact = await comms.contacts.create({ phone: '+14155550109' });
+    assert.deepEqual(attempts, ['lost', 409, 201]);
+    assert.equal(
+      await countRows(t, "SELECT 1 FROM contacts WHERE organization_id = $1 AND phone = '+14155550109'", [
+        who.id,
+      ]),
+      1,
+    );
+    assert.match(contact.id, /^ct_/);
   });
 
   test('webhooks.verify accepts a real delivery and refuses a tampered, forged or stale one', async () => {

@@ -8,7 +8,10 @@
 // after the server's Retry-After (or RateLimit-Reset), unless that wait is longer than maxRetryWaitSeconds or
 // the refusal says retrying cannot help (TRIAL_LIMIT_REACHED `lifetime`). A failure with no answer (reset,
 // timeout) and a 502/504 are retried only when repeating the request is safe: reads, PUT/PATCH/DELETE, and
-// writes carrying an Idempotency-Key, which the client adds by itself where the operation honours one.
+// writes carrying an Idempotency-Key. The client adds a key by itself to every write that honours one (every
+// write of the developer API), the same on each retry of one call, so a write whose answer was lost is retried
+// and acts once; a retry that finds its first attempt still running (409 IDEMPOTENCY_KEY_IN_USE) waits and
+// asks again.
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -46,7 +49,7 @@ export interface RequestOptions {
   signal?: AbortSignal;
   timeoutMs?: number;
   maxRetries?: number;
-  /** Sent as Idempotency-Key (the client makes one where the operation honours it and none is given). */
+  /** Sent as Idempotency-Key (the client makes one for every write, which all honour it, if none is given). */
   idempotencyKey?: string;
   headers?: Record<string, string>;
   /** Uploads: called as the body is sent. */
@@ -286,7 +289,9 @@ export class Comms {
     const retried =
       (error.status === 429 && !(error.code === 'TRIAL_LIMIT_REACHED' && error.reason === 'lifetime')) ||
       error.status === 503 ||
-      ((error.status === 502 || error.status === 504) && safeToRepeat);
+      ((error.status === 502 || error.status === 504) && safeToRepeat) ||
+      // The first attempt of this call (whose answer was lost) is still running: its answer will be replayed.
+      (error.status === 409 && error.code === 'IDEMPOTENCY_KEY_IN_USE');
     if (!retried) return undefined;
     if (error.retryAfter === undefined) return backoffMs(attempt);
     if (error.retryAfter > (this.options.maxRetryWaitSeconds ?? 60)) return undefined;

@@ -11,7 +11,7 @@ export interface ApiErrorDetails {
   code?: string;
   reason?: string;
   data?: unknown;
-  /** On 429 and 503: seconds to wait before retrying (`Retry-After`, else `RateLimit-Reset`), when given. */
+  /** On 429, 503 and 409: seconds to wait before retrying (`Retry-After`, else `RateLimit-Reset`), when given. */
   retryAfter?: number;
   headers: Headers;
   /** The answer's body as sent (parsed JSON, or text when it was not JSON). */
@@ -93,7 +93,7 @@ export function apiError(status: number, headers: Headers, body: unknown): Comms
     code: text(fields.code),
     reason: text(fields.reason),
     data: fields.data,
-    retryAfter: status === 429 || status === 503 ? waitSeconds(headers) : undefined,
+    retryAfter: status === 429 || status === 503 || status === 409 ? waitSeconds(headers) : undefined,
     headers,
     body,
   });

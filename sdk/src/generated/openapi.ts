@@ -1670,7 +1670,10 @@ export interface operations {
     "numbers.buy": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1796,7 +1799,10 @@ export interface operations {
     "numbers.release": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -1826,7 +1832,10 @@ export interface operations {
     "numbers.update": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -1983,7 +1992,10 @@ export interface operations {
     "contacts.create": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2101,7 +2113,10 @@ export interface operations {
     "contacts.delete": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -2131,7 +2146,10 @@ export interface operations {
     "contacts.update": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -2201,7 +2219,10 @@ export interface operations {
     "contacts.import": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2248,7 +2269,10 @@ export interface operations {
     "contacts.optOut": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -2304,7 +2328,10 @@ export interface operations {
     "contacts.optIn": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -2454,7 +2481,10 @@ export interface operations {
     "contactLists.create": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2525,7 +2555,10 @@ export interface operations {
     "contactLists.delete": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -2555,7 +2588,10 @@ export interface operations {
     "contactLists.update": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -2661,7 +2697,10 @@ export interface operations {
     "contactLists.members.add": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -2695,7 +2734,10 @@ export interface operations {
     "contactLists.members.remove": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -2730,7 +2772,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Same key and body within 24 hours: the same answer and no second message */
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -2783,7 +2825,10 @@ export interface operations {
     "messages.segments": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3143,7 +3188,10 @@ export interface operations {
     "campaigns.create": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3317,7 +3365,10 @@ export interface operations {
     "campaigns.delete": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -3347,7 +3398,10 @@ export interface operations {
     "campaigns.update": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -3445,7 +3499,10 @@ export interface operations {
     "campaigns.launch": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -3523,7 +3580,10 @@ export interface operations {
     "campaigns.pause": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -3601,7 +3661,10 @@ export interface operations {
     "campaigns.resume": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -3679,7 +3742,10 @@ export interface operations {
     "campaigns.cancel": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -3919,7 +3985,10 @@ export interface operations {
     "extensions.create": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4033,7 +4102,10 @@ export interface operations {
     "extensions.delete": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4063,7 +4135,10 @@ export interface operations {
     "extensions.update": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4129,7 +4204,10 @@ export interface operations {
     "extensions.rotatePassword": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4201,7 +4279,10 @@ export interface operations {
     "extensions.uploadGreeting": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4261,7 +4342,10 @@ export interface operations {
     "extensions.deleteGreeting": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4389,7 +4473,10 @@ export interface operations {
     "calls.create": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4522,7 +4609,10 @@ export interface operations {
     "calls.hangup": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4686,7 +4776,10 @@ export interface operations {
     "voicemails.delete": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4716,7 +4809,10 @@ export interface operations {
     "voicemails.update": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4876,7 +4972,10 @@ export interface operations {
     "recordings.delete": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -5083,7 +5182,10 @@ export interface operations {
     "knowledgeBases.create": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5164,7 +5266,10 @@ export interface operations {
     "knowledgeBases.delete": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -5194,7 +5299,10 @@ export interface operations {
     "knowledgeBases.update": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -5299,7 +5407,10 @@ export interface operations {
     "knowledgeBases.documents.create": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -5404,7 +5515,10 @@ export interface operations {
     "knowledgeBases.documents.delete": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
                 documentId: string;
@@ -5435,7 +5549,10 @@ export interface operations {
     "knowledgeBases.documents.update": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
                 documentId: string;
@@ -5488,7 +5605,10 @@ export interface operations {
     "knowledgeBases.search": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -5595,7 +5715,10 @@ export interface operations {
     "agents.create": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5730,7 +5853,10 @@ export interface operations {
     "agents.delete": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -5760,7 +5886,10 @@ export interface operations {
     "agents.update": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -5845,7 +5974,10 @@ export interface operations {
     "agents.calls.create": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -6020,7 +6152,10 @@ export interface operations {
     "agents.chat": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -6142,7 +6277,10 @@ export interface operations {
     "exports.create": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };

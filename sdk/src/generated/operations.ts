@@ -33,7 +33,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "numbers.available": {
     "method": "get",
@@ -62,7 +62,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "numbers.release": {
     "method": "delete",
@@ -72,7 +72,7 @@ export const OPERATIONS = {
     ],
     "query": false,
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "me.get": {
     "method": "get",
@@ -98,7 +98,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "contacts.get": {
     "method": "get",
@@ -119,7 +119,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "contacts.delete": {
     "method": "delete",
@@ -129,7 +129,7 @@ export const OPERATIONS = {
     ],
     "query": false,
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "contacts.import": {
     "method": "post",
@@ -138,7 +138,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json-or-multipart",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "contacts.optOut": {
     "method": "post",
@@ -149,7 +149,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "contacts.optIn": {
     "method": "post",
@@ -160,7 +160,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "contacts.consentHistory": {
     "method": "get",
@@ -189,7 +189,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "contactLists.get": {
     "method": "get",
@@ -210,7 +210,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "contactLists.delete": {
     "method": "delete",
@@ -220,7 +220,7 @@ export const OPERATIONS = {
     ],
     "query": false,
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "contactLists.members.list": {
     "method": "get",
@@ -242,7 +242,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "contactLists.members.remove": {
     "method": "delete",
@@ -253,7 +253,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "messages.send": {
     "method": "post",
@@ -271,7 +271,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "messages.list": {
     "method": "get",
@@ -316,7 +316,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "campaigns.get": {
     "method": "get",
@@ -337,7 +337,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "campaigns.delete": {
     "method": "delete",
@@ -347,7 +347,7 @@ export const OPERATIONS = {
     ],
     "query": false,
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "campaigns.launch": {
     "method": "post",
@@ -357,7 +357,7 @@ export const OPERATIONS = {
     ],
     "query": false,
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "campaigns.pause": {
     "method": "post",
@@ -367,7 +367,7 @@ export const OPERATIONS = {
     ],
     "query": false,
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "campaigns.resume": {
     "method": "post",
@@ -377,7 +377,7 @@ export const OPERATIONS = {
     ],
     "query": false,
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "campaigns.cancel": {
     "method": "post",
@@ -387,7 +387,7 @@ export const OPERATIONS = {
     ],
     "query": false,
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "campaigns.analytics": {
     "method": "get",
@@ -426,7 +426,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "extensions.get": {
     "method": "get",
@@ -447,7 +447,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "extensions.delete": {
     "method": "delete",
@@ -457,7 +457,7 @@ export const OPERATIONS = {
     ],
     "query": false,
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "extensions.rotatePassword": {
     "method": "post",
@@ -467,7 +467,7 @@ export const OPERATIONS = {
     ],
     "query": false,
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "extensions.greetingAudio": {
     "method": "get",
@@ -488,7 +488,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "multipart",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "extensions.deleteGreeting": {
     "method": "delete",
@@ -498,7 +498,7 @@ export const OPERATIONS = {
     ],
     "query": false,
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "calls.list": {
     "method": "get",
@@ -516,7 +516,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "calls.get": {
     "method": "get",
@@ -536,7 +536,7 @@ export const OPERATIONS = {
     ],
     "query": false,
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "voicemails.list": {
     "method": "get",
@@ -566,7 +566,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "voicemails.delete": {
     "method": "delete",
@@ -576,7 +576,7 @@ export const OPERATIONS = {
     ],
     "query": false,
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "voicemails.audio": {
     "method": "get",
@@ -615,7 +615,7 @@ export const OPERATIONS = {
     ],
     "query": false,
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "recordings.audio": {
     "method": "get",
@@ -662,7 +662,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "knowledgeBases.get": {
     "method": "get",
@@ -683,7 +683,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "knowledgeBases.delete": {
     "method": "delete",
@@ -693,7 +693,7 @@ export const OPERATIONS = {
     ],
     "query": false,
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "knowledgeBases.documents.list": {
     "method": "get",
@@ -715,7 +715,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json-or-multipart",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "knowledgeBases.documents.get": {
     "method": "get",
@@ -738,7 +738,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "knowledgeBases.documents.delete": {
     "method": "delete",
@@ -749,7 +749,7 @@ export const OPERATIONS = {
     ],
     "query": false,
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "knowledgeBases.search": {
     "method": "post",
@@ -760,7 +760,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "agents.list": {
     "method": "get",
@@ -778,7 +778,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "agents.get": {
     "method": "get",
@@ -799,7 +799,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "agents.delete": {
     "method": "delete",
@@ -809,7 +809,7 @@ export const OPERATIONS = {
     ],
     "query": false,
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "agents.calls.create": {
     "method": "post",
@@ -820,7 +820,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "agentCalls.list": {
     "method": "get",
@@ -850,7 +850,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "exports.list": {
     "method": "get",
@@ -868,7 +868,7 @@ export const OPERATIONS = {
     "query": false,
     "body": "json",
     "response": "json",
-    "idempotencyKey": false
+    "idempotencyKey": true
   },
   "exports.get": {
     "method": "get",

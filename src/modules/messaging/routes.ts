@@ -6,6 +6,7 @@
 import { Type } from 'typebox';
 import type { App } from '../../platform/http/app-type.ts';
 import { callerOf, cursorScope } from '../../platform/http/caller.ts';
+import { IdempotencyKeyHeader } from '../../platform/http/idempotent-writes.ts';
 import { envelope, IdParams } from '../../platform/http/schemas.ts';
 import type { ModuleRoutes } from '../../platform/module.ts';
 import { PageEnvelope, PageQuery, pageResponse } from '../../platform/pagination.ts';
@@ -33,15 +34,7 @@ const send = {
 const count = { scope: 'messages:send', rateLimit: 'messaging', product: 'messaging' } as const;
 const read = { scope: 'messages:read', rateLimit: 'messaging', product: 'messaging' } as const;
 
-const IdempotencyHeaders = Type.Object({
-  'idempotency-key': Type.Optional(
-    Type.String({
-      minLength: 1,
-      maxLength: 255,
-      description: 'Same key and body within 24 hours: the same answer and no second message',
-    }),
-  ),
-});
+const IdempotencyHeaders = Type.Object({ 'idempotency-key': Type.Optional(IdempotencyKeyHeader) });
 
 export const messageRoutes: ModuleRoutes<MessagingServices> =
   ({ messages }, _platform, use) =>
@@ -51,7 +44,9 @@ export const messageRoutes: ModuleRoutes<MessagingServices> =
     app.post(
       '/messages/send',
       {
-        config: { ...send, errorStatuses: [402, 422, 503] },
+        // The key is stored in the send's own transaction (Idempotency.run): a message exists exactly when its
+        // key does, and a concurrent twin waits for the first and answers as it did.
+        config: { ...send, idempotency: 'transaction', errorStatuses: [402, 422, 503] },
         bodyLimit: 8 * 1024 * 1024,
         schema: {
           operationId: 'messages.send',

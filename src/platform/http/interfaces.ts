@@ -6,8 +6,10 @@
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { TSchema } from 'typebox';
 import type { ErrorShape } from '../errors.ts';
+import type { Idempotency } from '../idempotency.ts';
 import type { App } from './app-type.ts';
 import type { Caller, InterfaceName } from './caller.ts';
+import { addIdempotentWrites, takesIdempotencyKey, withIdempotencyKeyHeader } from './idempotent-writes.ts';
 import { ErrorShapeA, ErrorShapeB } from './schemas.ts';
 import './route-access.ts';
 
@@ -47,6 +49,11 @@ export interface HttpInterface {
   guardStatuses: number[];
   /** Authenticates and authorizes a request per its route config (onRequest: before the body is read). */
   guard?: Guard;
+  /**
+   * Every write takes an Idempotency-Key (http/idempotent-writes.ts): the same request again answers the
+   * first answer, without acting twice.
+   */
+  idempotentWrites?: Idempotency;
   /** Checks a route's declaration when it is mounted (e.g. that its scope exists); throws to refuse it. */
   checkRoute?: (config: NonNullable<RouteOptions['config']>) => void;
 }
@@ -68,6 +75,7 @@ export async function mountInterface(app: App, iface: HttpInterface, plugins: Ro
           request.caller = await guard(request, reply);
         });
       }
+      if (iface.idempotentWrites) addIdempotentWrites(scope as App, iface.idempotentWrites);
       for (const plugin of plugins) await plugin(scope as App);
     },
     { prefix: iface.prefix },
@@ -87,6 +95,10 @@ function markRoute(route: RouteOptions, iface: HttpInterface): void {
   if (schema.hide) return;
   const anonymous = config.anonymous === true || !iface.guard;
   schema.security = anonymous ? [] : iface.security;
+  // The key is validated as a header of the route and named in its OpenAPI parameters (the SDK sends one).
+  const keyed =
+    iface.idempotentWrites !== undefined && !anonymous && takesIdempotencyKey(route.method, config);
+  if (keyed) schema.headers = withIdempotencyKeyHeader(schema.headers);
   if (schema.operationId && !schema.operationId.startsWith(iface.operationPrefix)) {
     schema.operationId = `${iface.operationPrefix}${schema.operationId}`;
   }
@@ -100,7 +112,9 @@ function markRoute(route: RouteOptions, iface: HttpInterface): void {
   const response = { ...(schema.response ?? {}) };
   // A route of a product answers 402 SUBSCRIPTION_REQUIRED to an organization without it (CONTRACT 7).
   const productStatuses = config.product && !anonymous ? [402] : [];
-  for (const status of [...statuses, ...productStatuses, ...(config.errorStatuses ?? [])]) {
+  // A keyed write may answer 409 IDEMPOTENCY_KEY_IN_USE and 422 IDEMPOTENCY_KEY_REUSED.
+  const keyStatuses = keyed ? [409, 422] : [];
+  for (const status of [...statuses, ...productStatuses, ...keyStatuses, ...(config.errorStatuses ?? [])]) {
     response[status] ??= errorSchema;
   }
   schema.response = response;

@@ -38,6 +38,11 @@ declare module 'fastify' {
      * a declared Content-Length above it is refused with 413 before a byte is read.
      */
     uploadLimit?: number;
+    /**
+     * `transaction`: the route's service stores the Idempotency-Key in its own write's transaction
+     * (Idempotency.run), so the interface's request-level idempotency (http/idempotent-writes.ts) leaves it.
+     */
+    idempotency?: 'transaction';
     /** Error statuses this route answers beyond the interface's usual ones (for the OpenAPI document). */
     errorStatuses?: readonly number[];
     /** Set when the route is mounted: the interface serving it. */
