@@ -1,9 +1,10 @@
 // The SIP registrar on a real socket, proven with a real SIP peer (SIPp, Debian's `sip-tester`): a phone
 // registers with its extension's digest credentials and the binding is in the database; a wrong password, a
 // stranger's address of record and a forged nonce are refused; a scanner's burst of failed REGISTERs gets the
-// address refused outright. The digest arithmetic is checked on its own against RFC 2617's formulas.
+// address refused outright. The digest arithmetic is checked on its own against RFC 2617's formulas (replays of
+// nonce counts: test/sip-digest.test.ts).
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, hkdfSync } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { DigestAuth } from '../src/modules/voice/sip/digest.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
@@ -32,11 +33,17 @@ describe('digest authentication', () => {
     };
   };
 
-  test('the right password passes, with or without qop; a wrong one, another realm or a forged nonce do not', () => {
+  test('the right password passes with qop=auth; without qop, a wrong one, another realm or a forged nonce do not', () => {
     const now = Date.now();
     const nonce = digest.nonce(now);
     assert.equal(digest.verify(answer(nonce, 'secret'), 'REGISTER', 'secret', now), 'ok');
-    assert.equal(digest.verify(answer(nonce, 'secret', false), 'REGISTER', 'secret', now), 'ok');
+    // RFC 2069's answer has no nonce count, so its replay could not be refused (test/sip-digest.test.ts).
+    assert.equal(digest.verify(answer(nonce, 'secret', false), 'REGISTER', 'secret', now), 'invalid');
+    assert.equal(
+      digest.verify({ ...answer(nonce, 'secret'), nc: '1' }, 'REGISTER', 'secret', now),
+      'invalid',
+    );
+    assert.notEqual(digest.nonce(now), nonce, 'two challenges in one millisecond, two nonces');
     assert.equal(digest.verify(answer(nonce, 'guess'), 'REGISTER', 'secret', now), 'invalid');
     assert.equal(
       digest.verify({ ...answer(nonce, 'secret'), realm: '"other"' }, 'REGISTER', 'secret', now),
@@ -60,6 +67,25 @@ describe('digest authentication', () => {
     assert.equal(digest.verify(answer(nonce, 'secret'), 'REGISTER', 'secret', Date.now()), 'stale');
     assert.equal(digest.verify(answer(nonce, 'guess'), 'REGISTER', 'secret', Date.now()), 'invalid');
     assert.equal(digest.challenge(Date.now(), true).stale, 'true');
+  });
+
+  test('a nonce of the form before random bytes (time and tag) is stale, so phones holding one re-answer', () => {
+    const time = Buffer.alloc(8);
+    time.writeBigUInt64BE(BigInt(Date.now()));
+    const key = Buffer.from(
+      hkdfSync(
+        'sha256',
+        'a root secret of at least thirty-two characters',
+        'commsplatform',
+        'sip-digest-nonce v1',
+        32,
+      ),
+    );
+    const tag = createHmac('sha256', key).update(time).update('sip.example.com').digest().subarray(0, 16);
+    const legacy = Buffer.concat([time, tag]).toString('base64url');
+    assert.equal(digest.verify(answer(legacy, 'secret'), 'REGISTER', 'secret', Date.now()), 'stale');
+    assert.equal(digest.verify(answer(legacy, 'guess'), 'REGISTER', 'secret', Date.now()), 'invalid');
+    assert.equal(digest.rememberUntil(legacy), undefined);
   });
 });
 

@@ -2,14 +2,16 @@
 // authentication), and the registrar keeps where each can be reached, in the database so that every instance
 // sees every binding. Scanners try passwords on every SIP port they find: failed authentications are counted
 // per source address (the shared counters: Redis when configured), and an address over the limit is refused
-// without a challenge until its window passes.
+// without a challenge until its window passes. Each nonce count is accepted once per nonce (RFC 7616 section
+// 3.3): a captured Authorization replayed, with its count or a lower one, gets a fresh challenge, not a pass.
 import type { SipMessage, SipRemote } from 'sip';
 import type { Clock } from '../../../platform/clock.ts';
 import type { Database } from '../../../platform/db/index.ts';
 import type { RateLimiter, RateLimitRule } from '../../../platform/rate-limit.ts';
 import type { ExtensionRow } from '../extension-store.ts';
 import type { ExtensionService } from '../extensions.ts';
-import { type DigestAuth, type DigestCredentials, unquote } from './digest.ts';
+import { DigestAuth, type DigestCredentials, unquote } from './digest.ts';
+import { DigestNonceStore } from './digest-nonce-store.ts';
 import { RegistrationStore } from './registration-store.ts';
 
 /**
@@ -37,6 +39,7 @@ export interface RegistrarAnswer {
 
 export class Registrar {
   private readonly store = new RegistrationStore();
+  private readonly nonces = new DigestNonceStore();
 
   constructor(
     private readonly deps: {
@@ -74,6 +77,18 @@ export class Registrar {
     const verdict = digest.verify(credentials, request.method ?? 'REGISTER', password, nowMs);
     if (verdict === 'stale' && extension) return { answer: this.challenge(nowMs, true) };
     if (verdict !== 'ok' || !extension) return { answer: await this.failed(remote) };
+    // A count used before (or a lower one) is a replay: a fresh challenge, which an honest phone answers with a
+    // new nonce. Not counted as a failure: it guessed no password, and counting it would let whoever captured a
+    // header lock the phone's own address out.
+    const rememberUntil = digest.rememberUntil(credentials.nonce);
+    const nc = DigestAuth.nonceCount(credentials);
+    if (
+      rememberUntil === undefined ||
+      nc === undefined ||
+      !(await this.nonces.take(this.deps.db, unquote(credentials.nonce), nc, new Date(rememberUntil)))
+    ) {
+      return { answer: this.challenge(nowMs) };
+    }
     return { extension };
   }
 
@@ -120,9 +135,19 @@ export class Registrar {
     return this.bindings(extension.id, now);
   }
 
-  /** Deletes expired bindings (the hourly clean-up). */
-  removeExpired(now: Date): Promise<number> {
-    return this.store.removeExpired(this.deps.db, now);
+  /**
+   * The hourly clean-up (`voice.sip-registrations`): deletes expired bindings, and the nonce counts of nonces
+   * past their lifetime; returns how many bindings.
+   */
+  async removeExpired(now: Date): Promise<number> {
+    const bindings = await this.store.removeExpired(this.deps.db, now);
+    await this.removeExpiredNonces(now);
+    return bindings;
+  }
+
+  /** Deletes the nonce counts of nonces past their lifetime; returns how many. */
+  removeExpiredNonces(now: Date): Promise<number> {
+    return this.nonces.removeExpired(this.deps.db, now);
   }
 
   /** The extension's live contacts (a call to it rings these). */
