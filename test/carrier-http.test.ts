@@ -316,6 +316,29 @@ describe('hosted media is checked before the HTTP carrier fetches it', () => {
     return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, asked, server };
   }
 
+  /** An app whose carrier is the HTTP provider (a local one), and a media host, for `work`; all closed after. */
+  async function withHttpCarrier(
+    work: (setup: {
+      t: TestApp;
+      host: Awaited<ReturnType<typeof mediaHost>>;
+      provider: Provider;
+    }) => Promise<void>,
+  ) {
+    const host = await mediaHost();
+    const provider = new Provider(() => Date.now());
+    await provider.start();
+    const t = await startTestApp({
+      config: { httpCarrier: { baseUrl: provider.url, apiKey: API_KEY, publicKey: provider.publicKey } },
+    });
+    try {
+      await work({ t, host, provider });
+    } finally {
+      await t.close();
+      await provider.close();
+      host.server.close();
+    }
+  }
+
   test('guarded (production): http, loopback, private and metadata addresses are refused unasked', async () => {
     const probe = new MediaProbe({ guarded: true, resolver });
     for (const [url, why] of [
@@ -353,14 +376,8 @@ describe('hosted media is checked before the HTTP carrier fetches it', () => {
     }
   });
 
-  test("a campaign's hosted media is asked for at launch as its messages' would be (issue 31 finding 7)", async () => {
-    const host = await mediaHost();
-    const provider = new Provider(() => Date.now());
-    await provider.start();
-    const t = await startTestApp({
-      config: { httpCarrier: { baseUrl: provider.url, apiKey: API_KEY, publicKey: provider.publicKey } },
-    });
-    try {
+  test("a campaign's hosted media is asked for at launch as its messages' would be (issue 31 finding 7)", () =>
+    withHttpCarrier(async ({ t, host }) => {
       const who = await sender(t);
       const api = (method: string, path: string, body?: unknown) =>
         t.request(method, `/api/v2${path}`, { apiKey: who.key, body });
@@ -390,21 +407,10 @@ describe('hosted media is checked before the HTTP carrier fetches it', () => {
       const good = (await create([`${host.url}/menu.jpg`])).body.data.id as string;
       const launched = await api('POST', `/campaigns/${good}/launch`);
       assert.equal(launched.status, 200, launched.text);
-    } finally {
-      await t.close();
-      await provider.close();
-      host.server.close();
-    }
-  });
+    }));
 
-  test('an MMS to the HTTP carrier: good media goes as media_urls; a page or an upload fails before the provider sees it', async () => {
-    const host = await mediaHost();
-    const provider = new Provider(() => Date.now());
-    await provider.start();
-    const t = await startTestApp({
-      config: { httpCarrier: { baseUrl: provider.url, apiKey: API_KEY, publicKey: provider.publicKey } },
-    });
-    try {
+  test('an MMS to the HTTP carrier: good media goes as media_urls; a page or an upload fails before the provider sees it', () =>
+    withHttpCarrier(async ({ t, host, provider }) => {
       const who = await sender(t);
       const send = async (body: Record<string, unknown>) => {
         const res = await t.request('POST', '/api/v2/messages/send', { apiKey: who.key, body });
@@ -436,10 +442,5 @@ describe('hosted media is checked before the HTTP carrier fetches it', () => {
       assert.equal((await get(page)).errorCode, 'MEDIA_TYPE_UNSUPPORTED');
       assert.equal((await get(upload)).errorCode, 'uploaded_media_not_supported');
       assert.ok(!provider.submits.some((each) => ['+14155550208', '+14155550209'].includes(each.body.to)));
-    } finally {
-      await t.close();
-      await provider.close();
-      host.server.close();
-    }
-  });
+    }));
 });

@@ -1,11 +1,11 @@
 // Regression tests for issue 31 (hardening, round two): what a hostile client and the contract found since
 // issue 11. Each describe names its finding; each failed before its fix.
 import assert from 'node:assert/strict';
-import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { jsonDepth, MAX_JSON_DEPTH } from '../src/platform/http/json-body.ts';
 import { findUnstorableText } from '../src/platform/text.ts';
 import { createOrganization, isShapeA, isShapeB, startTestApp, type TestApp } from './helpers/app.ts';
+import { rawExchange, trickleRequest } from './helpers/raw-http.ts';
 
 const nestedArrays = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
 const nestedObjects = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
@@ -86,29 +86,7 @@ describe('finding 2: a request cut off by the timeout is refused in its interfac
   });
   after(() => t.close());
 
-  /** Sends headers and part of a body, then trickles a byte every 100 ms until the server answers. */
-  async function trickle(path: string, headers = ''): Promise<{ head: string; body: string }> {
-    const { port } = new URL(t.url);
-    const socket = connect(Number(port), '127.0.0.1');
-    let received = '';
-    socket.on('data', (chunk) => {
-      received += chunk.toString();
-    });
-    const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
-    socket.write(
-      `POST ${path} HTTP/1.1\r\nHost: x\r\n${headers}Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`,
-    );
-    let sent = 0;
-    const timer = setInterval(() => {
-      if (socket.destroyed || sent++ > 200) return clearInterval(timer);
-      socket.write(' ');
-    }, 100);
-    await closed;
-    clearInterval(timer);
-    assert.ok(sent < 200, 'the server gave up before the client did');
-    const [head, body] = received.split('\r\n\r\n', 2) as [string, string];
-    return { head, body };
-  }
+  const trickle = (path: string, headers = '') => trickleRequest(t.url, path, headers);
 
   test('on the developer API: 408 in Shape B with API-Version, no framework fields', async () => {
     const { head, body } = await trickle('/api/v2/contacts', `x-api-key: ${apiKey}\r\n`);
@@ -127,19 +105,12 @@ describe('finding 2: a request cut off by the timeout is refused in its interfac
   });
 
   test('bytes that are not HTTP get a 400 in our shape, read from the request line where there is one', async () => {
-    const { port } = new URL(t.url);
     for (const [raw, shape] of [
       ['GET /api/v2/contacts HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n', isShapeB],
       ['GET /v2/portal/auth/me HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n', isShapeA],
       ['\u0001\u0002 garbage\r\n\r\n', isShapeA],
     ] as const) {
-      const socket = connect(Number(port), '127.0.0.1');
-      let received = '';
-      socket.on('data', (chunk) => {
-        received += chunk.toString();
-      });
-      await new Promise<void>((resolve) => socket.on('close', () => resolve()).write(raw));
-      const [head, body] = received.split('\r\n\r\n', 2) as [string, string];
+      const { head, body } = await rawExchange(t.url, raw);
       assert.match(head, /^HTTP\/1\.1 400 /, JSON.stringify(raw));
       assert.ok(shape(JSON.parse(body)), body);
     }

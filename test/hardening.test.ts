@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { serializeError } from '../src/platform/log.ts';
 import { isShapeA, isShapeB, startTestApp, type TestApp } from './helpers/app.ts';
 import { countRows, sender } from './helpers/messaging.ts';
+import { trickleRequest } from './helpers/raw-http.ts';
 
 describe('finding 1: the log carries no secret, statement parameter or personal data', () => {
   let t: TestApp;
@@ -143,26 +144,8 @@ describe('finding 7: a client that trickles its request is cut off', () => {
   after(() => t.close());
 
   test('a body sent a byte at a time never finishes: the server answers 408 and closes the connection', async () => {
-    const { port } = new URL(t.url);
-    const socket = connect(Number(port), '127.0.0.1');
-    let received = '';
-    socket.on('data', (chunk) => {
-      received += chunk.toString();
-    });
-    const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
-    socket.write(
-      'POST /v2/portal/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{',
-    );
-    // Keep trickling until the server gives up; a bounded number of bytes, so the test always ends.
-    let sent = 0;
-    const trickle = setInterval(() => {
-      if (socket.destroyed || sent++ > 200) return clearInterval(trickle);
-      socket.write(' ');
-    }, 100);
-    await closed;
-    clearInterval(trickle);
-    assert.ok(sent < 200, 'the server closed the connection before the client stopped');
-    assert.match(received, /^HTTP\/1\.1 408/);
+    const { head } = await trickleRequest(t.url, '/v2/portal/auth/login');
+    assert.match(head, /^HTTP\/1\.1 408/);
   });
 });
 
