@@ -1,5 +1,5 @@
-// The SIP listener (SIP_PORT): a user-agent server on UDP and TCP beside the HTTP server, on the `sip` package
-// (kirm/sip.js: message parsing, transports and the transaction layer; docs/architecture.md says why). Today it
+// The SIP listener (SIP_PORT): a user-agent server on UDP and TCP beside the HTTP server, on our SIP stack
+// (stack/: the `sip` package vendored, with our parser with limits; docs/architecture.md says why). Today it
 // is the registrar (REGISTER with digest authentication), OPTIONS (phones' keep-alives), and calls between
 // extensions' phones, in from the trunk and placed by the API (INVITE, re-INVITE, UPDATE, ACK, CANCEL, BYE:
 // sip-pbx.ts). Other methods are answered 501 Not Implemented.
@@ -7,9 +7,9 @@ import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
-import * as sip from 'sip';
 import type { Registrar } from './registrar.ts';
 import type { SipPbx } from './sip-pbx.ts';
+import * as sip from './stack/index.ts';
 
 export class SipListener {
   private stack?: sip.SipStack;
@@ -63,7 +63,11 @@ export class SipListener {
         publicAddress: this.domain,
         udp: true,
         tcp: true,
-        logger: { error: (error) => this.log.warn({ err: error }, 'SIP stack error') },
+        logger: {
+          error: (error) => this.log.warn({ err: error }, 'SIP stack error'),
+          // What the stack dropped or refused before we saw it (malformed SIP: docs/voice.md).
+          debug: (what, message) => this.log.debug(what, message),
+        },
       },
       (request, remote) => void this.answer(request, remote),
     );

@@ -4,7 +4,6 @@
 // per source address (the shared counters: Redis when configured), and an address over the limit is refused
 // without a challenge until its window passes. Each nonce count is accepted once per nonce (RFC 7616 section
 // 3.3): a captured Authorization replayed, with its count or a lower one, gets a fresh challenge, not a pass.
-import type { SipMessage, SipRemote } from 'sip';
 import type { Clock } from '../../../platform/clock.ts';
 import type { Database } from '../../../platform/db/index.ts';
 import type { RateLimiter, RateLimitRule } from '../../../platform/rate-limit.ts';
@@ -13,6 +12,7 @@ import type { ExtensionService } from '../extensions.ts';
 import { DigestAuth, type DigestCredentials, unquote } from './digest.ts';
 import { DigestNonceStore } from './digest-nonce-store.ts';
 import { RegistrationStore } from './registration-store.ts';
+import type { SipMessage, SipRemote } from './stack/index.ts';
 
 /**
  * Failed authentications one address may make in the last five minutes before it is refused outright. A

@@ -15,8 +15,6 @@ import { randomBytes } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
-import type { SipMessage, SipRemote, SipStack } from 'sip';
-import * as sip from 'sip';
 import type { Clock } from '../../../platform/clock.ts';
 import type { Database } from '../../../platform/db/index.ts';
 import { ApiError } from '../../../platform/errors.ts';
@@ -48,6 +46,8 @@ import {
   rtpAudio,
   withDirection,
 } from './rtp.ts';
+import type { SipMessage, SipRemote, SipStack } from './stack/index.ts';
+import * as sip from './stack/index.ts';
 
 type Side = 'caller' | 'callee';
 

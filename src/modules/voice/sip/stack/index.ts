@@ -1,0 +1,272 @@
+// Our SIP stack: the `sip` package (kirm/sip.js 0.0.6, MIT, unmaintained) vendored and owned, so that its
+// parser and its answers to malformed requests could be fixed (docs/architecture.md, "The SIP stack"). Every
+// message goes parse (parse.ts, with limits) → validate (validate.ts) → transaction layer (transaction.ts) →
+// the application. What cannot be parsed is answered 400 when it names a Via to answer to, 505 for another
+// SIP version, and otherwise dropped, counted and logged at debug level.
+import { createHmac, randomBytes } from 'node:crypto';
+import dns from 'node:dns';
+import net from 'node:net';
+import os from 'node:os';
+import { parseUri } from './headers.ts';
+import { makeResponse, type SipMessage, type SipRemote, type SipUri, stringifyUri } from './message.ts';
+import type { ParseResult } from './parse.ts';
+import { makeTransactionLayer } from './transaction.ts';
+import { type Connection, makeTransport, type TransportOptions } from './transport.ts';
+import { usableResponse, validateRequest } from './validate.ts';
+
+export type { SipAor, SipMessage, SipRemote, SipUri, SipVia } from './message.ts';
+export { makeResponse, stringify } from './message.ts';
+export { parseUri };
+
+export interface SipStackOptions extends TransportOptions {
+  logger?: TransportOptions['logger'] & {
+    error?: (error: unknown) => void;
+    /** Each message dropped or refused by the stack, with why. */
+    debug?: (what: Record<string, unknown>, message: string) => void;
+  };
+}
+
+export interface SipStack {
+  send(message: SipMessage, callback?: (response: SipMessage) => void): void;
+  destroy(): void;
+  /** Messages dropped unanswered (not SIP, responses that do not parse) and requests refused by the stack. */
+  readonly stats: { dropped: number; refused: number };
+}
+
+type Address = SipRemote & { host?: string };
+
+export function create(
+  options: SipStackOptions,
+  onRequest: (request: SipMessage, remote: SipRemote) => void,
+): SipStack {
+  const errorLog = options.logger?.error ?? (() => {});
+  const debugLog = options.logger?.debug ?? (() => {});
+  const hostname = options.publicAddress || options.address || options.hostname || os.hostname();
+  const stats = { dropped: 0, refused: 0 };
+
+  /** A refusal sent without a transaction: a retransmission of the request is refused again, the same way. */
+  function refuseStatelessly(request: SipMessage, remote: SipRemote, status: number, reason: string): void {
+    stats.refused++;
+    debugLog({ status, reason, remote: remote.address, method: request.method }, 'SIP request refused');
+    const response = makeResponse(request, status, reason);
+    const to = request.headers.to;
+    if (to && !to.params?.tag) response.headers.to = { ...to, params: { ...to.params, tag: tag() } };
+    const connection = transport.get(remote) ?? transport.open(remote);
+    try {
+      connection.send(response);
+    } finally {
+      connection.release();
+    }
+  }
+
+  function drop(reason: string, remote: SipRemote): void {
+    stats.dropped++;
+    debugLog({ reason, remote: remote.address, protocol: remote.protocol }, 'SIP message dropped');
+  }
+
+  function receive(result: ParseResult, remote: SipRemote) {
+    try {
+      if (result.kind === 'dropped') return drop(result.reason, remote);
+      const message = result.message;
+      // Nothing can be sent back without a Via (RFC 3261 section 18.2.2).
+      if (result.kind === 'refused') {
+        if (!message.headers.via?.[0]?.host) return drop(`no Via to answer: ${result.reason}`, remote);
+        return refuseStatelessly(message, remote, result.status, result.reason);
+      }
+      if (message.method === undefined) {
+        if (!usableResponse(message)) return drop('response without the headers to match it', remote);
+        options.logger?.recv?.(message, remote);
+        transaction.getClient(message)?.message(message, remote);
+        return;
+      }
+      if (!message.headers.via?.[0]?.host) return drop('request without a Via', remote);
+      const refusal = validateRequest(message);
+      if (refusal) return refuseStatelessly(message, remote, refusal.status, refusal.reason);
+      options.logger?.recv?.(message, remote);
+      const via = message.headers.via[0]!;
+      via.params.received = remote.address;
+      if (remote.protocol === 'UDP' && Object.hasOwn(via.params, 'rport')) via.params.rport = remote.port;
+      const existing = transaction.getServer(message);
+      if (existing) return existing.message(message, remote);
+      if (message.method === 'ACK') return onRequest(message, remote);
+      const connection = transport.get(remote);
+      if (!connection) return drop('no connection to answer on', remote);
+      const created = transaction.createServerTransaction(message, connection);
+      // A CANCEL matches the INVITE with its branch (section 9.2): without one there is nothing to cancel.
+      if (message.method === 'CANCEL' && !transaction.getInviteServer(message)) {
+        created.send(makeResponse(message, 481, 'Call/Transaction Does Not Exist'));
+        return;
+      }
+      try {
+        onRequest(message, remote);
+      } catch (error) {
+        created.send(makeResponse(message, 500, 'Server Internal Error'));
+        throw error;
+      }
+    } catch (error) {
+      errorLog(error);
+    }
+  }
+
+  const transport = makeTransport(options, receive, hostname);
+  const transaction = makeTransactionLayer({});
+  const flowSecret = randomBytes(20);
+
+  function encodeFlowToken(flow: SipRemote): string {
+    const text = [flow.protocol, flow.address, flow.port, flow.local?.address, flow.local?.port].join();
+    const mac = createHmac('sha1', flowSecret).update(text).digest('base64');
+    return Buffer.from(`${mac},${text}`).toString('base64url');
+  }
+
+  function decodeFlowToken(token: string | undefined): SipRemote | undefined {
+    if (!token) return undefined;
+    const parts = Buffer.from(token, 'base64url').toString('ascii').split(',');
+    if (parts.length !== 6) return undefined;
+    const flow = {
+      protocol: parts[1]!,
+      address: parts[2]!,
+      port: Number(parts[3]),
+      local: { address: parts[4]!, port: Number(parts[5]) },
+    };
+    return encodeFlowToken(flow) === token ? flow : undefined;
+  }
+
+  function sendRequest(message: SipMessage, callback: (response: SipMessage) => void) {
+    let hop = parseUri(message.uri ?? '');
+    if (!hop) return callback(makeResponse(message, 416, 'Unsupported URI Scheme'));
+    const route = message.headers.route;
+    if (route && route.length > 0) {
+      const first = parseUri(route[0]!.uri);
+      if (first?.host === hostname) {
+        // A route through ourselves: its user part may be a flow token naming the connection to use.
+        route.shift();
+        hop = first;
+      } else if (first && first.params.lr === undefined) {
+        // A strict router (RFC 3261 section 16.12.1.2): it becomes the Request-URI.
+        route.shift();
+        route.push({ uri: message.uri ?? '', params: {} });
+        message.uri = stringifyUri(first);
+        hop = first;
+      } else if (first) hop = first;
+    }
+    const target = hop;
+    const withAddresses = (addresses: Address[]) => {
+      if (message.method === 'ACK') {
+        if (!Array.isArray(message.headers.via)) message.headers.via = [];
+        if (message.headers.via.length === 0) message.headers.via.unshift({ params: { branch: branch() } });
+        if (addresses.length === 0)
+          return errorLog(new Error(`ACK: couldn't resolve ${stringifyUri(target)}`));
+        const connection = transport.open(addresses[0]!, errorLog);
+        try {
+          connection.send(message);
+        } catch (error) {
+          errorLog(error);
+        } finally {
+          connection.release();
+        }
+        return;
+      }
+      sequentialSearch(message, addresses, callback);
+    };
+    if (target.host === hostname) {
+      const flow = decodeFlowToken(target.user);
+      withAddresses(flow ? [flow] : []);
+    } else resolve(target, withAddresses);
+  }
+
+  /** Tries each address in turn while they answer 503 (RFC 3263 section 4.3). */
+  function sequentialSearch(
+    request: SipMessage,
+    addresses: Address[],
+    callback: (response: SipMessage) => void,
+  ) {
+    if (request.method !== 'CANCEL') {
+      if (!request.headers.via) request.headers.via = [];
+      request.headers.via.unshift({ params: {} });
+    }
+    let lastStatus: number | undefined;
+    let onResponse: (response: SipMessage) => void;
+    const searching = (response: SipMessage) => {
+      lastStatus = response.status;
+      if (response.status === 503) return next();
+      if ((response.status ?? 0) > 100) onResponse = callback;
+      callback(response);
+    };
+    function next() {
+      onResponse = searching;
+      const address = addresses.shift();
+      if (!address) {
+        onResponse = callback;
+        return onResponse(makeResponse(request, lastStatus || 404));
+      }
+      let connection: Connection;
+      try {
+        connection = transport.open(address, () => client.message(makeResponse(request, 503)));
+      } catch {
+        return onResponse(makeResponse(request, address.local ? 430 : 503));
+      }
+      const client = transaction.createClientTransaction(connection, request, (response) =>
+        onResponse(response),
+      );
+    }
+    next();
+  }
+
+  return {
+    send(message, callback) {
+      if (message.method === undefined) transaction.getServer(message)?.send(message);
+      else sendRequest(message, callback ?? (() => {}));
+    },
+    destroy() {
+      transaction.destroy();
+      transport.destroy();
+    },
+    stats,
+  };
+}
+
+const tag = () => randomBytes(6).toString('hex');
+const branch = () => `z9hG4bK${randomBytes(8).toString('hex')}`;
+
+const defaultPort = (protocol: string) => (protocol.toUpperCase() === 'TLS' ? 5061 : 5060);
+
+/** The addresses a URI's host names (RFC 3263 in short: SRV, then A and AAAA), for each transport to try. */
+function resolve(uri: SipUri, action: (addresses: Address[]) => void) {
+  const transportParam = uri.params.transport ?? undefined;
+  if (net.isIP(uri.host.replace(/^\[|\]$/g, ''))) {
+    const protocol = transportParam || 'UDP';
+    const address = uri.host.replace(/^\[|\]$/g, '');
+    return action([{ protocol, address, port: uri.port || defaultPort(protocol) }]);
+  }
+  const resolve46 = (host: string, done: (addresses: string[]) => void) =>
+    dns.resolve4(host, (_error4, v4) =>
+      dns.resolve6(host, (_error6, v6) => done([...(v4 ?? []), ...(v6 ?? [])])),
+    );
+  const everyProtocol = (protocols: string[], port?: number) => (addresses: string[]) =>
+    action(
+      addresses.flatMap((address) =>
+        protocols.map((protocol) => ({ protocol, address, port: port || defaultPort(protocol) })),
+      ),
+    );
+  if (uri.port) return resolve46(uri.host, everyProtocol(transportParam ? [transportParam] : ['UDP', 'TCP']));
+  const protocols = transportParam ? [transportParam] : ['tcp', 'udp'];
+  let outstanding = protocols.length;
+  let found: Address[] = [];
+  for (const protocol of protocols) {
+    dns.resolveSrv(`_sip._${protocol}.${uri.host}`, (_error, records) => {
+      outstanding--;
+      if (Array.isArray(records) && records.length) {
+        outstanding += records.length;
+        for (const record of records) {
+          resolve46(record.name, (addresses) => {
+            found = found.concat(addresses.map((address) => ({ protocol, address, port: record.port })));
+            if (--outstanding === 0) action(found);
+          });
+        }
+      } else if (outstanding === 0) {
+        if (found.length) action(found);
+        else resolve46(uri.host, everyProtocol(protocols, uri.port));
+      }
+    });
+  }
+}
