@@ -48,9 +48,7 @@ export function create(
   function refuseStatelessly(request: SipMessage, remote: SipRemote, status: number, reason: string): void {
     stats.refused++;
     debugLog({ status, reason, remote: remote.address, method: request.method }, 'SIP request refused');
-    const response = makeResponse(request, status, reason);
-    const to = request.headers.to;
-    if (to && !to.params?.tag) response.headers.to = { ...to, params: { ...to.params, tag: tag() } };
+    const response = tagged(makeResponse(request, status, reason));
     const connection = transport.get(remote) ?? transport.open(remote);
     try {
       connection.send(response);
@@ -71,6 +69,8 @@ export function create(
       // Nothing can be sent back without a Via (RFC 3261 section 18.2.2).
       if (result.kind === 'refused') {
         if (!message.headers.via?.[0]?.host) return drop(`no Via to answer: ${result.reason}`, remote);
+        // An ACK is never answered (RFC 3261 section 17.2.1), not even a broken one.
+        if (message.method === 'ACK') return drop(`ACK: ${result.reason}`, remote);
         return refuseStatelessly(message, remote, result.status, result.reason);
       }
       if (message.method === undefined) {
@@ -81,6 +81,7 @@ export function create(
       }
       if (!message.headers.via?.[0]?.host) return drop('request without a Via', remote);
       const refusal = validateRequest(message);
+      if (refusal && message.method === 'ACK') return drop(`ACK: ${refusal.reason}`, remote);
       if (refusal) return refuseStatelessly(message, remote, refusal.status, refusal.reason);
       options.logger?.recv?.(message, remote);
       const via = message.headers.via[0]!;
@@ -94,13 +95,13 @@ export function create(
       const created = transaction.createServerTransaction(message, connection);
       // A CANCEL matches the INVITE with its branch (section 9.2): without one there is nothing to cancel.
       if (message.method === 'CANCEL' && !transaction.getInviteServer(message)) {
-        created.send(makeResponse(message, 481, 'Call/Transaction Does Not Exist'));
+        created.send(tagged(makeResponse(message, 481, 'Call/Transaction Does Not Exist')));
         return;
       }
       try {
         onRequest(message, remote);
       } catch (error) {
-        created.send(makeResponse(message, 500, 'Server Internal Error'));
+        created.send(tagged(makeResponse(message, 500, 'Server Internal Error')));
         throw error;
       }
     } catch (error) {
@@ -225,7 +226,14 @@ export function create(
   };
 }
 
-const tag = () => randomBytes(6).toString('hex');
+/** The stack's own final responses get a To tag, as a UAS's must (RFC 3261 section 8.2.6.2). */
+function tagged(response: SipMessage): SipMessage {
+  const to = response.headers.to;
+  if (to && !to.params?.tag) {
+    response.headers.to = { ...to, params: { ...to.params, tag: randomBytes(6).toString('hex') } };
+  }
+  return response;
+}
 const branch = () => `z9hG4bK${randomBytes(8).toString('hex')}`;
 
 const defaultPort = (protocol: string) => (protocol.toUpperCase() === 'TLS' ? 5061 : 5060);
