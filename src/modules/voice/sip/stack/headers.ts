@@ -189,7 +189,8 @@ function readHost(cursor: Cursor): string {
   while (cursor.at < cursor.text.length) {
     const code = cursor.text.charCodeAt(cursor.at);
     const hostChar = (code >= 48 && code <= 57) || ((code | 32) >= 97 && (code | 32) <= 122) || code === 45;
-    if (!hostChar && code !== 46 /* . */) break;
+    // `.`, and `_`, which no host name should have but the package's parser accepted: kept forgiving.
+    if (!hostChar && code !== 46 && code !== 95) break;
     cursor.at++;
   }
   return cursor.text.slice(start, cursor.at);
