@@ -22,6 +22,24 @@ import { validateRequest } from '../src/modules/voice/sip/stack/validate.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { freePort } from './helpers/sipp.ts';
 
+/**
+ * The least CPU time (user and system, in ms) of `runs` calls after as many unmeasured ones: CPU time, not the
+ * wall clock, so a test machine busy with other processes (which only delays us) cannot fail a bound on our
+ * own work; after warming up, so that what is measured is the parser and not V8 compiling it (the first call
+ * of a process runs in the interpreter, some milliseconds once).
+ */
+function leastCpuMs(work: () => unknown, runs: number): number {
+  for (let run = 0; run < runs; run++) work();
+  let best = Number.POSITIVE_INFINITY;
+  for (let run = 0; run < runs; run++) {
+    const started = process.cpuUsage();
+    work();
+    const used = process.cpuUsage(started);
+    best = Math.min(best, (used.user + used.system) / 1000);
+  }
+  return best;
+}
+
 const fixture = (name: string) => readFileSync(new URL(`fixtures/rfc4475/${name}.dat`, import.meta.url));
 
 /** What the stack does with a message: deliver it, answer `status reason`, or drop it. */
@@ -144,12 +162,7 @@ describe('the SIP parser', () => {
       const datagram = Buffer.from(filler.repeat(Math.floor(65_000 / filler.length)), 'latin1');
       const withStart = Buffer.from(`OPTIONS sip:a@b SIP/2.0\r\nX: ${filler.repeat(30_000)}`, 'latin1');
       for (const data of [datagram, withStart]) {
-        let best = Number.POSITIVE_INFINITY;
-        for (let run = 0; run < 5; run++) {
-          const started = performance.now();
-          parseMessage(data);
-          best = Math.min(best, performance.now() - started);
-        }
+        const best = leastCpuMs(() => parseMessage(data), 5);
         assert.ok(best < 5, `${JSON.stringify(filler)}: ${best.toFixed(2)} ms`);
       }
     }
@@ -188,12 +201,8 @@ describe('the SIP parser', () => {
         const unit = pieces.join('');
         const head = `INVITE sip:a@b SIP/2.0\r\n${header}`;
         const text = head + unit.repeat(Math.floor((SIP_LIMITS.maxMessageBytes - head.length) / unit.length));
-        let best = Number.POSITIVE_INFINITY;
-        for (let run = 0; run < 3; run++) {
-          const started = performance.now();
-          assert.ok(verdicts.has(parseMessage(text).kind));
-          best = Math.min(best, performance.now() - started);
-        }
+        assert.ok(verdicts.has(parseMessage(text).kind));
+        const best = leastCpuMs(() => parseMessage(text), 3);
         assert.ok(best < 25, `${JSON.stringify(unit)}: ${best.toFixed(2)} ms for 64 KB`);
       }),
       { numRuns: 40 },
@@ -344,7 +353,8 @@ describe('the SIP listener answers malformed SIP in SIP', () => {
     const started = performance.now();
     // The package spent about 0.5 s on each: the answer to this OPTIONS waited behind ten seconds of them.
     assert.equal((await overUdp(request('OPTIONS')))?.status, 200);
-    assert.ok(performance.now() - started < 1000, `answered after ${performance.now() - started} ms`);
+    // Two seconds leave room for a busy test machine; the package needed about ten.
+    assert.ok(performance.now() - started < 2000, `answered after ${performance.now() - started} ms`);
     assert.equal(await overUdp('GET / HTTP/1.1\r\n\r\n', 300), undefined);
     assert.ok(stats.dropped >= before + 21, `dropped ${stats.dropped - before}`);
   });
