@@ -11,6 +11,7 @@ import {
   answeringScenario,
   callScenario,
   freePort,
+  ringUntilCancelled,
   runSipp,
   sippInstalled,
 } from './helpers/sipp.ts';
@@ -156,44 +157,3 @@ describe('calls between SIP phones (SIPp)', {
     assert.equal(call!.hangupCause, 'not_registered');
   });
 });
-
-/** A phone that rings (180) until the INVITE is cancelled: 200 to the CANCEL, 487 to the INVITE, its ACK. */
-function ringUntilCancelled(): string {
-  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
-<scenario name="ring until cancelled">
-  <recv request="INVITE" crlf="true"/>
-  <send><![CDATA[
-      SIP/2.0 180 Ringing
-      [last_Via:]
-      [last_From:]
-      [last_To:];tag=[pid]SIPpTag01[call_number]
-      [last_Call-ID:]
-      [last_CSeq:]
-      Contact: <sip:[local_ip]:[local_port];transport=[transport]>
-      Content-Length: 0
-
-    ]]></send>
-  <recv request="CANCEL"/>
-  <send><![CDATA[
-      SIP/2.0 200 OK
-      [last_Via:]
-      [last_From:]
-      [last_To:];tag=[pid]SIPpTag01[call_number]
-      [last_Call-ID:]
-      [last_CSeq:]
-      Content-Length: 0
-
-    ]]></send>
-  <send><![CDATA[
-      SIP/2.0 487 Request Terminated
-      [last_Via:]
-      [last_From:]
-      [last_To:];tag=[pid]SIPpTag01[call_number]
-      [last_Call-ID:]
-      CSeq: 1 INVITE
-      Content-Length: 0
-
-    ]]></send>
-  <recv request="ACK"/>
-</scenario>`;
-}

@@ -160,6 +160,12 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
       await ctx.carrier.stop?.();
       await ctx.rateLimiter.store.close();
       if (!options.database) await database.drop();
+      // Every SIP message the app sent was checked by a strict phone's rules (APP_ENV=test): the file that
+      // started the app fails on any breach, even when the lenient SIPp played along (issue 32).
+      const refused = ctx.sipListener.strictViolations;
+      if (refused.length > 0) {
+        throw new Error(`SIP messages a strict phone would refuse:\n${refused.slice(0, 20).join('\n')}`);
+      }
     },
   };
 }

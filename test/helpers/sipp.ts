@@ -137,11 +137,18 @@ export async function runSipp(
 
 /**
  * SIPp answering one call as a phone on `port`: its built-in `uas` scenario (180, 200, then BYE answered), or
- * `scenario` (an XML file's text) with its media on `mediaPort`.
+ * `scenario` (an XML file's text) with its media on `mediaPort`. With `ignoreUnexpected`, a message the
+ * scenario does not expect at that point is ignored instead of failing the call (a phone sending its 200
+ * twice cannot know whether our first ACK comes before or after its second 200).
  */
 export function answeringPhone(
   port: number,
-  options: { scenario?: string; mediaPort?: number; timeoutSeconds?: number } = {},
+  options: {
+    scenario?: string;
+    mediaPort?: number;
+    timeoutSeconds?: number;
+    ignoreUnexpected?: boolean;
+  } = {},
 ): { child: ChildProcess; done: Promise<number>; bound: Promise<void> } {
   let file: string | undefined;
   if (options.scenario) {
@@ -163,6 +170,7 @@ export function answeringPhone(
       '-timeout',
       `${options.timeoutSeconds ?? 30}s`,
       '-timeout_error',
+      ...(options.ignoreUnexpected ? ['-default_behaviors', 'all,-abortunexp'] : []),
       ...(process.env.SIPP_TRACE ? ['-trace_msg', '-trace_err'] : []),
     ],
     {
@@ -194,9 +202,9 @@ async function boundByOther(port: number): Promise<void> {
 /**
  * Extension `[service]` calls `[field1]` (an extension or a phone number): INVITE, the challenge, INVITE with
  * credentials, talk, BYE. With `hold`, mid-call it re-INVITEs with `a=sendonly` (putting the other side on
- * hold) and requires the answer to say `a=recvonly`.
+ * hold) and requires the answer to say `a=recvonly`. With `untilBye`, it talks until our BYE and answers it.
  */
-export function callScenario(final: number, options: { hold?: boolean } = {}): string {
+export function callScenario(final: number, options: { hold?: boolean; untilBye?: boolean } = {}): string {
   const invite = (
     cseq: number,
     branch: string,
@@ -247,13 +255,19 @@ export function callScenario(final: number, options: { hold?: boolean } = {}): s
   ${ack(3, '[branch]', '[next_url]')}
   <nop><action><log message="on hold: [$direction]"/></action></nop>
   <pause milliseconds="300"/>`;
-  const talk =
-    final === 200
-      ? `<recv response="200" rrs="true"/>
-  ${ack(2, '[branch]', '[next_url]')}
-  <pause milliseconds="1500"/>
-  ${options.hold ? hold : ''}
-  <send retrans="500"><![CDATA[
+  const hangUp = options.untilBye
+    ? `<recv request="BYE"/>
+  <send><![CDATA[
+      SIP/2.0 200 OK
+      [last_Via:]
+      [last_From:]
+      [last_To:]
+      [last_Call-ID:]
+      [last_CSeq:]
+      Content-Length: 0
+
+    ]]></send>`
+    : `<send retrans="500"><![CDATA[
       BYE [next_url] SIP/2.0
       Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
       From: <sip:[service]@[field0]>;tag=[pid]SIPpTag[call_number]
@@ -264,7 +278,14 @@ export function callScenario(final: number, options: { hold?: boolean } = {}): s
       Content-Length: 0
 
     ]]></send>
-  <recv response="200"/>`
+  <recv response="200"/>`;
+  const talk =
+    final === 200
+      ? `<recv response="200" rrs="true"/>
+  ${ack(2, '[branch]', '[next_url]')}
+  ${options.untilBye ? '' : '<pause milliseconds="1500"/>'}
+  ${options.hold ? hold : ''}
+  ${hangUp}`
       : `<recv response="${final}"/>
   ${ack(2, '[branch-1]', 'sip:[field1]@[field0]')}`;
   return `<?xml version="1.0" encoding="ISO-8859-1" ?>
@@ -388,11 +409,16 @@ export const sippPause = (ms: number) => `<pause milliseconds="${ms}"/>`;
 /**
  * A phone answering one call: 180, then after `answerAfterMs` 200 with PCMU on SIPp's media port; then the
  * first of `steps` (a stream, a pause), then for each further step a re-INVITE taken (200 with the same SDP,
- * its ACK) and that step; then it waits for our BYE.
+ * its ACK) and that step; then it waits for our BYE. With `ackLost`, it sends its 200 twice, as a phone
+ * whose first ACK was lost retransmits it (RFC 3261 section 13.3.1.4); SIPp takes the second ACK, the same
+ * as the first, for a retransmission and lets it pass (the test counts our ACKs in the log). With
+ * `hangUpAfterMs`, it hangs up itself that long after the answer (a BYE of its own, answered 200).
  */
-export function answeringScenario(options: { answerAfterMs?: number; steps?: string[] } = {}): string {
-  const reply = (status: string, tag: string, sdp: boolean) => `
-  <send${sdp ? ' retrans="500"' : ''}><![CDATA[
+export function answeringScenario(
+  options: { answerAfterMs?: number; steps?: string[]; ackLost?: boolean; hangUpAfterMs?: number } = {},
+): string {
+  const reply = (status: string, tag: string, sdp: boolean, retransmit = sdp) => `
+  <send${retransmit ? ' retrans="500"' : ''}><![CDATA[
       SIP/2.0 ${status}
       [last_Via:]
       [last_From:]
@@ -418,11 +444,29 @@ export function answeringScenario(options: { answerAfterMs?: number; steps?: str
     ]]></send>`;
   const tag = ';tag=[pid]SIPpTag01[call_number]';
   const [first, ...reinvited] = options.steps ?? [];
+  const hangUp =
+    options.hangUpAfterMs === undefined
+      ? `<recv request="BYE"/>
+  ${reply('200 OK', '', false)}`
+      : `${sippPause(options.hangUpAfterMs)}
+  <send retrans="500"><![CDATA[
+      BYE [next_url] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
+      From: <sip:phone@[local_ip]:[local_port]>${tag}
+      To: <sip:pbx@[remote_ip]:[remote_port]>[peer_tag_param]
+      Call-ID: [call_id]
+      CSeq: 1 BYE
+      Max-Forwards: 70
+      Content-Length: 0
+
+    ]]></send>
+  <recv response="200"/>`;
   return `<?xml version="1.0" encoding="ISO-8859-1" ?>
 <scenario name="answer">
-  <recv request="INVITE" crlf="true"/>
+  <recv request="INVITE" crlf="true" rrs="true"/>
   ${reply('180 Ringing', tag, false)}
   ${options.answerAfterMs ? sippPause(options.answerAfterMs) : ''}
+  ${options.ackLost ? reply('200 OK', tag, true, false) : ''}
   ${reply('200 OK', tag, true)}
   <recv request="ACK" crlf="true"/>
   ${first ?? ''}
@@ -434,7 +478,47 @@ export function answeringScenario(options: { answerAfterMs?: number; steps?: str
   ${then}`,
     )
     .join('\n')}
-  <recv request="BYE"/>
-  ${reply('200 OK', '', false)}
+  ${hangUp}
+</scenario>`;
+}
+
+/** A phone that rings (180) until the INVITE is cancelled: 200 to the CANCEL, 487 to the INVITE, its ACK. */
+export function ringUntilCancelled(): string {
+  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
+<scenario name="ring until cancelled">
+  <recv request="INVITE" crlf="true"/>
+  <send><![CDATA[
+      SIP/2.0 180 Ringing
+      [last_Via:]
+      [last_From:]
+      [last_To:];tag=[pid]SIPpTag01[call_number]
+      [last_Call-ID:]
+      [last_CSeq:]
+      Contact: <sip:[local_ip]:[local_port];transport=[transport]>
+      Content-Length: 0
+
+    ]]></send>
+  <recv request="CANCEL"/>
+  <send><![CDATA[
+      SIP/2.0 200 OK
+      [last_Via:]
+      [last_From:]
+      [last_To:];tag=[pid]SIPpTag01[call_number]
+      [last_Call-ID:]
+      [last_CSeq:]
+      Content-Length: 0
+
+    ]]></send>
+  <send><![CDATA[
+      SIP/2.0 487 Request Terminated
+      [last_Via:]
+      [last_From:]
+      [last_To:];tag=[pid]SIPpTag01[call_number]
+      [last_Call-ID:]
+      CSeq: 1 INVITE
+      Content-Length: 0
+
+    ]]></send>
+  <recv request="ACK"/>
 </scenario>`;
 }

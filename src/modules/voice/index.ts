@@ -95,7 +95,14 @@ export const voiceModule = defineModule({
       log,
     });
     sipPbx.useCalls(calls);
-    sipListener = new SipListener(registrar, sipPbx, config.sipDomain, log, config.sipMediaAddress);
+    sipListener = new SipListener(
+      registrar,
+      sipPbx,
+      config.sipDomain,
+      log,
+      config.sipMediaAddress,
+      config.appEnv === 'test',
+    );
     return { extensions, calls, media, simulatedPbx, registrar, sipListener };
   },
   routes: {

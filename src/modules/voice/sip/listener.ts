@@ -2,7 +2,9 @@
 // (stack/: the `sip` package vendored, with our parser with limits; docs/architecture.md says why). Today it
 // is the registrar (REGISTER with digest authentication), OPTIONS (phones' keep-alives), and calls between
 // extensions' phones, in from the trunk and placed by the API (INVITE, re-INVITE, UPDATE, ACK, CANCEL, BYE:
-// sip-pbx.ts). Other methods are answered 501 Not Implemented.
+// sip-pbx.ts). Other methods are answered 501 Not Implemented. Every message in and out is one debug line
+// (method or status, Call-ID, CSeq, peer, transport: never a header that could carry a credential), and in
+// test mode every message out is checked by a strict phone's rules (strict-check.ts).
 import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
@@ -10,11 +12,13 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Registrar } from './registrar.ts';
 import type { SipPbx } from './sip-pbx.ts';
 import * as sip from './stack/index.ts';
+import { StrictSipCheck } from './strict-check.ts';
 
 export class SipListener {
   private stack?: sip.SipStack;
   private address?: string;
   private media?: { bind: string; advertise: string };
+  private readonly strict?: StrictSipCheck;
 
   constructor(
     private readonly registrar: Registrar,
@@ -24,7 +28,16 @@ export class SipListener {
     private readonly log: FastifyBaseLogger,
     /** SIP_MEDIA_ADDRESS, if set. */
     private readonly mediaAddress?: string,
-  ) {}
+    /** Check every message we send by a strict phone's rules (test mode), keeping each breach. */
+    strict = false,
+  ) {
+    if (strict) this.strict = new StrictSipCheck();
+  }
+
+  /** What a strict phone would have refused of the messages sent so far (only with `strict`). */
+  get strictViolations(): readonly string[] {
+    return this.strict?.violations ?? [];
+  }
 
   /** The SIP stack while listening (the SIP PBX sends through it). */
   get sipStack(): sip.SipStack | undefined {
@@ -54,23 +67,29 @@ export class SipListener {
       bind: options.host,
       advertise: this.mediaAddress ?? (isIP(host) ? host : (firstAddress() ?? '127.0.0.1')),
     };
-    this.stack = sip.create(
-      {
-        port: options.port,
-        address: options.host,
-        // The stack treats a request URI on its own host name as addressed to itself; our host name is the SIP
-        // domain, so a phone's contact on the same address as ours (loopback, one machine) is still reached.
-        publicAddress: this.domain,
-        udp: true,
-        tcp: true,
-        logger: {
-          error: (error) => this.log.warn({ err: error }, 'SIP stack error'),
-          // What the stack dropped or refused before we saw it (malformed SIP: docs/voice.md).
-          debug: (what, message) => this.log.debug(what, message),
-        },
+    const stackOptions = {
+      port: options.port,
+      address: options.host,
+      // The stack sends nothing out whose next hop's host is its own name (it takes it for a flow token of its
+      // own, RFC 5626, which we never use) and fails it 404: with that name equal to a phone's contact host
+      // (SIP_DOMAIN or our address 127.0.0.1 with the phone on the same machine) every INVITE to the phone
+      // came back to us and the call went to voicemail (issue 32). Whether a request is for us is the
+      // listener's to decide (it answers every request it receives; we never send one to ourselves), so the
+      // stack's own name is one no phone can have. It reads that name once, here; the Via of each request is
+      // written later from the same option, which then names our real address (below).
+      publicAddress: `pbx-${randomBytes(6).toString('hex')}.invalid`,
+      udp: true,
+      tcp: true,
+      logger: {
+        error: (error: unknown) => this.log.warn({ err: error }, 'SIP stack error'),
+        // What the stack dropped or refused before we saw it (malformed SIP: docs/voice.md).
+        debug: (what: Record<string, unknown>, message: string) => this.log.debug(what, message),
+        send: (message: sip.SipMessage, target?: Partial<sip.SipRemote>) => this.sent(message, target),
+        recv: (message: sip.SipMessage, remote?: Partial<sip.SipRemote>) => this.received(message, remote),
       },
-      (request, remote) => void this.answer(request, remote),
-    );
+    };
+    this.stack = sip.create(stackOptions, (request, remote) => void this.answer(request, remote));
+    stackOptions.publicAddress = host;
     this.log.info({ port: options.port, host: options.host }, 'SIP listener started');
   }
 
@@ -80,10 +99,44 @@ export class SipListener {
     this.stack = undefined;
   }
 
+  /** A message on its way out (retransmissions too): one debug line, and the strict check in test mode. */
+  private sent(message: sip.SipMessage, target?: Partial<sip.SipRemote>): void {
+    this.trace('SIP out', message, target);
+    if (!this.strict) return;
+    const before = this.strict.violations.length;
+    this.strict.onSent(message, target);
+    for (const violation of this.strict.violations.slice(before)) {
+      this.log.warn({ violation }, 'SIP message a strict phone would refuse');
+    }
+  }
+
+  private received(message: sip.SipMessage, remote?: Partial<sip.SipRemote>): void {
+    this.trace('SIP in', message, remote);
+    this.strict?.onReceived(message);
+  }
+
+  /** The debug line of one message: what it is, its dialog and transaction, and the peer. No other header. */
+  private trace(direction: string, message: sip.SipMessage, peer?: Partial<sip.SipRemote>): void {
+    if (this.log.level !== 'debug' && this.log.level !== 'trace') return;
+    const cseq = message.headers?.cseq;
+    this.log.debug(
+      {
+        ...(message.method ? { method: message.method } : { status: message.status }),
+        sipCallId: message.headers?.['call-id'],
+        cseq: cseq ? `${cseq.seq} ${cseq.method}` : undefined,
+        peer: peer ? `${peer.address}:${peer.port}` : undefined,
+        transport: peer?.protocol,
+      },
+      direction,
+    );
+  }
+
   private async answer(request: sip.SipMessage, remote: sip.SipRemote): Promise<void> {
     const stack = this.stack;
     if (!stack) return;
     if (request.method === 'ACK') return this.pbx.ack(request);
+    // RFC 3261 section 8.2.6.2: a response past 100 Trying carries a To tag; the PBX's refusals are tagged here.
+    const reply = (response: sip.SipMessage) => stack.send(toTagged(response));
     try {
       switch (request.method) {
         case 'REGISTER': {
@@ -101,19 +154,19 @@ export class SipListener {
         case 'INVITE':
           // Inside a dialog (its To has our tag): a re-INVITE of a call we carry.
           if (request.headers.to.params.tag) {
-            this.pbx.answerReinvite(request, (response) => stack.send(response));
+            this.pbx.answerReinvite(request, reply);
             return;
           }
-          await this.pbx.invite(request, remote, (response) => stack.send(response));
+          await this.pbx.invite(request, remote, reply);
           return;
         case 'UPDATE':
-          this.pbx.answerReinvite(request, (response) => stack.send(response));
+          this.pbx.answerReinvite(request, reply);
           return;
         case 'CANCEL':
-          this.pbx.cancel(request, (response) => stack.send(response));
+          this.pbx.cancel(request, reply);
           return;
         case 'BYE':
-          this.pbx.bye(request, (response) => stack.send(response));
+          this.pbx.bye(request, reply);
           return;
         default:
           stack.send(this.respond(request, 501, 'Not Implemented'));
@@ -131,12 +184,16 @@ export class SipListener {
     reason: string,
     headers: Record<string, unknown> = {},
   ) {
-    const to = request.headers.to;
-    const tagged = to.params.tag
-      ? to
-      : { ...to, params: { ...to.params, tag: randomBytes(6).toString('hex') } };
-    return sip.makeResponse(request, status, reason, { headers: { ...headers, to: tagged } });
+    return toTagged(sip.makeResponse(request, status, reason, { headers }));
   }
+}
+
+/** A response whose To has a tag, unless it is 100 Trying (which has none: RFC 3261 section 8.2.6.1). */
+function toTagged(response: sip.SipMessage): sip.SipMessage {
+  const to = response.headers.to;
+  if ((response.status ?? 0) <= 100 || !to || to.params?.tag) return response;
+  response.headers.to = { ...to, params: { ...to.params, tag: randomBytes(6).toString('hex') } };
+  return response;
 }
 
 /** This machine's first non-loopback IPv4 address. */

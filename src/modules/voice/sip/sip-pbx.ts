@@ -33,6 +33,7 @@ import type {
   VoicemailGreeting,
 } from '../pbx.ts';
 import { RtpAgentLine } from './agent-line.ts';
+import { Leg } from './leg-states.ts';
 import type { Registrar } from './registrar.ts';
 import {
   answeringDirection,
@@ -46,10 +47,13 @@ import {
   rtpAudio,
   withDirection,
 } from './rtp.ts';
-import type { SipMessage, SipRemote, SipStack } from './stack/index.ts';
+import type { SipAor, SipMessage, SipRemote, SipStack } from './stack/index.ts';
 import * as sip from './stack/index.ts';
 
 type Side = 'caller' | 'callee';
+
+/** RFC 3261 section 8.1.1.6: every request we send carries Max-Forwards (a strict phone answers 400 without). */
+const MAX_FORWARDS = 70;
 
 /** The most phones of one extension rung at once (a desk phone, a softphone, a mobile app, and then some). */
 const MAX_FORKS = 10;
@@ -72,6 +76,21 @@ interface Dialog {
   localUri: string;
   remoteAor: string;
   cseq: number;
+  /** The route set (RFC 3261 section 12.1): the Record-Route of the INVITE (we are its UAS) or, reversed, of
+   * the 2xx (we are its UAC). Empty when no proxy asked to stay on the path. */
+  routes: SipAor[];
+}
+
+/** One INVITE of ours to one phone (or the trunk) while it rings, and its dialog once it answers. */
+interface Fork {
+  invite: SipMessage;
+  localTag: string;
+  /** The first final status it answered. */
+  final: number | undefined;
+  leg: Leg;
+  dialog?: Dialog;
+  /** The ACK of its 2xx, sent again for each retransmission of that 2xx. */
+  ack?: SipMessage;
 }
 
 interface SipCall {
@@ -251,8 +270,15 @@ export class SipPbx implements Pbx {
 
   /** CANCEL of a caller's INVITE that has not been answered. */
   cancel(request: SipMessage, respond: (message: SipMessage) => void): void {
-    respond(sip.makeResponse(request, 200, 'OK'));
     const call = this.byLeg(request.headers['call-id']);
+    // RFC 3261 section 9.2: the 200 to a CANCEL carries the To tag the INVITE's responses carry.
+    const to = request.headers.to;
+    const tag = to.params.tag ?? call?.callerTag;
+    respond(
+      sip.makeResponse(request, 200, 'OK', {
+        headers: tag ? { to: { ...to, params: { ...to.params, tag } } } : {},
+      }),
+    );
     call?.onCancel?.('caller_hangup');
   }
 
@@ -265,6 +291,7 @@ export class SipPbx implements Pbx {
     }
     respond(sip.makeResponse(request, 200, 'OK'));
     const side = this.sideOf(call, request.headers['call-id']);
+    this.dialogEnded(request.headers['call-id'], side, 'BYE from the phone');
     if (side === 'caller') call.callerGone = true;
     if (call.onBye) call.onBye(side);
     // The first leg of an API call hung up while the callee still rings.
@@ -386,13 +413,19 @@ export class SipPbx implements Pbx {
             cseq: { method: 'INVITE', seq: 1 },
             via: [],
             contact: [{ uri: `sip:pbx@${this.deps.address()}`, params: {} }],
-            'max-forwards': '70',
+            'max-forwards': MAX_FORWARDS,
             'content-type': 'application/sdp',
           },
           content: offer,
         };
         this.legs.set(invite.headers['call-id'], call.id);
-        return { invite, localTag, final: undefined as number | undefined };
+        const fork: Fork = {
+          invite,
+          localTag,
+          final: undefined,
+          leg: new Leg(invite.headers['call-id'], this.deps.log),
+        };
+        return fork;
       });
       return new Promise<RingResult>((resolve) => {
         let done = false;
@@ -404,8 +437,10 @@ export class SipPbx implements Pbx {
           current.onCancel = undefined;
           // The phones still ringing stop; their Call-IDs are forgotten (a late BYE from one gets 481).
           for (const fork of forks) {
-            if (fork.final === undefined) this.cancelInvite(stack, fork.invite);
-            else if (fork.final >= 300) this.legs.delete(fork.invite.headers['call-id']);
+            if (fork.leg.pending) {
+              fork.leg.move('cancel');
+              this.cancelInvite(stack, fork.invite);
+            } else if (fork.leg.state === 'refused') this.legs.delete(fork.invite.headers['call-id']);
           }
           resolve(this.outcome(current, result));
         };
@@ -418,28 +453,11 @@ export class SipPbx implements Pbx {
         for (const fork of forks) {
           stack.send(fork.invite, (response) => {
             const status = response.status ?? 500;
-            if (status >= 200) fork.final ??= status;
-            if (done && status >= 200 && status < 300) {
-              // Answered after we gave up on it, or after another phone took the call: acknowledged and ended.
-              this.acknowledge(response, fork.invite);
-              this.sendBye(this.dialogOf(response, fork.invite, fork.localTag));
-              this.legs.delete(fork.invite.headers['call-id']);
-              return;
-            }
-            if (status === 180 || status === 183) {
-              if (ringing) return;
-              ringing = true;
-              void onRinging(now()).catch((error) =>
-                this.deps.log.warn({ err: error }, 'ringing not recorded'),
-              );
-              if (current.invite) this.respondToCaller(current, 180, 'Ringing');
-            } else if (status >= 200 && status < 300) {
-              this.acknowledge(response, fork.invite);
-              current[leg] = this.dialogOf(response, fork.invite, fork.localTag);
-              current.remoteSdp[leg] = response.content;
-              relay.setRemote(leg, response.content);
-              settle({ outcome: 'answered', at: now(), cause: 'answered' });
-            } else if (status >= 300 && forks.every((each) => each.final !== undefined)) {
+            if (status >= 200 && status < 300) return answered(fork, response);
+            if (status >= 300) {
+              fork.final ??= status;
+              if (!fork.leg.move('refusal')) return;
+              if (done || !forks.every((each) => each.final !== undefined)) return;
               // Every phone refused: the most telling refusal (busy over unanswered over failed).
               const finals = forks.map((each) => each.final!);
               const outcome: RingOutcome = finals.some((code) => code === 486 || code === 600 || code === 603)
@@ -448,14 +466,58 @@ export class SipPbx implements Pbx {
                   ? 'no_answer'
                   : 'failed';
               settle({ outcome, at: now(), cause: outcome === 'no_answer' ? 'ring_timeout' : outcome });
+              return;
+            }
+            if (!fork.leg.move('provisional') || done) return;
+            if ((status === 180 || status === 183) && !ringing) {
+              ringing = true;
+              void onRinging(now()).catch((error) =>
+                this.deps.log.warn({ err: error }, 'ringing not recorded'),
+              );
+              if (current.invite) this.respondToCaller(current, 180, 'Ringing');
             }
           });
         }
+        /**
+         * A 2xx to a fork's INVITE. The same answer again (its dialog already confirmed: our ACK was lost, RFC
+         * 3261 sections 13.3.1.4 and 17.1.1.2) is ACKed again and changes nothing. A first answer takes the
+         * call, unless we gave up on the fork or another one won: then it is ACKed and ended with a BYE. A
+         * second dialog from the same INVITE (a forking proxy beyond the trunk) is ACKed and ended too.
+         */
+        const answered = (fork: Fork, response: SipMessage) => {
+          fork.final ??= response.status;
+          const tag = String(response.headers.to.params.tag ?? '');
+          if (fork.dialog && fork.ack && fork.dialog.remoteTag === tag) {
+            fork.leg.move('answer_repeated');
+            stack.send(fork.ack);
+            return;
+          }
+          const dialog = this.dialogOf(response, fork.invite, fork.localTag);
+          const ack = this.ackOf(dialog, fork.invite.headers.cseq.seq);
+          stack.send(ack);
+          if (fork.dialog) {
+            this.sendBye(dialog);
+            return;
+          }
+          fork.dialog = dialog;
+          fork.ack = ack;
+          fork.leg.move('answer');
+          if (done || fork.leg.state !== 'answered') {
+            this.sendBye(dialog, 'answered after the call went elsewhere');
+            this.legs.delete(fork.invite.headers['call-id']);
+            return;
+          }
+          current[leg] = dialog;
+          current.remoteSdp[leg] = response.content;
+          relay.setRemote(leg, response.content);
+          this.deps.log.info({ callId: call.id, side: leg, sipCallId: dialog.callId }, 'SIP dialog started');
+          settle({ outcome: 'answered', at: now(), cause: 'answered' });
+        };
       });
     })();
   }
 
-  /** CANCEL of an INVITE of ours that has no final answer yet. */
+  /** CANCEL of an INVITE of ours that has no final answer yet (RFC 3261 section 9.1: its Via, CSeq number). */
   private cancelInvite(stack: SipStack, invite: SipMessage): void {
     stack.send({
       method: 'CANCEL',
@@ -466,6 +528,7 @@ export class SipPbx implements Pbx {
         'call-id': invite.headers['call-id'],
         cseq: { method: 'CANCEL', seq: invite.headers.cseq.seq },
         via: invite.headers.via,
+        'max-forwards': MAX_FORWARDS,
       },
     });
   }
@@ -714,21 +777,20 @@ export class SipPbx implements Pbx {
     this.deps
       .stack()
       ?.send(sip.makeResponse(call.invite, status, reason, { headers, content: sdp } as never));
+    const sipCallId = call.invite.headers['call-id'];
+    if (status >= 200 && status < 300) {
+      this.deps.log.info(
+        { callId: this.legs.get(sipCallId), side: 'caller', sipCallId },
+        'SIP dialog started',
+      );
+    } else if (status >= 300) this.dialogEnded(sipCallId, 'caller', `answered ${status} ${reason}`);
   }
 
-  private acknowledge(response: SipMessage, invite: SipMessage): void {
-    const contact = Array.isArray(response.headers.contact) ? response.headers.contact[0]?.uri : undefined;
-    this.deps.stack()?.send({
-      method: 'ACK',
-      uri: contact ?? invite.uri ?? '',
-      headers: {
-        to: response.headers.to,
-        from: response.headers.from,
-        'call-id': response.headers['call-id'],
-        cseq: { method: 'ACK', seq: response.headers.cseq.seq },
-        via: [],
-      },
-    });
+  /** The ACK of a 2xx to our INVITE of CSeq `seq` (RFC 3261 section 13.2.2.4): built from its dialog. */
+  private ackOf(dialog: Dialog, seq: number): SipMessage {
+    const ack = this.inDialog(dialog, 'ACK');
+    ack.headers.cseq = { method: 'ACK', seq };
+    return ack;
   }
 
   private dialogOf(response: SipMessage, invite: SipMessage, localTag: string): Dialog {
@@ -741,6 +803,7 @@ export class SipPbx implements Pbx {
       localUri: invite.headers.from.uri,
       remoteAor: invite.headers.to.uri,
       cseq: invite.headers.cseq.seq,
+      routes: routeSet(response.headers['record-route']).reverse(),
     };
   }
 
@@ -767,6 +830,7 @@ export class SipPbx implements Pbx {
       localUri: invite.headers.to.uri,
       remoteAor: invite.headers.from.uri,
       cseq: 0,
+      routes: routeSet(invite.headers['record-route']),
     };
     return call.caller;
   }
@@ -780,26 +844,34 @@ export class SipPbx implements Pbx {
     if (!stack) return Promise.resolve(undefined);
     const invite = this.inDialog(dialog, 'INVITE');
     invite.headers.contact = [{ uri: `sip:pbx@${this.deps.address()}`, params: {} }];
-    invite.headers['max-forwards'] = '70';
     invite.headers['content-type'] = 'application/sdp';
     invite.content = sdp;
+    let ack: SipMessage | undefined;
     return new Promise((resolve) => {
       stack.send(invite, (response) => {
         const status = response.status ?? 500;
         if (status < 200) return;
-        if (status < 300) this.acknowledge(response, invite);
+        if (status < 300) {
+          // A retransmitted 2xx (our ACK was lost) gets the same ACK again.
+          ack ??= this.ackOf(dialog, invite.headers.cseq.seq);
+          stack.send(ack);
+        }
         resolve(status < 300 ? (response.content ?? '') : undefined);
       });
     });
   }
 
-  private sendBye(dialog: Dialog): void {
+  private sendBye(dialog: Dialog, outcome = 'BYE from us'): void {
+    this.dialogEnded(dialog.callId, undefined, outcome);
     this.deps.stack()?.send(this.inDialog(dialog, 'BYE'));
   }
 
-  /** A request of ours inside `dialog`, with its next CSeq. */
+  /**
+   * A request of ours inside `dialog` (RFC 3261 section 12.2.1.1): to its remote target, through its route
+   * set, with its next CSeq (an ACK keeps its INVITE's: ackOf) and Max-Forwards; the stack adds the Via.
+   */
   private inDialog(dialog: Dialog, method: string): SipMessage {
-    dialog.cseq += 1;
+    if (method !== 'ACK') dialog.cseq += 1;
     return {
       method,
       uri: dialog.remoteUri,
@@ -809,8 +881,23 @@ export class SipPbx implements Pbx {
         'call-id': dialog.callId,
         cseq: { method, seq: dialog.cseq },
         via: [],
+        'max-forwards': MAX_FORWARDS,
+        // The stack consumes the route it sends through: each request gets its own copy.
+        ...(dialog.routes.length > 0
+          ? { route: dialog.routes.map((route) => ({ ...route, params: { ...route.params } })) }
+          : {}),
       },
     };
+  }
+
+  /** The info line that ends a dialog's story in the log (its start is 'SIP dialog started'). */
+  private dialogEnded(sipCallId: string, side: Side | undefined, outcome: string): void {
+    const callId = this.legs.get(sipCallId);
+    const call = callId ? this.calls.get(callId) : undefined;
+    this.deps.log.info(
+      { callId, side: side ?? (call && this.sideOf(call, sipCallId)), sipCallId, outcome },
+      'SIP dialog ended',
+    );
   }
 }
 
@@ -823,6 +910,11 @@ function newCall(): SipCall {
     remoteSdp: {},
     localSdp: {},
   };
+}
+
+/** A Record-Route header's entries, as the stack parsed them (none: no proxy on the path). */
+function routeSet(header: unknown): SipAor[] {
+  return Array.isArray(header) ? (header as SipAor[]).map((route) => ({ ...route })) : [];
 }
 
 /** The G.711 laws an SDP settled on, in its order; both when it names neither (or there is none). */
