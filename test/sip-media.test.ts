@@ -187,9 +187,10 @@ describe('calls the API places over SIP (SIPp)', {
   const api = (method: string, path: string, body?: unknown) =>
     t.request(method, `/api/v2${path}`, { apiKey: office.key, body });
 
-  // This call once stayed ringing on CI's PostgreSQL passes and ran there as a todo (issue 32): a desk phone's
-  // retransmitted 200 (our ACK lost on a loaded machine) was, likely, taken for another fork's late answer and
-  // hung up. A repeated 2xx is now ACKed again and nothing else (test/sip-hangups.test.ts).
+  // This call stayed ringing on PostgreSQL passes and ran there as a todo (issue 32): both SIPps answer within
+  // a millisecond of their 180, and the platform's write of `ringing` (on one connection of the pool) landed
+  // after the write of `in_progress` (on another). The SIP PBX now reports an answer only once the ringing write
+  // is done (sip-pbx.ts, ring). A retransmitted 200 is also ACKed again and nothing else now (sip-hangups).
   test('click-to-call with record: the desk phone rings first, then the callee through the trunk; the recording holds both sides', async () => {
     const phonePort = await freePort();
     assert.equal(await runSipp(port, { ...desk.sip, localPort: phonePort }), 0, 'the desk phone registers');

@@ -430,6 +430,10 @@ export class SipPbx implements Pbx {
       return new Promise<RingResult>((resolve) => {
         let done = false;
         let ringing = false;
+        // The platform's write of `ringing`: the outcome waits for it. A phone answering a millisecond after its
+        // 180 had the call marked in_progress, then `ringing` again by the slower write on another connection
+        // of a PostgreSQL pool (the click-to-call test that stayed ringing on PostgreSQL passes).
+        let ringingWritten: Promise<void> = Promise.resolve();
         const settle = (result: RingResult) => {
           if (done) return;
           done = true;
@@ -442,7 +446,7 @@ export class SipPbx implements Pbx {
               this.cancelInvite(stack, fork.invite);
             } else if (fork.leg.state === 'refused') this.legs.delete(fork.invite.headers['call-id']);
           }
-          resolve(this.outcome(current, result));
+          void ringingWritten.then(() => resolve(this.outcome(current, result)));
         };
         const timer = setTimeout(
           () => settle({ outcome: 'no_answer', at: now(), cause: 'ring_timeout' }),
@@ -471,7 +475,7 @@ export class SipPbx implements Pbx {
             if (!fork.leg.move('provisional') || done) return;
             if ((status === 180 || status === 183) && !ringing) {
               ringing = true;
-              void onRinging(now()).catch((error) =>
+              ringingWritten = onRinging(now()).catch((error) =>
                 this.deps.log.warn({ err: error }, 'ringing not recorded'),
               );
               if (current.invite) this.respondToCaller(current, 180, 'Ringing');
