@@ -1,0 +1,123 @@
+// The strict checker itself (src/modules/voice/sip/strict-check.ts): each rule a strict phone enforces flags
+// the message that breaks it, and well-formed requests and responses pass. Every SIP test file relies on it
+// (test/helpers/app.ts fails a file on any breach), so a rule that silently stopped flagging would hide bugs.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { StrictSipCheck } from '../src/modules/voice/sip/strict-check.ts';
+
+const invite = (overrides: Record<string, unknown> = {}) => ({
+  method: 'INVITE',
+  uri: 'sip:102@127.0.0.1:5062',
+  headers: {
+    to: { uri: 'sip:102@example.com', params: {} },
+    from: { uri: 'sip:101@example.com', params: { tag: 'ours' } },
+    'call-id': 'call-1',
+    cseq: { method: 'INVITE', seq: 1 },
+    via: [{ params: { branch: 'z9hG4bKinvite' } }],
+    'max-forwards': 70,
+    ...overrides,
+  },
+});
+
+const inDialog = (method: string, seq: number, overrides: Record<string, unknown> = {}) => ({
+  method,
+  uri: 'sip:phone@127.0.0.1:5062',
+  headers: {
+    to: { uri: 'sip:102@example.com', params: { tag: 'theirs' } },
+    from: { uri: 'sip:101@example.com', params: { tag: 'ours' } },
+    'call-id': 'call-1',
+    cseq: { method, seq },
+    via: [{ params: { branch: `z9hG4bK${method}${seq}` } }],
+    'max-forwards': 70,
+    ...overrides,
+  },
+});
+
+describe('the strict SIP checker', () => {
+  test('a well-formed INVITE, its ACK, CANCEL and a BYE pass', () => {
+    const check = new StrictSipCheck();
+    check.onSent(invite());
+    check.onSent(inDialog('ACK', 1));
+    check.onSent({
+      ...invite(),
+      method: 'CANCEL',
+      headers: { ...invite().headers, cseq: { method: 'CANCEL', seq: 1 } },
+    });
+    check.onSent(inDialog('BYE', 2));
+    assert.deepEqual(check.violations, []);
+  });
+
+  test('a request without Max-Forwards, a From tag or a magic-cookie branch is flagged', () => {
+    const check = new StrictSipCheck();
+    check.onSent(invite());
+    check.onSent(inDialog('BYE', 2, { 'max-forwards': undefined }));
+    check.onSent(inDialog('BYE', 3, { from: { uri: 'sip:101@example.com', params: {} } }));
+    check.onSent(inDialog('BYE', 4, { via: [{ params: { branch: '1234' } }] }));
+    assert.equal(check.violations.length, 3, check.violations.join('\n'));
+    assert.match(check.violations[0]!, /Max-Forwards/);
+    assert.match(check.violations[1]!, /From without a tag/);
+    assert.match(check.violations[2]!, /lacks z9hG4bK/);
+  });
+
+  test('CSeq rules: the method must match, an ACK and a CANCEL take their INVITE’s number, numbers only go up', () => {
+    const check = new StrictSipCheck();
+    check.onSent(invite());
+    check.onSent(inDialog('BYE', 2, { cseq: { method: 'INVITE', seq: 2 } }));
+    check.onSent(inDialog('ACK', 7));
+    check.onSent({
+      ...invite(),
+      method: 'CANCEL',
+      headers: {
+        ...invite().headers,
+        cseq: { method: 'CANCEL', seq: 1 },
+        via: [{ params: { branch: 'z9hG4bKother' } }],
+      },
+    });
+    check.onSent(inDialog('BYE', 5));
+    check.onSent(inDialog('BYE', 4));
+    assert.equal(check.violations.length, 4, check.violations.join('\n'));
+    assert.match(check.violations[0]!, /CSeq method INVITE is not the request's BYE/);
+    assert.match(check.violations[1]!, /ACK matches no INVITE/);
+    assert.match(check.violations[2]!, /CANCEL matches no INVITE/);
+    assert.match(check.violations[3]!, /CSeq 4 after 5/);
+  });
+
+  test('responses: To tagged past 100 Trying, Via, From, Call-ID and CSeq copied from the request', () => {
+    const check = new StrictSipCheck();
+    const request = {
+      method: 'INVITE',
+      uri: 'sip:102@example.com',
+      headers: {
+        to: { uri: 'sip:102@example.com', params: {} },
+        from: { uri: 'sip:101@example.com', params: { tag: 'caller' } },
+        'call-id': 'call-2',
+        cseq: { method: 'INVITE', seq: 1 },
+        via: [{ host: '127.0.0.1', params: { branch: 'z9hG4bKcaller', rport: null } }],
+        'max-forwards': 70,
+      },
+    };
+    check.onReceived(request);
+    const response = (status: number, headers: Record<string, unknown> = {}) => ({
+      status,
+      reason: 'x',
+      headers: { ...request.headers, 'max-forwards': undefined, ...headers },
+    });
+    const via = [
+      { host: '127.0.0.1', params: { branch: 'z9hG4bKcaller', rport: 5060, received: '127.0.0.1' } },
+    ];
+    check.onSent(response(100, { via }));
+    check.onSent(response(200, { via, to: { uri: 'sip:102@example.com', params: { tag: 'pbx' } } }));
+    assert.deepEqual(check.violations, [], 'received and rport on the top Via are no change');
+    check.onSent(response(404, { via }));
+    check.onSent(
+      response(486, {
+        via,
+        to: { uri: 'sip:102@example.com', params: { tag: 'pbx' } },
+        from: { uri: 'sip:101@example.com', params: { tag: 'someone-else' } },
+      }),
+    );
+    assert.equal(check.violations.length, 2, check.violations.join('\n'));
+    assert.match(check.violations[0]!, /To without a tag/);
+    assert.match(check.violations[1]!, /From not copied/);
+  });
+});
