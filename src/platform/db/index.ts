@@ -40,10 +40,23 @@ pg.types.setTypeParser(INT8_OID, (value: string) => Number(value));
 
 /** The longest a chain of PGlite statements may keep the event loop from timers and sockets. */
 const PGLITE_YIELD_EVERY_MS = 10;
+/** How often, at most, a PGlite statement first looks at how much WAL the last checkpoint left behind it. */
+const PGLITE_WAL_CHECK_EVERY_MS = 200;
+/** WAL written since the last checkpoint past which PGlite runs one (see `PgliteDatabase.boundTheWal`). */
+const PGLITE_CHECKPOINT_AFTER_WAL_BYTES = 32 * 1024 * 1024;
+/**
+ * PGlite's server settings beyond its defaults. A checkpoint keeps recycled WAL segments for the next one
+ * up to max_wal_size (1 GB by default), so that bound is lowered to what a checkpoint every 32 MB needs.
+ */
+const PGLITE_START_PARAMS = [
+  ...PGlite.defaultStartParams,
+  ...['-c', 'max_wal_size=64MB', '-c', 'min_wal_size=32MB'],
+];
 
 export class PgliteDatabase implements Database {
   readonly engine = 'pglite' as const;
   private lastYield = performance.now();
+  private lastWalCheck = performance.now();
 
   constructor(readonly client: PGlite) {}
 
@@ -59,27 +72,52 @@ export class PgliteDatabase implements Database {
     this.lastYield = performance.now();
   }
 
+  /**
+   * PGlite runs PostgreSQL as a single-user backend, which never checkpoints by itself (the server's
+   * checkpointer is a process of its own, and a standalone backend asks for no checkpoint when its WAL
+   * grows): every write's WAL was kept until the database closed. With `memory://` those files are memory:
+   * a million-row import left 1.4 GB of WAL in the process (issue 31, finding 10); on disk, they filled the
+   * disk. So a statement first runs a checkpoint, every PGLITE_WAL_CHECK_EVERY_MS at most, when the WAL
+   * written since the last one passes PGLITE_CHECKPOINT_AFTER_WAL_BYTES; the checkpoint removes the segments
+   * it no longer needs (beyond the few max_wal_size lets it keep for reuse). Only outside a transaction: a
+   * statement of the instance waits for the transaction that holds it.
+   */
+  private async boundTheWal(): Promise<void> {
+    if (performance.now() - this.lastWalCheck < PGLITE_WAL_CHECK_EVERY_MS) return;
+    this.lastWalCheck = performance.now();
+    const { rows } = await this.client.query<{ written: number }>(
+      `SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), redo_lsn)::float8 AS written
+         FROM pg_control_checkpoint()`,
+    );
+    if (rows[0]!.written > PGLITE_CHECKPOINT_AFTER_WAL_BYTES) await this.client.exec('CHECKPOINT');
+    this.lastWalCheck = performance.now();
+  }
+
   static async open(dataDir: string): Promise<PgliteDatabase> {
     if (!dataDir.startsWith('memory://')) mkdirSync(dataDir, { recursive: true });
     const client = await PGlite.create(dataDir, {
       parsers: { [pgliteTypes.INT8]: (value: string) => Number(value) },
+      startParams: PGLITE_START_PARAMS,
     });
     return new PgliteDatabase(client);
   }
 
   async query<Row>(sql: string, params: unknown[] = []): Promise<Row[]> {
     await this.letTheLoopTurn();
+    await this.boundTheWal();
     const result = await this.client.query<Row>(sql, params);
     return result.rows;
   }
 
   async exec(sql: string): Promise<void> {
     await this.letTheLoopTurn();
+    await this.boundTheWal();
     await this.client.exec(sql);
   }
 
   async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
     await this.letTheLoopTurn();
+    await this.boundTheWal();
     // PGlite is one connection; its transaction() holds the instance exclusively until it ends.
     return this.client.transaction(async (tx) =>
       work({
@@ -105,7 +143,9 @@ export class PgliteDatabase implements Database {
 
   /** A copy of the whole database; tests use it to start from an already-migrated template. */
   async clone(): Promise<PgliteDatabase> {
-    return new PgliteDatabase((await this.client.clone()) as PGlite);
+    // PGlite's own clone() starts the copy with the default settings; this one keeps PGLITE_START_PARAMS.
+    const dump = await this.client.dumpDataDir('none');
+    return new PgliteDatabase(await PGlite.create({ loadDataDir: dump, startParams: PGLITE_START_PARAMS }));
   }
 
   async close(): Promise<void> {
