@@ -79,6 +79,8 @@ interface Dialog {
   /** The route set (RFC 3261 section 12.1): the Record-Route of the INVITE (we are its UAS) or, reversed, of
    * the 2xx (we are its UAC). Empty when no proxy asked to stay on the path. */
   routes: SipAor[];
+  /** The life of a leg we placed (none for a caller's INVITE, which we answered). */
+  leg?: Leg;
 }
 
 /** One INVITE of ours to one phone (or the trunk) while it rings, and its dialog once it answers. */
@@ -292,6 +294,7 @@ export class SipPbx implements Pbx {
     respond(sip.makeResponse(request, 200, 'OK'));
     const side = this.sideOf(call, request.headers['call-id']);
     this.dialogEnded(request.headers['call-id'], side, 'BYE from the phone');
+    call[side]?.leg?.move('bye');
     if (side === 'caller') call.callerGone = true;
     if (call.onBye) call.onBye(side);
     // The first leg of an API call hung up while the callee still rings.
@@ -505,6 +508,7 @@ export class SipPbx implements Pbx {
           }
           fork.dialog = dialog;
           fork.ack = ack;
+          dialog.leg = fork.leg;
           fork.leg.move('answer');
           if (done || fork.leg.state !== 'answered') {
             this.sendBye(dialog, 'answered after the call went elsewhere');
@@ -867,6 +871,7 @@ export class SipPbx implements Pbx {
 
   private sendBye(dialog: Dialog, outcome = 'BYE from us'): void {
     this.dialogEnded(dialog.callId, undefined, outcome);
+    dialog.leg?.move('bye');
     this.deps.stack()?.send(this.inDialog(dialog, 'BYE'));
   }
 
