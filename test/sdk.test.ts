@@ -293,6 +293,29 @@ describe('the SDK against a real server', () => {
     assert.equal(page.data[0]!.id, 'msg_page_0010');
   });
 
+  test('a multipart upload names each text field once, before the file', async () => {
+    const who = await sender(t);
+    let sentBody = '';
+    const comms = client(who, {
+      fetch: async (input, init) => {
+        if (init?.body instanceof Uint8Array) sentBody = new TextDecoder().decode(init.body);
+        return fetch(input, init);
+      },
+    });
+    const base = await comms.knowledgeBases.create({ name: 'Once' });
+    const document = await comms.knowledgeBases.documents.create(base.id, {
+      file: new TextEncoder().encode('Deliveries come to the side door.'),
+      filename: 'deliveries.txt',
+      title: 'Deliveries',
+    });
+    assert.equal(document.title, 'Deliveries');
+    assert.equal(sentBody.split('name="title"').length - 1, 1, 'the title is sent once');
+    assert.ok(
+      sentBody.indexOf('name="title"') < sentBody.indexOf('name="file"'),
+      'fields come before the file',
+    );
+  });
+
   test('a 429 with Retry-After is waited out and then sent once; the same key both times', async () => {
     const who = await sender(t);
     // The organization's 30 sends of this minute spent early in the minute (30 sends take seconds on a loaded

@@ -333,8 +333,6 @@ async function encodeMultipart(input: Json): Promise<{ bytes: Uint8Array; conten
       (filename as string | undefined) ?? (file instanceof File ? file.name : 'upload'),
     );
   }
-  for (const [name, value] of Object.entries(fields))
-    if (value !== undefined) form.append(name, String(value));
   const encoded = new Response(form);
   return {
     bytes: new Uint8Array(await encoded.arrayBuffer()),
