@@ -411,7 +411,7 @@ export class CampaignService {
     if (unsupported) throw unsupported;
     const mediaUrls = input.mediaUrls ?? [];
     // The rule a message's hosted media follows (http or https, no credentials, no whitespace, bounded length).
-    mediaUrls.forEach((url, index) => checkHostedMediaUrl(url, `mediaUrls[${index}]`));
+    for (const [index, url] of mediaUrls.entries()) checkHostedMediaUrl(url, `mediaUrls[${index}]`);
     if (input.message.trim() === '' && mediaUrls.length === 0) {
       throw ApiError.badRequest('A campaign needs a message or mediaUrls');
     }
