@@ -4,8 +4,9 @@
 // same call record and events as for a simulated call. Refusals: a wrong password, an extension that does not exist, a callee with no phone.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { startTestApp, type TestApp } from './helpers/app.ts';
-import { type Sender, sender } from './helpers/messaging.ts';
+import type { TestApp } from './helpers/app.ts';
+import type { Sender } from './helpers/messaging.ts';
+import { type SipExtension, sipOffice } from './helpers/sip-office.ts';
 import {
   answeringPhone,
   answeringScenario,
@@ -22,21 +23,12 @@ describe('calls between SIP phones (SIPp)', {
   let t: TestApp;
   let port: number;
   let office: Sender;
-  type Extension = { id: string; extension: string; sip: { username: string; password: string } };
+  type Extension = SipExtension;
   let desk: Extension;
   let sales: Extension;
   before(async () => {
-    t = await startTestApp();
-    port = await freePort();
-    t.ctx.sipListener.start({ port, host: '127.0.0.1' });
-    office = await sender(t);
-    const create = async (extension: string) =>
-      (
-        await t.request('POST', '/api/v2/extensions', {
-          apiKey: office.key,
-          body: { extension, name: extension },
-        })
-      ).body.data as Extension;
+    let create: (extension: string) => Promise<Extension>;
+    ({ t, port, office, create } = await sipOffice());
     desk = await create('101');
     sales = await create('102');
   });

@@ -9,7 +9,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createSocket, type Socket } from 'node:dgram';
 import { after, before, describe, test } from 'node:test';
 import { startTestApp, type TestApp } from './helpers/app.ts';
-import { type Sender, sender } from './helpers/messaging.ts';
+import { sipOffice } from './helpers/sip-office.ts';
 import { freePort } from './helpers/sipp.ts';
 
 const md5 = (...parts: string[]) => createHash('md5').update(parts.join(':')).digest('hex');
@@ -161,7 +161,6 @@ class UdpPhone {
 describe('digest nonce counts on the SIP listener', () => {
   let t: TestApp;
   let port: number;
-  let office: Sender;
   let sip: { username: string; password: string };
   const phones: UdpPhone[] = [];
   const phone = async (server = port) => {
@@ -170,16 +169,9 @@ describe('digest nonce counts on the SIP listener', () => {
     return opened;
   };
   before(async () => {
-    t = await startTestApp();
-    port = await freePort();
-    t.ctx.sipListener.start({ port, host: '127.0.0.1' });
-    office = await sender(t);
-    const created = await t.request('POST', '/api/v2/extensions', {
-      apiKey: office.key,
-      body: { extension: '101', name: 'Desk' },
-    });
-    assert.equal(created.status, 201, created.text);
-    sip = created.body.data.sip;
+    let create: Awaited<ReturnType<typeof sipOffice>>['create'];
+    ({ t, port, create } = await sipOffice());
+    sip = (await create('101', { name: 'Desk' })).sip;
   });
   after(async () => {
     for (const each of phones) each.close();

@@ -8,8 +8,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startTestApp, type TestApp } from './helpers/app.ts';
-import { type Sender, sender } from './helpers/messaging.ts';
+import type { TestApp } from './helpers/app.ts';
+import type { Sender } from './helpers/messaging.ts';
+import { type SipExtension, sipOffice } from './helpers/sip-office.ts';
 import {
   answeringPhone,
   answeringScenario,
@@ -20,24 +21,7 @@ import {
   sippInstalled,
 } from './helpers/sipp.ts';
 
-type Extension = { id: string; extension: string; sip: { username: string; password: string } };
-
-/** A fresh app with its SIP listener and one office with extensions 101 and 102, phones not yet registered. */
-async function sipOffice(config: Parameters<typeof startTestApp>[0] = {}) {
-  const t = await startTestApp(config);
-  const port = await freePort();
-  t.ctx.sipListener.start({ port, host: '127.0.0.1' });
-  const office = await sender(t);
-  const create = async (extension: string, fields: Record<string, unknown> = {}) => {
-    const res = await t.request('POST', '/api/v2/extensions', {
-      apiKey: office.key,
-      body: { extension, name: extension, ...fields },
-    });
-    assert.equal(res.status, 201, res.text);
-    return res.body.data as Extension;
-  };
-  return { t, port, office, create };
-}
+type Extension = SipExtension;
 
 describe('ending SIP calls with strict phones (SIPp)', {
   skip: !sippInstalled && 'SIPp (sip-tester) not installed',

@@ -7,9 +7,10 @@ import assert from 'node:assert/strict';
 import { createHash, createHmac, hkdfSync } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { DigestAuth } from '../src/modules/voice/sip/digest.ts';
-import { startTestApp, type TestApp } from './helpers/app.ts';
-import { type Sender, sender } from './helpers/messaging.ts';
-import { freePort, runSipp, sippInstalled as sipp } from './helpers/sipp.ts';
+import type { TestApp } from './helpers/app.ts';
+import type { Sender } from './helpers/messaging.ts';
+import { sipOffice } from './helpers/sip-office.ts';
+import { runSipp, sippInstalled as sipp } from './helpers/sipp.ts';
 
 describe('digest authentication', () => {
   const digest = new DigestAuth('a root secret of at least thirty-two characters', 'sip.example.com');
@@ -95,15 +96,9 @@ describe('the SIP registrar with SIPp', { skip: !sipp && 'SIPp (sip-tester) not 
   let office: Sender;
   let extension: { id: string; sip: { username: string; password: string } };
   before(async () => {
-    t = await startTestApp();
-    port = await freePort();
-    t.ctx.sipListener.start({ port, host: '127.0.0.1' });
-    office = await sender(t);
-    const created = await t.request('POST', '/api/v2/extensions', {
-      apiKey: office.key,
-      body: { extension: '101', name: 'Desk' },
-    });
-    extension = created.body.data;
+    let create: Awaited<ReturnType<typeof sipOffice>>['create'];
+    ({ t, port, office, create } = await sipOffice());
+    extension = await create('101', { name: 'Desk' });
   });
   after(async () => {
     t.ctx.sipListener.stop();

@@ -199,6 +199,19 @@ async function boundByOther(port: number): Promise<void> {
   throw new Error(`nothing bound UDP port ${port} within 10 s`);
 }
 
+/** A caller that waits for our BYE and answers it 200 (a caller scenario's end with `untilBye`). */
+const WAIT_FOR_BYE = `<recv request="BYE"/>
+  <send><![CDATA[
+      SIP/2.0 200 OK
+      [last_Via:]
+      [last_From:]
+      [last_To:]
+      [last_Call-ID:]
+      [last_CSeq:]
+      Content-Length: 0
+
+    ]]></send>`;
+
 /**
  * Extension `[service]` calls `[field1]` (an extension or a phone number): INVITE, the challenge, INVITE with
  * credentials, talk, BYE. With `hold`, mid-call it re-INVITEs with `a=sendonly` (putting the other side on
@@ -256,17 +269,7 @@ export function callScenario(final: number, options: { hold?: boolean; untilBye?
   <nop><action><log message="on hold: [$direction]"/></action></nop>
   <pause milliseconds="300"/>`;
   const hangUp = options.untilBye
-    ? `<recv request="BYE"/>
-  <send><![CDATA[
-      SIP/2.0 200 OK
-      [last_Via:]
-      [last_From:]
-      [last_To:]
-      [last_Call-ID:]
-      [last_CSeq:]
-      Content-Length: 0
-
-    ]]></send>`
+    ? WAIT_FOR_BYE
     : `<send retrans="500"><![CDATA[
       BYE [next_url] SIP/2.0
       Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
@@ -317,17 +320,7 @@ export function trunkCall(options: {
 }): string {
   const final = options.final ?? 200;
   const hangUp = options.untilBye
-    ? `<recv request="BYE"/>
-  <send><![CDATA[
-      SIP/2.0 200 OK
-      [last_Via:]
-      [last_From:]
-      [last_To:]
-      [last_Call-ID:]
-      [last_CSeq:]
-      Content-Length: 0
-
-    ]]></send>`
+    ? WAIT_FOR_BYE
     : `<send retrans="500"><![CDATA[
       BYE [next_url] SIP/2.0
       Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
