@@ -13,6 +13,10 @@ import type { IdentityServices } from './routes.ts';
 
 const tags = ['Invitations'];
 const answer = { allowSuspended: true, errorStatuses: [409, 410] };
+/** What accepting and declining refuse alike. */
+const ANSWER_REFUSALS =
+  'Not yours, revoked or unknown: 404. Expired: 410 INVITATION_EXPIRED. Already accepted or declined: ' +
+  '409 INVITATION_ANSWERED.';
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const ReceivedInvitationSchema = Type.Object({
@@ -61,9 +65,7 @@ export const invitationRoutes: ModuleRoutes<IdentityServices> =
           tags,
           summary:
             'Accept an invitation: you become a member with its role (switch to it with switch-organization)',
-          description:
-            'Not yours, revoked or unknown: 404. Expired: 410 INVITATION_EXPIRED. Already accepted or declined: ' +
-            '409 INVITATION_ANSWERED.',
+          description: ANSWER_REFUSALS,
           params: InvitationParams,
           response: { 200: envelope(ReceivedInvitationSchema) },
         },
@@ -82,9 +84,7 @@ export const invitationRoutes: ModuleRoutes<IdentityServices> =
           operationId: 'invitations.decline',
           tags,
           summary: 'Decline an invitation: nothing changes, and the organization no longer lists it',
-          description:
-            'Not yours, revoked or unknown: 404. Expired: 410 INVITATION_EXPIRED. Already accepted or declined: ' +
-            '409 INVITATION_ANSWERED.',
+          description: ANSWER_REFUSALS,
           params: InvitationParams,
           response: { 200: envelope(ReceivedInvitationSchema) },
         },
