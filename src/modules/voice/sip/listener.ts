@@ -70,14 +70,9 @@ export class SipListener {
     const stackOptions = {
       port: options.port,
       address: options.host,
-      // The stack sends nothing out whose next hop's host is its own name (it takes it for a flow token of its
-      // own, RFC 5626, which we never use) and fails it 404: with that name equal to a phone's contact host
-      // (SIP_DOMAIN or our address 127.0.0.1 with the phone on the same machine) every INVITE to the phone
-      // came back to us and the call went to voicemail (issue 32). Whether a request is for us is the
-      // listener's to decide (it answers every request it receives; we never send one to ourselves), so the
-      // stack's own name is one no phone can have. It reads that name once, here; the Via of each request is
-      // written later from the same option, which then names our real address (below).
-      publicAddress: `pbx-${randomBytes(6).toString('hex')}.invalid`,
+      // Our address, for the Via of what we send. (A phone on that same address, or named by SIP_DOMAIN, is still
+      // reached: the stack takes a hop for its own only when it carries one of its flow tokens; issue 32.)
+      publicAddress: host,
       udp: true,
       tcp: true,
       logger: {
@@ -89,7 +84,6 @@ export class SipListener {
       },
     };
     this.stack = sip.create(stackOptions, (request, remote) => void this.answer(request, remote));
-    stackOptions.publicAddress = host;
     this.log.info({ port: options.port, host: options.host }, 'SIP listener started');
   }
 

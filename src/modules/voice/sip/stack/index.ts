@@ -132,14 +132,23 @@ export function create(
     return encodeFlowToken(flow) === token ? flow : undefined;
   }
 
+  /**
+   * The connection a hop names when it is one of our own flow tokens (RFC 5626: its host our name, its user part
+   * a token we made), else undefined. Our name alone does not make a hop ours: a phone may sit on our address
+   * (one machine) or be reached by the SIP domain we are named by, and its requests must still go out to it.
+   */
+  function ownFlow(uri: ReturnType<typeof parseUri>): SipRemote | undefined {
+    return uri?.host === hostname ? decodeFlowToken(uri.user) : undefined;
+  }
+
   function sendRequest(message: SipMessage, callback: (response: SipMessage) => void) {
     let hop = parseUri(message.uri ?? '');
     if (!hop) return callback(makeResponse(message, 416, 'Unsupported URI Scheme'));
     const route = message.headers.route;
     if (route && route.length > 0) {
       const first = parseUri(route[0]!.uri);
-      if (first?.host === hostname) {
-        // A route through ourselves: its user part may be a flow token naming the connection to use.
+      if (first && ownFlow(first)) {
+        // A route through ourselves: its user part is a flow token naming the connection to use.
         route.shift();
         hop = first;
       } else if (first && first.params.lr === undefined) {
@@ -169,10 +178,9 @@ export function create(
       }
       sequentialSearch(message, addresses, callback);
     };
-    if (target.host === hostname) {
-      const flow = decodeFlowToken(target.user);
-      withAddresses(flow ? [flow] : []);
-    } else resolve(target, withAddresses);
+    const flow = ownFlow(target);
+    if (flow) withAddresses([flow]);
+    else resolve(target, withAddresses);
   }
 
   /** Tries each address in turn while they answer 503 (RFC 3263 section 4.3). */
