@@ -12,14 +12,14 @@ import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import g711 from 'alawmulaw';
 import { decodeWav, tone } from '../src/modules/voice/audio.ts';
+import { RtpRelay } from '../src/modules/voice/sip/rtp.ts';
 import {
   answeringDirection,
   answerSdp,
   parseStream,
-  RtpRelay,
   relaySdp,
   withDirection,
-} from '../src/modules/voice/sip/rtp.ts';
+} from '../src/modules/voice/sip/sdp.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { type Sender, sender } from './helpers/messaging.ts';
 import {

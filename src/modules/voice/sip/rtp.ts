@@ -1,8 +1,8 @@
-// RTP for the SIP PBX. The calls it answers itself (voicemail): one UDP socket per call, G.711 µ-law or A-law
-// (RFC 3551 payload types 0 and 8, `alawmulaw` for the codec), RFC 4733 telephone events for the caller's
-// keypad, and the SDP offer/answer that sets them up (RFC 3264). Calls between two parties: media anchored on
-// us by a relay (two sockets, each side's packets forwarded to the other unchanged), so a call can be recorded,
-// phones behind NAT hear each other, and neither side learns the other's address.
+// RTP for the SIP PBX. The calls it answers itself (voicemail, AI agents): one UDP socket per call, G.711
+// µ-law or A-law (RFC 3551 payload types 0 and 8, `alawmulaw` for the codec) and RFC 4733 telephone events for
+// the caller's keypad, as negotiated by sdp.ts. Calls between two parties: media anchored on us by a relay (two
+// sockets, each side's packets forwarded to the other unchanged), so a call can be recorded, phones behind NAT
+// hear each other, and neither side learns the other's address.
 import { randomBytes, randomInt } from 'node:crypto';
 import { createSocket, type Socket } from 'node:dgram';
 import { isIP } from 'node:net';
@@ -10,9 +10,19 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import g711 from 'alawmulaw';
 import { encodeWav, SAMPLE_RATE } from '../audio.ts';
 import type { CallAudio } from '../pbx.ts';
+import { type MediaOffer, PACKET_MS, PAYLOAD_TYPES, parseStream } from './sdp.ts';
 
-export type G711 = 'PCMU' | 'PCMA';
-const PAYLOAD_TYPES: Record<G711, number> = { PCMU: 0, PCMA: 8 };
+// temporary: sip-pbx.ts moves to ./sdp.ts (issue 32 split)
+export {
+  answeringDirection,
+  answerSdp,
+  type G711,
+  offerSdp,
+  parseOffer,
+  relaySdp,
+  withDirection,
+} from './sdp.ts';
+
 /** Payload types of the codecs a recording can decode. */
 const DECODERS: Record<number, (payload: Uint8Array) => Int16Array> = {
   0: (payload) => g711.mulaw.decode(payload),
@@ -20,173 +30,11 @@ const DECODERS: Record<number, (payload: Uint8Array) => Int16Array> = {
 };
 /** 20 ms of audio at 8 kHz per packet, the G.711 default packetisation (RFC 3551). */
 const SAMPLES_PER_PACKET = 160;
-const PACKET_MS = 20;
 const RTP_HEADER = 12;
-/** RFC 4733 events 0-15 as keys. */
+/** RFC 4733 events 0-15 as keys (16, flash, is no key). */
 const DTMF_KEYS = '0123456789*#ABCD';
-
-/** What the caller's SDP offers that we use: where to send, which G.711 law, and the telephone-event type. */
-export interface MediaOffer {
-  address: string;
-  port: number;
-  codec: G711;
-  /** The dynamic payload type of `telephone-event/8000`, when offered. */
-  telephoneEvent?: number;
-}
-
-/**
- * Reads an SDP offer's audio stream: its connection address, port, and the first of PCMU or PCMA in the
- * order of preference it lists. Undefined when it has no audio stream we can speak.
- */
-export function parseOffer(sdp: string | undefined): MediaOffer | undefined {
-  const stream = parseStream(sdp);
-  if (!stream || stream.port === 0) return undefined;
-  const { rtpmaps } = stream;
-  const codecOf = (type: number): G711 | undefined => {
-    const name = rtpmaps.get(type);
-    if (type === 0 || name === 'pcmu/8000') return 'PCMU';
-    if (type === 8 || name === 'pcma/8000') return 'PCMA';
-    return undefined;
-  };
-  const codec = stream.formats.map(codecOf).find((found) => found !== undefined);
-  if (!codec) return undefined;
-  const telephoneEvent = [...rtpmaps].find(([, name]) => name === 'telephone-event/8000')?.[0];
-  return { address: stream.address, port: stream.port, codec, telephoneEvent };
-}
-
-/** An SDP's first audio stream: where it receives, its formats in order, their rtpmap names (lower case). */
-export function parseStream(
-  sdp: string | undefined,
-): { address: string; port: number; formats: number[]; rtpmaps: Map<number, string> } | undefined {
-  if (!sdp) return undefined;
-  const lines = sdp.split(/\r?\n/).map((line) => line.trim());
-  let sessionAddress: string | undefined;
-  let mediaAddress: string | undefined;
-  let media: { port: number; formats: number[] } | undefined;
-  const rtpmaps = new Map<number, string>();
-  for (const line of lines) {
-    if (line.startsWith('m=')) {
-      if (media) break; // The first audio stream only.
-      const [kind, port, , ...formats] = line.slice(2).split(/\s+/);
-      if (kind !== 'audio') continue;
-      media = { port: Number(port), formats: formats.map(Number) };
-    } else if (line.startsWith('c=')) {
-      const address = line.slice(2).split(/\s+/)[2];
-      if (media) mediaAddress = address;
-      else sessionAddress = address;
-    } else if (line.startsWith('a=rtpmap:') && media) {
-      const [type, encoding] = line.slice('a=rtpmap:'.length).split(/\s+/);
-      rtpmaps.set(Number(type), (encoding ?? '').toLowerCase());
-    }
-  }
-  const address = mediaAddress ?? sessionAddress;
-  if (!media || !address || !isIP(address) || !Number.isInteger(media.port) || media.port < 0)
-    return undefined;
-  return { address, port: media.port, formats: media.formats, rtpmaps };
-}
-
-/** Our SDP answer: one audio stream on `port` at `host`, the offer's codec, telephone events if offered. */
-export function answerSdp(
-  host: string,
-  port: number,
-  offer: Pick<MediaOffer, 'codec' | 'telephoneEvent'>,
-  direction: Direction = 'sendrecv',
-): string {
-  return sdpOf(host, port, [offer.codec], offer.telephoneEvent, direction);
-}
-
-/** Our SDP offer for a call we place (click-to-call): both G.711 laws and telephone events (type 101). */
-export function offerSdp(host: string, port: number, codecs: G711[] = ['PCMU', 'PCMA']): string {
-  return sdpOf(host, port, codecs, 101, 'sendrecv');
-}
-
-export type Direction = 'sendrecv' | 'sendonly' | 'recvonly' | 'inactive';
-
-/** The direction an answer takes to an offer (RFC 3264 section 6.1): on hold, the answer only receives. */
-export function answeringDirection(offer: string | undefined): Direction {
-  const found = offer?.match(/^a=(sendrecv|sendonly|recvonly|inactive)\s*$/m)?.[1] as Direction | undefined;
-  return found === 'sendonly' ? 'recvonly' : found === 'recvonly' ? 'sendonly' : (found ?? 'sendrecv');
-}
-
-/**
- * Our SDP again, with the audio stream's direction set to `direction`; the origin's version goes up when that
- * changes anything (RFC 3264 section 8: an unchanged SDP keeps its version).
- */
-export function withDirection(sdp: string, direction: Direction): string {
-  const lines = sdp.split(/\r?\n/).filter((line) => line.length > 0);
-  const kept = lines.filter((line) => !/^a=(sendrecv|sendonly|recvonly|inactive)$/.test(line));
-  const audio = kept.findIndex((line) => line.startsWith('m=audio'));
-  if (audio === -1) return sdp;
-  kept.splice(audio + 1, 0, `a=${direction}`);
-  const changed = kept.join('\n') !== lines.join('\n');
-  const updated = kept.map((line) => {
-    if (!changed || !line.startsWith('o=')) return line;
-    const fields = line.split(' ');
-    const version = Number(fields[2]);
-    if (fields.length < 6 || !Number.isSafeInteger(version)) return line;
-    fields[2] = String(version + 1);
-    return fields.join(' ');
-  });
-  return `${updated.join('\r\n')}\r\n`;
-}
-
-function sdpOf(
-  host: string,
-  port: number,
-  codecs: G711[],
-  telephoneEvent: number | undefined,
-  direction: Direction,
-): string {
-  const session = randomInt(1, 2 ** 31);
-  const family = isIP(host) === 6 ? 'IP6' : 'IP4';
-  const types = codecs.map((codec) => PAYLOAD_TYPES[codec]);
-  const lines = [
-    'v=0',
-    `o=- ${session} ${session} IN ${family} ${host}`,
-    's=comms',
-    `c=IN ${family} ${host}`,
-    't=0 0',
-    `m=audio ${port} RTP/AVP ${[...types, ...(telephoneEvent !== undefined ? [telephoneEvent] : [])].join(' ')}`,
-    ...codecs.map((codec) => `a=rtpmap:${PAYLOAD_TYPES[codec]} ${codec}/8000`),
-    ...(telephoneEvent !== undefined
-      ? [`a=rtpmap:${telephoneEvent} telephone-event/8000`, `a=fmtp:${telephoneEvent} 0-15`]
-      : []),
-    `a=ptime:${PACKET_MS}`,
-    `a=${direction}`,
-  ];
-  return `${lines.join('\r\n')}\r\n`;
-}
-
-/**
- * One side's SDP passed to the other with the media moved to our relay: every connection address becomes
- * `host`, the first audio stream's port `port`; other streams (video) are declined with port 0, since only
- * audio is relayed. Codecs and attributes pass unchanged, so the two sides still agree on them end to end.
- */
-export function relaySdp(sdp: string, host: string, port: number): string {
-  const family = isIP(host) === 6 ? 'IP6' : 'IP4';
-  let audioSeen = false;
-  const lines = sdp
-    .split(/\r?\n/)
-    .filter((line) => line.length > 0)
-    .map((line) => {
-      if (line.startsWith('c=')) return `c=IN ${family} ${host}`;
-      if (line.startsWith('o=')) {
-        const fields = line.split(' ');
-        return fields.length >= 6 ? [...fields.slice(0, 3), 'IN', family, host].join(' ') : line;
-      }
-      if (line.startsWith('m=')) {
-        const [kind, , ...rest] = line.slice(2).split(' ');
-        const relayed = kind === 'audio' && !audioSeen;
-        if (kind === 'audio') audioSeen = true;
-        return `m=${kind} ${relayed ? port : 0} ${rest.join(' ')}`;
-      }
-      // ICE candidates would name the side's own addresses, which it must not reach directly.
-      if (line.startsWith('a=candidate:') || line.startsWith('a=rtcp:')) return undefined;
-      return line;
-    })
-    .filter((line): line is string => line !== undefined);
-  return `${lines.join('\r\n')}\r\n`;
-}
+/** RFC 4733 section 2.3: an event's payload is event, end bit and volume, and duration: four bytes. */
+const EVENT_PAYLOAD = 4;
 
 /**
  * One call's media: plays audio to the caller at real-time pace and records what the caller sends. The
@@ -204,6 +52,11 @@ export class RtpSession {
   private closed = false;
   /** The keys the caller pressed (RFC 4733), in order. */
   digits = '';
+  /**
+   * Called once for each key the caller presses (RFC 4733), as its first packet arrives, so a menu can act
+   * before the key is released; the event's later packets and its three end packets are not reported again.
+   */
+  onDtmf?: (key: string) => void;
   /** Called with each packet of the caller's audio as it arrives (decoded), recorded or not. */
   onAudio?: (samples: Int16Array, timestamp: number) => void;
 
@@ -287,12 +140,16 @@ export class RtpSession {
     const { type, timestamp, payload } = rtp;
     if (type === this.offer.telephoneEvent) {
       // Each key is sent as several packets of one timestamp (and the end three times): once per timestamp.
-      if (timestamp !== this.lastEventTimestamp && payload[0]! < DTMF_KEYS.length) {
+      const key = payload.length >= EVENT_PAYLOAD ? DTMF_KEYS[payload[0]!] : undefined;
+      if (key !== undefined && timestamp !== this.lastEventTimestamp) {
         this.lastEventTimestamp = timestamp;
-        this.digits += DTMF_KEYS[payload[0]!];
+        this.digits += key;
+        this.onDtmf?.(key);
       }
       return;
     }
+    // Only the law we negotiated is audio: telephone events, comfort noise or a codec the caller was not
+    // answered with would be decoded as noise.
     if (type !== PAYLOAD_TYPES[this.offer.codec]) return;
     const decoded = DECODERS[type]!(payload);
     this.onAudio?.(decoded, timestamp);
