@@ -9,7 +9,7 @@ import { envelope, IdParams } from '../../platform/http/schemas.ts';
 import type { ModuleRoutes } from '../../platform/module.ts';
 import { PageEnvelope, PageQuery, pageResponse } from '../../platform/pagination.ts';
 import { organizationsModule } from '../organizations/index.ts';
-import { toCall } from './calls.ts';
+import { toCall } from './call-end.ts';
 import {
   CallCreate,
   CallSchema,
