@@ -7,7 +7,7 @@ import { createSocket } from 'node:dgram';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import g711 from 'alawmulaw';
-import { RtpSession } from '../src/modules/voice/sip/rtp.ts';
+import { RtpRelay, RtpSession } from '../src/modules/voice/sip/rtp.ts';
 import {
   answerSdp,
   decodableOffer,
@@ -224,5 +224,51 @@ describe('RTP session and telephone events', () => {
     assert.ok(recorded.subarray(640).every((sample) => sample === speechSample));
     session.close();
     peer.close();
+  });
+
+  test('the relay forwards a telephone-event packet but records only the G.711 audio', async () => {
+    const open = async () => {
+      const socket = createSocket('udp4');
+      await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
+      const heard: Buffer[] = [];
+      socket.on('message', (packet) => heard.push(packet));
+      return { socket, heard, port: socket.address().port };
+    };
+    const caller = await open();
+    const callee = await open();
+    const relay = await RtpRelay.open('127.0.0.1');
+    const offer = (port: number) => sdp('v=0', 'c=IN IP4 127.0.0.1', `m=audio ${port} RTP/AVP 0 101`);
+    relay.setRemote('caller', offer(caller.port));
+    relay.setRemote('callee', offer(callee.port));
+    relay.startRecording(60);
+    const packet = (sequence: number, type: number, timestamp: number, payload: Uint8Array) => {
+      const header = Buffer.alloc(12);
+      header[0] = 0x80;
+      header[1] = type;
+      header.writeUInt16BE(sequence, 2);
+      header.writeUInt32BE(timestamp, 4);
+      header.writeUInt32BE(7, 8);
+      return Buffer.concat([header, Buffer.from(payload)]);
+    };
+    const send = (buffer: Buffer) =>
+      new Promise<void>((resolve) =>
+        caller.socket.send(buffer, relay.port('caller'), '127.0.0.1', () => resolve()),
+      );
+    // A key's event packets, 960 samples long: decoded as audio they would put noise in the recording.
+    for (let sequence = 1; sequence <= 3; sequence++) {
+      await send(packet(sequence, 101, 1000, new Uint8Array([5, 0x8a, 0x03, 0xc0])));
+    }
+    await send(packet(4, 0, 1960, g711.mulaw.encode(new Int16Array(160).fill(900))));
+    for (let i = 0; i < 100 && callee.heard.length < 4; i++) await sleep(10);
+
+    assert.equal(callee.heard.length, 4, 'the callee gets the key as sent, and the audio');
+    assert.equal(callee.heard[0]![1]! & 0x7f, 101);
+    const recorded = relay.recorded();
+    const audio = g711.mulaw.decodeSample(g711.mulaw.encodeSample(900));
+    assert.equal(recorded.filter((sample) => sample !== 0).length, 160, 'only the PCMU packet is heard');
+    assert.ok(recorded.every((sample) => sample === 0 || sample === audio));
+    relay.close();
+    caller.socket.close();
+    callee.socket.close();
   });
 });
