@@ -75,6 +75,8 @@ export class SipListener {
       publicAddress: host,
       udp: true,
       tcp: true,
+      // Our 2xx to an INVITE that no ACK answered within 64*T1: that dialog ends (RFC 3261 section 13.3.1.4).
+      unacknowledged: (response: sip.SipMessage) => this.pbx.unacknowledged(response),
       logger: {
         error: (error: unknown) => this.log.warn({ err: error }, 'SIP stack error'),
         // What the stack dropped or refused before we saw it (malformed SIP: docs/voice.md).

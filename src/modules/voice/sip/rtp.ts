@@ -12,17 +12,6 @@ import { encodeWav, SAMPLE_RATE } from '../audio.ts';
 import type { CallAudio } from '../pbx.ts';
 import { type MediaOffer, PACKET_MS, PAYLOAD_TYPES, parseStream } from './sdp.ts';
 
-// temporary: sip-pbx.ts moves to ./sdp.ts (issue 32 split)
-export {
-  answeringDirection,
-  answerSdp,
-  type G711,
-  offerSdp,
-  parseOffer,
-  relaySdp,
-  withDirection,
-} from './sdp.ts';
-
 /** Payload types of the codecs a recording can decode. */
 const DECODERS: Record<number, (payload: Uint8Array) => Int16Array> = {
   0: (payload) => g711.mulaw.decode(payload),

@@ -1,0 +1,222 @@
+// Ringing a party over SIP: every phone registered to an extension at once (forking), or a phone number through
+// the trunk; the first to answer takes the call and the others are cancelled. Each INVITE of ours is a leg with
+// its own life (leg-states.ts), so a late or repeated answer can never start a second life of a leg.
+import { randomBytes } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../../../platform/clock.ts';
+import type { Party, PbxCall, RingOutcome, RingResult } from '../pbx.ts';
+import { ackOf, cancelOf, type Dialog, MAX_FORWARDS, uacDialog } from './dialog.ts';
+import { Leg } from './leg-states.ts';
+import type { Registrar } from './registrar.ts';
+import { RtpRelay } from './rtp.ts';
+import { decodableOffer, type G711, offerSdp, parseOffer, relaySdp } from './sdp.ts';
+import type { CallSignalling } from './signalling.ts';
+import type { Side, SipCallTable } from './sip-call.ts';
+import type { SipMessage, SipStack } from './stack/index.ts';
+
+/** The most phones of one extension rung at once (a desk phone, a softphone, a mobile app, and then some). */
+const MAX_FORKS = 10;
+
+/** One INVITE of ours to one phone (or the trunk) while it rings, and its dialog once it answers. */
+interface Fork {
+  invite: SipMessage;
+  localTag: string;
+  /** The first final status it answered. */
+  final: number | undefined;
+  leg: Leg;
+  dialog?: Dialog;
+  /** The ACK of its 2xx, sent again for each retransmission of that 2xx. */
+  ack?: SipMessage;
+}
+
+export interface RingerDeps {
+  clock: Clock;
+  registrar: Registrar;
+  domain: string;
+  stack: () => SipStack | undefined;
+  address: () => string;
+  mediaHosts: () => { bind: string; advertise: string } | undefined;
+  /** SIP_TRUNK_URI's host and port. */
+  trunk?: { host: string; port?: number };
+  log: FastifyBaseLogger;
+  table: SipCallTable;
+  signalling: CallSignalling;
+}
+
+export class Ringer {
+  constructor(private readonly deps: RingerDeps) {}
+
+  async ring(
+    call: PbxCall,
+    party: Party,
+    ringSeconds: number,
+    onRinging: (at: Date) => Promise<void>,
+  ): Promise<RingResult> {
+    const deps = this.deps;
+    const now = () => deps.clock.now();
+    // A call the API placed: we place every leg; the first one answered plays the caller's part.
+    const current = deps.table.open(call.id);
+    const outcome = (result: RingResult) => {
+      current.lastOutcome = result.outcome;
+      return result;
+    };
+    const trunk = deps.trunk;
+    if (party.kind === 'phone' && !trunk) return outcome({ outcome: 'failed', at: now(), cause: 'no_trunk' });
+    const leg: Side = current.invite || current.caller ? 'callee' : 'caller';
+    const stack = deps.stack();
+    const hosts = deps.mediaHosts();
+    if (!stack || !hosts) return outcome({ outcome: 'failed', at: now(), cause: 'no_sip' });
+    // An extension: every phone registered to it, from the caller's number. A phone number: the trunk, with
+    // the call's caller id (one of our numbers) as the From the network shows. The first leg of an API call
+    // shows the number it is about to connect to.
+    let uris: string[];
+    let to: string;
+    let fromUser: string;
+    if (party.kind === 'extension') {
+      const contacts = await deps.registrar.contacts(party.extensionId);
+      if (contacts.length === 0) return outcome({ outcome: 'no_answer', at: now(), cause: 'not_registered' });
+      uris = contacts.slice(0, MAX_FORKS).map((contact) => contact.contact);
+      to = `sip:${party.extension}@${deps.domain}`;
+      // The caller's extension number or phone number as the platform recorded it (not their SIP username).
+      fromUser = leg === 'caller' && !current.invite ? call.to : call.from;
+    } else {
+      const host = trunk!.host.includes(':') ? `[${trunk!.host}]` : trunk!.host;
+      uris = [`sip:${party.number}@${host}${trunk!.port ? `:${trunk!.port}` : ''}`];
+      to = uris[0]!;
+      fromUser = call.from;
+    }
+    if (!current.relay) {
+      current.relay = await RtpRelay.open(hosts.bind);
+      // A caller whose INVITE we have not answered gets no media until we do (converse): the callee's first
+      // packets, forwarded before our 200 reached the caller, left some phones (baresip) silent all call.
+      if (!current.invite || current.answered) current.relay.setRemote('caller', current.remoteSdp.caller);
+    }
+    const relay = current.relay;
+    // The offer this leg gets: the caller's own, moved to our relay; without one (an API call, a caller who
+    // offered nothing), ours, in the codec the caller's leg settled on when there is one.
+    const callerOffer = current.invite ? current.remoteSdp.caller : undefined;
+    const offer = callerOffer
+      ? relaySdp(callerOffer, hosts.advertise, relay.port(leg))
+      : offerSdp(hosts.advertise, relay.port(leg), codecsOf(current.remoteSdp.caller));
+    current.localSdp[leg] = offer;
+    // One INVITE per phone, each its own dialog (we are a back-to-back user agent, not a forking proxy).
+    const forks = uris.map((uri): Fork => {
+      const localTag = randomBytes(6).toString('hex');
+      const invite: SipMessage = {
+        method: 'INVITE',
+        uri,
+        headers: {
+          to: { uri: to, params: {} },
+          from: { uri: `sip:${fromUser}@${deps.domain}`, params: { tag: localTag } },
+          'call-id': randomBytes(12).toString('hex'),
+          cseq: { method: 'INVITE', seq: 1 },
+          via: [],
+          contact: deps.signalling.contact(),
+          'max-forwards': MAX_FORWARDS,
+          'content-type': 'application/sdp',
+        },
+        content: offer,
+      };
+      deps.table.addLeg(invite.headers['call-id'], call.id);
+      return { invite, localTag, final: undefined, leg: new Leg(invite.headers['call-id'], deps.log) };
+    });
+    return new Promise<RingResult>((resolve) => {
+      let done = false;
+      let ringing = false;
+      // The platform's write of `ringing`: the outcome waits for it. A phone answering a millisecond after its
+      // 180 had the call marked in_progress, then `ringing` again by the slower write on another connection
+      // of a PostgreSQL pool (the click-to-call test that stayed ringing on PostgreSQL passes).
+      let ringingWritten: Promise<void> = Promise.resolve();
+      const settle = (result: RingResult) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        current.onCancel = undefined;
+        // The phones still ringing stop; their Call-IDs are forgotten (a late BYE from one gets 481).
+        for (const fork of forks) {
+          if (fork.leg.pending) {
+            fork.leg.move('cancel');
+            stack.send(cancelOf(fork.invite));
+          } else if (fork.leg.state === 'refused') deps.table.dropLeg(fork.invite.headers['call-id']);
+        }
+        void ringingWritten.then(() => resolve(outcome(result)));
+      };
+      const timer = setTimeout(
+        () => settle({ outcome: 'no_answer', at: now(), cause: 'ring_timeout' }),
+        ringSeconds * 1000,
+      );
+      timer.unref();
+      current.onCancel = (cause) => settle({ outcome: 'canceled', at: now(), cause });
+      /**
+       * A 2xx to a fork's INVITE. The same answer again (its dialog already confirmed: our ACK was lost, RFC
+       * 3261 sections 13.3.1.4 and 17.1.1.2) is ACKed again and changes nothing. A first answer takes the
+       * call, unless we gave up on the fork or another one won: then it is ACKed and ended with a BYE. A
+       * second dialog from the same INVITE (a forking proxy beyond the trunk) is ACKed and ended too.
+       */
+      const answered = (fork: Fork, response: SipMessage) => {
+        fork.final ??= response.status;
+        const tag = String(response.headers.to.params.tag ?? '');
+        if (fork.dialog && fork.ack && fork.dialog.remoteTag === tag) {
+          fork.leg.move('answer_repeated');
+          stack.send(fork.ack);
+          return;
+        }
+        const dialog = uacDialog(response, fork.invite, fork.localTag);
+        const ack = ackOf(dialog, fork.invite.headers.cseq.seq);
+        stack.send(ack);
+        if (fork.dialog) {
+          deps.signalling.sendBye(dialog);
+          return;
+        }
+        fork.dialog = dialog;
+        fork.ack = ack;
+        dialog.leg = fork.leg;
+        fork.leg.move('answer');
+        if (done || fork.leg.state !== 'answered') {
+          deps.signalling.sendBye(dialog, 'answered after the call went elsewhere');
+          deps.table.dropLeg(fork.invite.headers['call-id']);
+          return;
+        }
+        current[leg] = dialog;
+        current.remoteSdp[leg] = response.content;
+        relay.setRemote(leg, response.content);
+        deps.log.info({ callId: call.id, side: leg, sipCallId: dialog.callId }, 'SIP dialog started');
+        settle({ outcome: 'answered', at: now(), cause: 'answered' });
+      };
+      const refused = (fork: Fork, status: number) => {
+        fork.final ??= status;
+        if (!fork.leg.move('refusal')) return;
+        if (done || !forks.every((each) => each.final !== undefined)) return;
+        // Every phone refused: the most telling refusal (busy over unanswered over failed).
+        const finals = forks.map((each) => each.final!);
+        const result: RingOutcome = finals.some((code) => code === 486 || code === 600 || code === 603)
+          ? 'busy'
+          : finals.some((code) => code === 408 || code === 480 || code === 487)
+            ? 'no_answer'
+            : 'failed';
+        settle({ outcome: result, at: now(), cause: result === 'no_answer' ? 'ring_timeout' : result });
+      };
+      for (const fork of forks) {
+        stack.send(fork.invite, (response) => {
+          const status = response.status ?? 500;
+          if (status >= 200 && status < 300) return answered(fork, response);
+          if (status >= 300) return refused(fork, status);
+          if (!fork.leg.move('provisional') || done) return;
+          if ((status === 180 || status === 183) && !ringing) {
+            ringing = true;
+            ringingWritten = onRinging(now()).catch((error) =>
+              deps.log.warn({ err: error }, 'ringing not recorded'),
+            );
+            if (current.invite) deps.signalling.respondToCaller(current, 180, 'Ringing');
+          }
+        });
+      }
+    });
+  }
+}
+
+/** The G.711 laws an SDP settled on, in its order; both when it names neither (or there is none). */
+export function codecsOf(sdp: string | undefined): G711[] {
+  const offer = parseOffer(sdp);
+  return offer ? [offer.codec] : ['PCMU', 'PCMA'];
+}
