@@ -11,6 +11,8 @@ export interface PbxCall {
   /** E.164, or an extension number on internal calls. */
   from: string;
   to: string;
+  /** The call is recorded: its media must be in a codec we decode (G.711), on every leg. */
+  record?: boolean;
 }
 
 /** Who a leg rings: the phones registered to an extension, or a phone number through the trunk. */

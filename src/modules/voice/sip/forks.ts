@@ -85,6 +85,20 @@ export class Ringer {
       to = uris[0]!;
       fromUser = call.from;
     }
+    // The offer this leg gets: the caller's own, moved to our relay; without one (an API call, a caller who
+    // offered nothing), ours, in the codec the caller's leg settled on when there is one. A recorded call
+    // offers only what we decode (G.711 and telephone-event); a caller with no G.711 cannot be recorded: 488.
+    let callerOffer = current.invite ? current.remoteSdp.caller : undefined;
+    if (callerOffer && call.record) {
+      callerOffer = decodableOffer(callerOffer);
+      if (!callerOffer) {
+        if (!current.answered) {
+          deps.signalling.respondToCaller(current, 488, 'Not Acceptable Here');
+          current.answered = true; // Answered with the 488: release must not answer again.
+        }
+        return outcome({ outcome: 'failed', at: now(), cause: 'incompatible_codecs' });
+      }
+    }
     if (!current.relay) {
       current.relay = await RtpRelay.open(hosts.bind);
       // A caller whose INVITE we have not answered gets no media until we do (converse): the callee's first
@@ -92,9 +106,6 @@ export class Ringer {
       if (!current.invite || current.answered) current.relay.setRemote('caller', current.remoteSdp.caller);
     }
     const relay = current.relay;
-    // The offer this leg gets: the caller's own, moved to our relay; without one (an API call, a caller who
-    // offered nothing), ours, in the codec the caller's leg settled on when there is one.
-    const callerOffer = current.invite ? current.remoteSdp.caller : undefined;
     const offer = callerOffer
       ? relaySdp(callerOffer, hosts.advertise, relay.port(leg))
       : offerSdp(hosts.advertise, relay.port(leg), codecsOf(current.remoteSdp.caller));
