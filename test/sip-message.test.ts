@@ -5,7 +5,7 @@
 // CANCEL of nothing) over UDP and some over TCP; whitespace that held the package's parser for half a second
 // per datagram is parsed in microseconds; random bytes never throw out of the parser.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createSocket } from 'node:dgram';
 import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -20,6 +20,7 @@ import {
 } from '../src/modules/voice/sip/stack/parse.ts';
 import { validateRequest } from '../src/modules/voice/sip/stack/validate.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
+import { sender } from './helpers/messaging.ts';
 import { freePort } from './helpers/sipp.ts';
 
 /**
@@ -125,8 +126,8 @@ describe('the SIP parser', () => {
     for (const header of ['Via', 'To', 'From', 'Call-ID', 'CSeq']) {
       assert.equal(verdict(request('OPTIONS', { [header]: null })), `400 Missing ${header}`);
     }
-    // Tolerated when absent (validate.ts says why), refused when wrong.
-    assert.equal(verdict(request('OPTIONS', { 'Max-Forwards': null })), 'delivered');
+    // Mandatory in every request (RFC 3261 section 8.1.1), and a number up to 255 when there.
+    assert.equal(verdict(request('OPTIONS', { 'Max-Forwards': null })), '400 Missing Max-Forwards');
     for (const length of ['-1', 'abc', '1e3', '99999999999', ' ']) {
       assert.equal(verdict(request('OPTIONS', { 'Content-Length': length })), '400 Malformed Content-Length');
     }
@@ -337,6 +338,79 @@ describe('the SIP listener answers malformed SIP in SIP', () => {
       200,
       'a well-formed request still gets its answer',
     );
+  });
+
+  test('a REGISTER and an INVITE without Max-Forwards get 400 Missing Max-Forwards, and nothing changes', async () => {
+    const office = await sender(t);
+    const created = await t.request('POST', '/api/v2/extensions', {
+      apiKey: office.key,
+      body: { extension: '101', name: 'Desk' },
+    });
+    assert.equal(created.status, 201, created.text);
+    const { id, sip } = created.body.data as { id: string; sip: { username: string; password: string } };
+    const aor = `<sip:${sip.username}@example.com>`;
+    const register = (changes: Record<string, string | null>) =>
+      request(
+        'REGISTER',
+        {
+          To: aor,
+          From: `${aor};tag=${randomBytes(4).toString('hex')}`,
+          Contact: `<sip:${sip.username}@127.0.0.1:5099>`,
+          Expires: '120',
+          ...changes,
+        },
+        { uri: 'sip:example.com' },
+      );
+    /** A right answer to `challenge` (qop=auth, nonce count `nc`), so that only Max-Forwards is wrong. */
+    const authorization = (challenge: SipMessage | undefined, nc: number) => {
+      const offer = challenge?.headers['www-authenticate']?.[0] as Record<string, string> | undefined;
+      const unquote = (value = '') => value.replace(/^"|"$/g, '');
+      const realm = unquote(offer?.realm);
+      const nonce = unquote(offer?.nonce);
+      const md5 = (...parts: string[]) => createHash('md5').update(parts.join(':')).digest('hex');
+      const count = nc.toString(16).padStart(8, '0');
+      const response = md5(
+        md5(sip.username, realm, sip.password),
+        nonce,
+        count,
+        'cnonce1',
+        'auth',
+        md5('REGISTER', 'sip:example.com'),
+      );
+      return `Digest username="${sip.username}", realm="${realm}", nonce="${nonce}", uri="sip:example.com", response="${response}", algorithm=MD5, qop=auth, nc=${count}, cnonce="cnonce1"`;
+    };
+    const bindings = async () =>
+      (await t.ctx.db.query('SELECT 1 FROM sip_registrations WHERE extension_id = $1', [id])).length;
+
+    const challenge = await overUdp(register({}));
+    assert.equal(challenge?.status, 401, 'the same REGISTER with Max-Forwards is challenged');
+    const refused = await overUdp(
+      register({ 'Max-Forwards': null, Authorization: authorization(challenge, 1) }),
+    );
+    assert.equal(`${refused?.status} ${refused?.reason}`, '400 Missing Max-Forwards');
+    assert.equal(await bindings(), 0, 'a refused REGISTER binds nothing, even with the right credentials');
+    const invite = await overUdp(
+      request(
+        'INVITE',
+        { 'Max-Forwards': null, Contact: '<sip:phone@127.0.0.1:5099>' },
+        { uri: 'sip:101@example.com' },
+      ),
+    );
+    assert.equal(
+      `${invite?.status} ${invite?.reason}`,
+      '400 Missing Max-Forwards',
+      'refused before any challenge',
+    );
+    assert.equal((await t.ctx.db.query('SELECT 1 FROM calls')).length, 0, 'no call record');
+    assert.equal(
+      await overUdp(request('ACK', { 'Max-Forwards': null }), 400),
+      undefined,
+      'an ACK without it is dropped, never answered',
+    );
+    // The same credentials with Max-Forwards pass: the 400 was for Max-Forwards alone.
+    const accepted = await overUdp(register({ Authorization: authorization(challenge, 2) }));
+    assert.equal(accepted?.status, 200);
+    assert.equal(await bindings(), 1);
   });
 
   test('whitespace floods and non-SIP are dropped, counted, and do not hold the event loop', async () => {

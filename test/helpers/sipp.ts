@@ -45,6 +45,13 @@ function udpFree(port: number): Promise<boolean> {
   });
 }
 
+/**
+ * An optional header line of a scenario, on a line of its own only when there is one: SIPp takes an empty line
+ * for the end of the headers, so a blank `${auth}` line put every header after it into the body (the first
+ * REGISTER and INVITE went out without Max-Forwards, which RFC 3261 section 8.1.1 makes mandatory).
+ */
+const optionalHeader = (header: string) => (header ? `\n      ${header}` : '');
+
 /** A REGISTER scenario: with `authenticate`, the 401 challenge then REGISTER with credentials, expecting `final`. */
 export function registerScenario(final: number, authenticate: boolean, aor = '[service]'): string {
   const register = (cseq: number, auth: string) => `
@@ -56,8 +63,7 @@ export function registerScenario(final: number, authenticate: boolean, aor = '[s
       Call-ID: [call_id]
       CSeq: ${cseq} REGISTER
       Contact: <sip:[service]@[local_ip]:[local_port]>
-      Expires: 120
-      ${auth}
+      Expires: 120${optionalHeader(auth)}
       Max-Forwards: 70
       User-Agent: SIPp
       Content-Length: 0
@@ -232,8 +238,7 @@ export function callScenario(final: number, options: { hold?: boolean; untilBye?
       To: <sip:[field1]@[field0]>${uri === '[next_url]' ? '[peer_tag_param]' : ''}
       Call-ID: [call_id]
       CSeq: ${cseq} INVITE
-      Contact: <sip:[service]@[local_ip]:[local_port]>
-      ${auth}
+      Contact: <sip:[service]@[local_ip]:[local_port]>${optionalHeader(auth)}
       Max-Forwards: 70
       Content-Type: application/sdp
       Content-Length: [len]

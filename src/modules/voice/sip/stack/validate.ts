@@ -23,15 +23,17 @@ export const KNOWN_METHODS = new Set([
   'PUBLISH',
 ]);
 
-// Max-Forwards is not among them: a UAC must send it (RFC 3261 section 8.1.1.6) but section 8.2 does not make
-// a UAS refuse a request without it, and a proxy adds one when it is missing (section 16.6); SIPp scenarios and
-// some phones leave it out of REGISTER and BYE. A Max-Forwards that is there must be a number up to 255.
+// Max-Forwards is among them: RFC 3261 section 8.1.1 makes it mandatory in every request a UAC sends, and a
+// standards-strict phone answers 400 to a request without it; we are as strict, so that a client's bug shows at
+// once instead of when its request first meets such a phone. An ACK without it is dropped like any broken ACK
+// (index.ts: an ACK is never answered). A Max-Forwards that is there must be a number up to 255.
 const MANDATORY: [string, string][] = [
   ['via', 'Via'],
   ['to', 'To'],
   ['from', 'From'],
   ['call-id', 'Call-ID'],
   ['cseq', 'CSeq'],
+  ['max-forwards', 'Max-Forwards'],
 ];
 
 export interface Refusal {
@@ -44,8 +46,7 @@ export function validateRequest(request: SipMessage): Refusal | undefined {
   for (const [name, label] of MANDATORY) {
     if (headers[name] === undefined) return { status: 400, reason: `Missing ${label}` };
   }
-  const maxForwards =
-    headers['max-forwards'] === undefined ? 70 : parseDigits(String(headers['max-forwards']), 10);
+  const maxForwards = parseDigits(String(headers['max-forwards']), 10);
   if (maxForwards === undefined || maxForwards > 255)
     return { status: 400, reason: 'Malformed Max-Forwards' };
   const method = request.method ?? '';
