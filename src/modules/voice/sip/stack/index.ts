@@ -10,20 +10,27 @@ import os from 'node:os';
 import { parseUri } from './headers.ts';
 import { makeResponse, type SipMessage, type SipRemote, type SipUri, stringifyUri } from './message.ts';
 import type { ParseResult } from './parse.ts';
-import { makeTransactionLayer } from './transaction.ts';
+import { makeTransactionLayer, type TransactionTimers } from './transaction.ts';
 import { type Connection, makeTransport, type TransportOptions } from './transport.ts';
 import { usableResponse, validateRequest } from './validate.ts';
 
 export type { SipAor, SipMessage, SipRemote, SipUri, SipVia } from './message.ts';
 export { makeResponse, stringify } from './message.ts';
+export { RFC_3261_TIMERS, type TransactionTimers } from './transaction.ts';
 export { parseUri };
 
-export interface SipStackOptions extends TransportOptions {
+export interface SipStackOptions extends TransportOptions, Partial<TransactionTimers> {
   logger?: TransportOptions['logger'] & {
     error?: (error: unknown) => void;
     /** Each message dropped or refused by the stack, with why. */
     debug?: (what: Record<string, unknown>, message: string) => void;
   };
+  /**
+   * A 2xx the application sent to an INVITE got no ACK within 64*T1, and the stack has stopped retransmitting it
+   * (RFC 3261 section 13.3.1.4): the dialog is confirmed but the session should be ended with a BYE. Called once
+   * per 2xx, with that response.
+   */
+  unacknowledged?: (response: SipMessage) => void;
 }
 
 export interface SipStack {
@@ -89,7 +96,8 @@ export function create(
       if (remote.protocol === 'UDP' && Object.hasOwn(via.params, 'rport')) via.params.rport = remote.port;
       const existing = transaction.getServer(message);
       if (existing) return existing.message(message, remote);
-      if (message.method === 'ACK') return onRequest(message, remote);
+      // The ACK of a 2xx is a transaction of its own (section 17.2.3): it stops that 2xx's retransmissions.
+      if (message.method === 'ACK') return transaction.acknowledge(message, remote);
       const connection = transport.get(remote);
       if (!connection) return drop('no connection to answer on', remote);
       const created = transaction.createServerTransaction(message, connection);
@@ -110,7 +118,15 @@ export function create(
   }
 
   const transport = makeTransport(options, receive, hostname);
-  const transaction = makeTransactionLayer({});
+  const transaction = makeTransactionLayer({
+    t1: options.t1,
+    t2: options.t2,
+    t4: options.t4,
+    acknowledged: onRequest,
+    unacknowledged: (response) => options.unacknowledged?.(response),
+    error: errorLog,
+    refused: (what) => debugLog(what, 'SIP transaction: signal its state does not expect'),
+  });
   const flowSecret = randomBytes(20);
 
   function encodeFlowToken(flow: SipRemote): string {
