@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
+import { capabilityRefusal } from './capabilities.ts';
 import type { Registrar } from './registrar.ts';
 import type { SipPbx } from './sip-pbx.ts';
 import * as sip from './stack/index.ts';
@@ -133,6 +134,11 @@ export class SipListener {
     if (request.method === 'ACK') return this.pbx.ack(request);
     // RFC 3261 section 8.2.6.2: a response past 100 Trying carries a To tag; the PBX's refusals are tagged here.
     const reply = (response: sip.SipMessage) => stack.send(toTagged(response));
+    const refusal = capabilityRefusal(request);
+    if (refusal) {
+      stack.send(this.respond(request, refusal.status, refusal.reason, refusal.headers));
+      return;
+    }
     try {
       switch (request.method) {
         case 'REGISTER': {
@@ -144,6 +150,7 @@ export class SipListener {
           stack.send(
             this.respond(request, 200, 'OK', {
               allow: 'REGISTER, OPTIONS, INVITE, ACK, BYE, CANCEL, UPDATE',
+              accept: 'application/sdp',
             }),
           );
           return;
