@@ -9,6 +9,7 @@ import { ApiError } from '../../platform/errors.ts';
 import type { EventOutbox } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
 import { type CallEnding, toCall } from './call-end.ts';
+import { nextCallState } from './call-states.ts';
 import type { CallRow, CallStore, NewCall } from './call-store.ts';
 import { CallCompleted } from './events.ts';
 
@@ -152,8 +153,9 @@ export class CallAdmission {
     if (ours.length > 0) await store.renewLeases(tx, ours, new Date(now.getTime() + LEASE_SECONDS * 1000));
     for (const row of expired) {
       if (running.has(row.id)) continue;
+      // By the call's table: an answered call ends completed, one that never was, failed.
       await ending.write(tx, row, {
-        status: row.answered_at ? 'completed' : 'failed',
+        status: nextCallState(row.status, 'completed') ? 'completed' : 'failed',
         at: row.lease_expires_at!,
         cause: 'pbx_lost',
       });

@@ -3,7 +3,8 @@
 // transaction so a call never shows ended without its event or its media. Also the call's public shape.
 import type { Queryable } from '../../platform/db/index.ts';
 import type { EventOutbox } from '../../platform/events.ts';
-import type { CallChange, CallRow, CallStatus, CallStore } from './call-store.ts';
+import type { EndStatus } from './call-states.ts';
+import type { CallChange, CallRow, CallStore } from './call-store.ts';
 import { CallCompleted } from './events.ts';
 import type { CallMedia } from './media.ts';
 import type { CallAudio } from './pbx.ts';
@@ -11,7 +12,7 @@ import type { PublicCall } from './schemas.ts';
 
 /** How a call ended: its last status, when, and why (docs/voice.md "Hang-up causes"). */
 export interface CallOutcome {
-  status: CallStatus;
+  status: EndStatus;
   at: Date;
   cause: string;
 }

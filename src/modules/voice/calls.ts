@@ -1,7 +1,7 @@
 // Calls (CONTRACT section 9): the face the routes, the SIP PBX and the agents module call. The work is split
 // by responsibility: how a call begins (call-entry.ts), admission against the region's capacity with leases
 // (admission.ts), the program each call follows (dial-plan.ts), the live call and the writes of its steps
-// (live-call.ts) and its end (call-end.ts). Here: the wiring, the programs this process runs, and the hang-ups
+// (live-call.ts), which its state's table allows or refuses (call-states.ts), and its end (call-end.ts). Here: the wiring, the programs this process runs, and the hang-ups
 // asked of them, from this process or, over NOTIFY, from another one.
 // Each call's program runs while the call lives, in the process whose PBX holds it; that process renews the
 // call's capacity lease while it runs (migrations/021_calls.sql).
@@ -76,7 +76,7 @@ export class CallService {
     const store = this.store;
     const agents = () => this.agents;
     this.ending = new CallEnding({ store, media: deps.media, events });
-    this.liveDeps = { db, clock, events, store, ending: this.ending };
+    this.liveDeps = { db, clock, events, store, ending: this.ending, log };
     this.admission = new CallAdmission({
       db,
       clock,
@@ -290,6 +290,8 @@ export class CallService {
             this.log.error({ err: endError, callId: row.id }, 'could not end a failed call'),
           );
       } finally {
+        // What the call did, in one line: its last state and each leg it rang.
+        this.log.debug({ callId: row.id, state: live.state, legs: live.legs }, 'call over');
         engine.release(row.id);
         this.running.delete(row.id);
         this.engines.delete(row.id);

@@ -5,13 +5,15 @@
 //   inbound    by the number's voice route: an extension (ring it for its ring time; if nobody answers, its
 //              forward number; then its voicemail box, when enabled), a voicemail box, a forward number, or
 //              an AI agent that answers at once
-// Each step is written to the record through the live call (live-call.ts).
+// Each step is written to the record through the live call (live-call.ts), whose table (call-states.ts)
+// refuses what the call's state does not allow.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import { joinAudio } from './audio.ts';
 import type { CallOutcome } from './call-end.ts';
-import type { CallRow, CallStatus } from './call-store.ts';
+import type { EndStatus } from './call-states.ts';
+import type { CallRow } from './call-store.ts';
 import type { ExtensionRow } from './extension-store.ts';
 import type { ExtensionService } from './extensions.ts';
 import type { LiveCall } from './live-call.ts';
@@ -21,7 +23,7 @@ import type { AgentLine, CallAudio, Party, RingResult } from './pbx.ts';
 export const PHONE_RING_SECONDS = 30;
 
 /** How a leg's end that was not an answer ends the call. */
-const STATUS_OF: Record<Exclude<RingResult['outcome'], 'answered'>, CallStatus> = {
+const STATUS_OF: Record<Exclude<RingResult['outcome'], 'answered'>, EndStatus> = {
   busy: 'busy',
   no_answer: 'no_answer',
   failed: 'failed',
@@ -89,7 +91,7 @@ export class DialPlan {
   /** Rings the extension; unanswered, its forward number; still unanswered, its voicemail box if enabled. */
   async reachExtension(live: LiveCall, extension: ExtensionRow): Promise<void> {
     // An inbound call is the extension's; an internal call stays its caller's.
-    if (!live.row.extension_id) await live.step({ extension_id: extension.id });
+    if (!live.row.extension_id) await live.note({ extension_id: extension.id });
     let result = await live.ring(extensionParty(extension), extension.ring_seconds);
     if (result.outcome === 'answered') return this.talk(live, result.at);
     if (result.outcome === 'canceled') return live.finish(notAnswered(result));
@@ -111,9 +113,9 @@ export class DialPlan {
 
   /** An AI agent answers at once and talks with the caller. */
   async agentAnswers(live: LiveCall, agentId: string): Promise<void> {
-    await live.step({ agent_id: agentId });
+    await live.note({ agent_id: agentId });
     const { record } = await this.agents().begin(live.row, agentId);
-    if (record) await live.step({ record });
+    if (record) await live.note({ record });
     await this.withAgent(live, async (how) => {
       await live.answered(this.deps.clock.now());
       await this.agentTalks(live, how);

@@ -8,7 +8,9 @@
 //            carrier's receipts: phones answer after a few seconds unless the number's last four digits say
 //            otherwise (MAGIC_CALL_SUFFIXES), conversations last a caller's `durationSeconds` or 30 s.
 //   manual   (APP_ENV=test) nothing moves until the operator's test control says what happens next
-//            (POST /admin/v1/test/pbx/calls/{id} {event}), so a test sees every state.
+//            (POST /admin/v1/test/pbx/calls/{id} {event}), so a test sees every state. A `ringing` while the
+//            call talks is a late one: the phone's 180 that the network delivered behind its answer, handed to
+//            the platform as a real PBX would, for its call table to refuse (call-states.ts).
 //   instant  a test inbound call given an `outcome` is played through at once, its times as the script sets
 //            them (the clock is not moved: `endedAt` may lie after the clock's now).
 import type { Clock } from '../../platform/clock.ts';
@@ -79,7 +81,7 @@ type Step = 'ring' | 'converse' | 'voicemail' | 'listen';
 /** The events each step takes; anything else from a test control is a 409 that says what it takes. */
 const ACCEPTS: Record<Step, readonly PbxEvent[]> = {
   ring: ['ringing', 'answered', 'busy', 'no_answer', 'failed', 'completed'],
-  converse: ['completed'],
+  converse: ['completed', 'ringing'],
   voicemail: ['completed'],
   listen: ['utterance', 'completed'],
 };
@@ -102,6 +104,8 @@ interface SimulatedCall {
   timers: Set<NodeJS.Timeout>;
   /** Resolved when the platform next waits on the PBX or releases the call: a test control then answers. */
   onSettle: (() => void)[];
+  /** Who hears the last ring's `ringing`: a late one (after the answer) goes there too. */
+  ringing?: (at: Date) => Promise<void>;
 }
 
 export class SimulatedPbx implements Pbx {
@@ -128,6 +132,7 @@ export class SimulatedPbx implements Pbx {
     ringSeconds: number,
     onRinging: (at: Date) => Promise<void>,
   ): Promise<RingResult> {
+    this.call(call.id).ringing = onRinging;
     return this.wait<RingResult>(
       call.id,
       (settle) => ({
@@ -163,7 +168,10 @@ export class SimulatedPbx implements Pbx {
       call.id,
       (settle, fail) => ({
         step: 'converse',
-        deliver: async (_event, at) => settle(await end(at, 'normal_clearing')),
+        deliver: async (event, at) => {
+          if (event === 'ringing') return simulated.ringing?.(at);
+          settle(await end(at, 'normal_clearing'));
+        },
         hangup: (at) => void end(at, 'hangup_requested').then(settle, fail),
       }),
       () => [[simulated.behaviour.durationSeconds ?? DEFAULT_TALK_SECONDS, 'completed']],
