@@ -6,6 +6,13 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { pino } from 'pino';
 import type { PbxCall, RingResult } from '../src/modules/voice/pbx.ts';
+import {
+  ackOf,
+  inDialogRefusal,
+  inDialogRequest,
+  namesDialog,
+  uasDialog,
+} from '../src/modules/voice/sip/dialog.ts';
 import { Ringer } from '../src/modules/voice/sip/forks.ts';
 import type { Registrar } from '../src/modules/voice/sip/registrar.ts';
 import { CallSignalling } from '../src/modules/voice/sip/signalling.ts';
@@ -183,5 +190,68 @@ describe('ringing over SIP: offers and forks', () => {
     assert.equal(byes[0]!.message.headers['call-id'], second!.message.headers['call-id']);
     assert.equal(table.get('call_4')?.callee?.remoteTag, 'win');
     table.get('call_4')?.relay?.close();
+  });
+});
+
+describe('requests from the other side of a dialog (RFC 3261 section 12.2.2)', () => {
+  const invite: SipMessage = {
+    method: 'INVITE',
+    uri: 'sip:201@pbx.example',
+    headers: {
+      to: { uri: 'sip:201@pbx.example', params: {} },
+      from: { uri: 'sip:200@pbx.example', params: { tag: 'theirs' } },
+      'call-id': 'dialog-1',
+      cseq: { method: 'INVITE', seq: 10 },
+      via: [],
+      contact: [{ uri: 'sip:200@127.0.0.1:5070', params: {} }],
+    },
+  };
+  const inside = (method: string, seq: number, tags = { from: 'theirs', to: 'ours' }): SipMessage => ({
+    method,
+    uri: 'sip:pbx@127.0.0.1:5060',
+    headers: {
+      to: { uri: 'sip:201@pbx.example', params: { tag: tags.to } },
+      from: { uri: 'sip:200@pbx.example', params: { tag: tags.from } },
+      'call-id': 'dialog-1',
+      cseq: { method, seq },
+      via: [],
+    },
+  });
+
+  test('a request is ours only when both tags name the dialog', () => {
+    const dialog = uasDialog(invite, 'ours');
+    assert.equal(namesDialog(dialog, inside('BYE', 11)), true);
+    assert.equal(namesDialog(dialog, inside('BYE', 11, { from: 'other', to: 'ours' })), false);
+    assert.equal(namesDialog(dialog, inside('BYE', 11, { from: 'theirs', to: 'other' })), false);
+  });
+
+  test('a CSeq below the last one is out of order (500); equal or above moves the dialog on', () => {
+    const dialog = uasDialog(invite, 'ours');
+    assert.deepEqual(inDialogRefusal(dialog, inside('INVITE', 9)), [500, 'CSeq Out of Order']);
+    assert.equal(dialog.remoteCseq, 10);
+    assert.equal(inDialogRefusal(dialog, inside('INVITE', 12)), undefined);
+    assert.equal(dialog.remoteCseq, 12);
+    assert.deepEqual(inDialogRefusal(dialog, inside('BYE', 11)), [500, 'CSeq Out of Order']);
+    assert.equal(inDialogRefusal(dialog, inside('BYE', 13)), undefined);
+  });
+
+  test('an offer while our re-INVITE is unanswered is glare (491); a BYE is still taken', () => {
+    const dialog = uasDialog(invite, 'ours');
+    dialog.offering = true;
+    assert.deepEqual(inDialogRefusal(dialog, inside('INVITE', 11)), [491, 'Request Pending']);
+    assert.deepEqual(inDialogRefusal(dialog, inside('UPDATE', 11)), [491, 'Request Pending']);
+    assert.equal(inDialogRefusal(dialog, inside('BYE', 11)), undefined);
+  });
+
+  test('in-dialog requests of ours: the remote target, both tags, the next CSeq and Max-Forwards; the ACK keeps its INVITE’s', () => {
+    const dialog = uasDialog(invite, 'ours');
+    const bye = inDialogRequest(dialog, 'BYE');
+    assert.equal(bye.uri, 'sip:200@127.0.0.1:5070');
+    assert.deepEqual([bye.headers.from.params.tag, bye.headers.to.params.tag], ['ours', 'theirs']);
+    assert.deepEqual(bye.headers.cseq, { method: 'BYE', seq: 1 });
+    assert.equal(bye.headers['max-forwards'], 70);
+    const reinvite = inDialogRequest(dialog, 'INVITE');
+    assert.equal(reinvite.headers.cseq.seq, 2);
+    assert.deepEqual(ackOf(dialog, 2).headers.cseq, { method: 'ACK', seq: 2 });
   });
 });

@@ -442,6 +442,9 @@ export function answeringScenario(
     ]]></send>`;
   const tag = ';tag=[pid]SIPpTag01[call_number]';
   const [first, ...reinvited] = options.steps ?? [];
+  // The phone's own BYE is addressed To the From of our INVITE, our tag included (RFC 3261 section 12.2.1.1):
+  // SIPp's [peer_tag_param] and [remote_ip] are empty on the answering side, and a BYE without our tag matches
+  // no dialog.
   const hangUp =
     options.hangUpAfterMs === undefined
       ? `<recv request="BYE"/>
@@ -451,7 +454,7 @@ export function answeringScenario(
       BYE [next_url] SIP/2.0
       Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
       From: <sip:phone@[local_ip]:[local_port]>${tag}
-      To: <sip:pbx@[remote_ip]:[remote_port]>[peer_tag_param]
+      To: [$pbxFrom]
       Call-ID: [call_id]
       CSeq: 1 BYE
       Max-Forwards: 70
@@ -461,7 +464,16 @@ export function answeringScenario(
   <recv response="200"/>`;
   return `<?xml version="1.0" encoding="ISO-8859-1" ?>
 <scenario name="answer">
-  <recv request="INVITE" crlf="true" rrs="true"/>
+  <recv request="INVITE" crlf="true" rrs="true">${
+    options.hangUpAfterMs === undefined
+      ? ''
+      : `
+    <action>
+      <ereg regexp="[^ ].*" search_in="hdr" header="From:" assign_to="pbxFrom"/>
+    </action>`
+  }
+  </recv>
+
   ${reply('180 Ringing', tag, false)}
   ${options.answerAfterMs ? sippPause(options.answerAfterMs) : ''}
   ${options.ackLost ? reply('200 OK', tag, true, false) : ''}

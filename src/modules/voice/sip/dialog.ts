@@ -16,6 +16,10 @@ export interface Dialog {
   localUri: string;
   remoteAor: string;
   cseq: number;
+  /** The CSeq of the last request the other side sent in it (RFC 3261 section 12.2.2; none yet: undefined). */
+  remoteCseq?: number;
+  /** Our re-INVITE in it awaits its final answer: an offer of theirs now is glare, 491 (section 14.2). */
+  offering?: boolean;
   /** The route set (RFC 3261 section 12.1): the Record-Route of the INVITE (we are its UAS) or, reversed, of
    * the 2xx (we are its UAC). Empty when no proxy asked to stay on the path. */
   routes: SipAor[];
@@ -49,6 +53,7 @@ export function uasDialog(invite: SipMessage, localTag: string): Dialog {
     localUri: invite.headers.to.uri,
     remoteAor: invite.headers.from.uri,
     cseq: 0,
+    remoteCseq: invite.headers.cseq.seq,
     routes: routeSet(invite.headers['record-route']),
   };
 }
@@ -98,6 +103,28 @@ export function cancelOf(invite: SipMessage): SipMessage {
       'max-forwards': MAX_FORWARDS,
     },
   };
+}
+
+/**
+ * Why a request from the other side cannot be taken in `dialog` (RFC 3261 section 12.2.2), or undefined: a CSeq
+ * below the last one it sent is out of order (500); an offer while our own re-INVITE is unanswered is glare
+ * (491, section 14.2; the phone retries after a random wait). Taking it moves the dialog's remote CSeq.
+ */
+export function inDialogRefusal(dialog: Dialog, request: SipMessage): [number, string] | undefined {
+  const seq = request.headers.cseq.seq;
+  if (dialog.remoteCseq !== undefined && seq < dialog.remoteCseq) return [500, 'CSeq Out of Order'];
+  if (dialog.offering && (request.method === 'INVITE' || request.method === 'UPDATE'))
+    return [491, 'Request Pending'];
+  dialog.remoteCseq = seq;
+  return undefined;
+}
+
+/** Whether a request from the other side names `dialog` by its tags (its From tag theirs, its To tag ours). */
+export function namesDialog(dialog: Dialog, request: SipMessage): boolean {
+  return (
+    String(request.headers.from.params.tag ?? '') === dialog.remoteTag &&
+    String(request.headers.to.params.tag ?? '') === dialog.localTag
+  );
 }
 
 /** A Record-Route header's entries, as the stack parsed them (none: no proxy on the path). */

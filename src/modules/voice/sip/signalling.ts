@@ -25,6 +25,7 @@ export class CallSignalling {
   /** A response to the caller's INVITE, our tag on its To. The stack resends a 2xx until its ACK comes. */
   respondToCaller(call: SipCall, status: number, reason: string, sdp?: string): void {
     if (!call.invite) return;
+    if (status >= 200) call.callerFinal ??= status;
     const to = call.invite.headers.to;
     const headers: Record<string, unknown> = {
       to: { ...to, params: { ...to.params, tag: call.callerTag } },
@@ -46,7 +47,7 @@ export class CallSignalling {
   /** The caller's dialog: the first leg we placed, or their INVITE's once answered (we are its UAS). */
   callerDialog(call: SipCall): Dialog | undefined {
     if (call.caller) return call.caller;
-    if (!call.invite || !call.answered) return undefined;
+    if (!call.invite || !call.answered || (call.callerFinal ?? 0) >= 300) return undefined;
     call.caller = uasDialog(call.invite, call.callerTag);
     return call.caller;
   }
@@ -78,10 +79,12 @@ export class CallSignalling {
     invite.headers['content-type'] = 'application/sdp';
     invite.content = sdp;
     let ack: SipMessage | undefined;
+    dialog.offering = true;
     return new Promise((resolve) => {
       stack.send(invite, (response) => {
         const status = response.status ?? 500;
         if (status < 200) return;
+        dialog.offering = false;
         if (status < 300) {
           // A retransmitted 2xx (our ACK was lost) gets the same ACK again.
           ack ??= ackOf(dialog, invite.headers.cseq.seq);

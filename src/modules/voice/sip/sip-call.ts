@@ -20,6 +20,8 @@ export interface SipCall {
   callerGone: boolean;
   /** The caller's INVITE has its final response. */
   answered: boolean;
+  /** The status of that final response: only a 2xx makes a dialog with the caller (RFC 3261 section 12.1). */
+  callerFinal?: number;
   lastOutcome: RingOutcome;
   /** The callee leg's dialog once it answers. */
   callee?: Dialog;

@@ -28,6 +28,7 @@ import type {
   VoicemailGreeting,
 } from '../pbx.ts';
 import { RtpAgentLine } from './agent-line.ts';
+import { inDialogRefusal, namesDialog } from './dialog.ts';
 import { codecsOf, Ringer } from './forks.ts';
 import { InviteEntry } from './invites.ts';
 import type { Registrar } from './registrar.ts';
@@ -116,13 +117,10 @@ export class SipPbx implements Pbx {
 
   /** BYE from either leg. */
   bye(request: SipMessage, respond: (message: SipMessage) => void): void {
-    const call = this.table.byLeg(request.headers['call-id']);
-    if (!call) {
-      respond(sip.makeResponse(request, 481, 'Call/Transaction Does Not Exist'));
-      return;
-    }
+    const found = this.inDialog(request, respond);
+    if (!found) return;
+    const { call, side } = found;
     respond(sip.makeResponse(request, 200, 'OK'));
-    const side = this.table.sideOf(call, request.headers['call-id']);
     this.signalling.dialogEnded(request.headers['call-id'], side, 'BYE from the phone');
     call[side]?.leg?.move('bye');
     if (side === 'caller') call.callerGone = true;
@@ -137,12 +135,9 @@ export class SipPbx implements Pbx {
    * from us (the other side is not re-INVITEd: the relay hides the change), in the direction the offer asks.
    */
   answerReinvite(request: SipMessage, respond: (message: SipMessage) => void): void {
-    const call = this.table.byLeg(request.headers['call-id']);
-    if (!call) {
-      respond(sip.makeResponse(request, 481, 'Call/Transaction Does Not Exist'));
-      return;
-    }
-    const side = this.table.sideOf(call, request.headers['call-id']);
+    const found = this.inDialog(request, respond);
+    if (!found) return;
+    const { call, side } = found;
     if (request.content) this.remoteMoved(call, side, request.content);
     const ours = call.localSdp[side];
     const answer = ours && withDirection(ours, answeringDirection(request.content));
@@ -156,6 +151,37 @@ export class SipPbx implements Pbx {
         content: answer,
       } as never),
     );
+  }
+
+  /**
+   * The call and side of a request inside one of our dialogs, or undefined once it has been refused: 481 when
+   * its Call-ID and tags name no dialog of ours (section 12.2.2), 500 or 491 as inDialogRefusal says. A caller
+   * may also end the early dialog of our 180 with a BYE (section 15), named by our tag towards them.
+   */
+  private inDialog(
+    request: SipMessage,
+    respond: (message: SipMessage) => void,
+  ): { call: SipCall; side: Side } | undefined {
+    const call = this.table.byLeg(request.headers['call-id']);
+    const side = call && this.table.sideOf(call, request.headers['call-id']);
+    const dialog = call && (side === 'caller' ? this.signalling.callerDialog(call) : call.callee);
+    const early =
+      call?.invite &&
+      !call.answered &&
+      side === 'caller' &&
+      request.method === 'BYE' &&
+      request.headers.to.params.tag === call.callerTag;
+    if (!call || !side || (!early && !(dialog && namesDialog(dialog, request)))) {
+      respond(sip.makeResponse(request, 481, 'Call/Transaction Does Not Exist'));
+      return undefined;
+    }
+    const refusal = dialog && inDialogRefusal(dialog, request);
+    if (refusal) {
+      const [status, reason] = refusal;
+      respond(sip.makeResponse(request, status, reason));
+      return undefined;
+    }
+    return { call, side };
   }
 
   /** An ACK carrying the caller's answer (they sent their INVITE without an offer, so ours was in the 200). */
