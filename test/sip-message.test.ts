@@ -136,6 +136,10 @@ describe('the SIP parser', () => {
       '400 Content-Length Larger Than Message',
     );
     assert.equal(verdict(request('OPTIONS', { CSeq: '1 INVITE' })), '400 CSeq Method Mismatch');
+    // A SIP URI without a host (what SIPp writes for an empty [remote_ip]) is no URI; a tel: URI is one.
+    assert.equal(verdict(request('OPTIONS', { To: '<sip:pbx@:5060>;tag=1' })), '400 Malformed To');
+    assert.equal(verdict(request('OPTIONS', { From: '<sip:@example.com>;tag=1' })), '400 Malformed From');
+    assert.equal(verdict(request('OPTIONS', { To: '<tel:+15550100>' })), 'delivered');
     assert.equal(verdict(request('OPTIONS', { CSeq: '4294967296 OPTIONS' })), '400 Malformed CSeq');
     assert.equal(verdict(request('OPTIONS', { CSeq: '4294967295 OPTIONS' })), 'delivered');
     assert.equal(verdict(request('OPTIONS', { 'Max-Forwards': '256' })), '400 Malformed Max-Forwards');

@@ -128,6 +128,9 @@ export function parseAor(cursor: Cursor): SipAor {
     uri = cursor.text.slice(start, cursor.at);
   }
   if (!uri || !/^[A-Za-z][A-Za-z0-9+.-]*:\S+$/.test(uri)) throw new HeaderError('not a URI');
+  // A SIP URI must be one (RFC 3261 section 25.1): `sip:pbx@:5060`, with no host, is not. Other schemes (tel:)
+  // are taken as they are.
+  if (/^sips?:/i.test(uri) && !parseUri(uri)) throw new HeaderError('malformed SIP URI');
   return { name, uri, params: parseParams(cursor) };
 }
 
