@@ -35,8 +35,6 @@ export interface RungLeg {
 export class LiveCall {
   /** The record as last written. */
   row: CallRow;
-  /** The call as its PBX knows it. */
-  readonly leg: PbxCall;
   /** Each leg rung, in order: the extension, then the callee or its forward, a transfer's person. */
   readonly legs: RungLeg[] = [];
   private readonly machine: CallMachine;
@@ -50,12 +48,23 @@ export class LiveCall {
     private readonly deps: LiveCallDeps,
   ) {
     this.row = row;
-    this.leg = { id: row.id, direction: row.direction, from: row.from_number, to: row.to_number };
     this.machine = new CallMachine(row.status, row.id, deps.log);
   }
 
   get id(): string {
     return this.row.id;
+  }
+
+  /** The call as its PBX knows it; `record` as the record says now (an agent's recording is set after it began). */
+  get leg(): PbxCall {
+    const row = this.row;
+    return {
+      id: row.id,
+      direction: row.direction,
+      from: row.from_number,
+      to: row.to_number,
+      record: row.record,
+    };
   }
 
   /** Where the call is in its life (the record follows, once its writes have landed). */
