@@ -49,6 +49,12 @@ export function newCall(invite?: SipMessage): SipCall {
   };
 }
 
+/** A side's new SDP: kept, and the relay sends that side's media where it now says. */
+export function remoteMoved(call: SipCall, side: Side, sdp: string): void {
+  call.remoteSdp[side] = sdp;
+  call.relay?.setRemote(side, sdp);
+}
+
 export class SipCallTable {
   private readonly calls = new Map<string, SipCall>();
   /** SIP Call-ID of either leg → our call id. */

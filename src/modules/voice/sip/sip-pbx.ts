@@ -28,16 +28,15 @@ import type {
   VoicemailGreeting,
 } from '../pbx.ts';
 import { RtpAgentLine } from './agent-line.ts';
-import { inDialogRefusal, namesDialog } from './dialog.ts';
+import { DialogRequests } from './dialog-requests.ts';
 import { codecsOf, Ringer } from './forks.ts';
 import { InviteEntry } from './invites.ts';
 import type { Registrar } from './registrar.ts';
 import { RtpSession, rtpAudio } from './rtp.ts';
-import { answeringDirection, answerSdp, offerSdp, parseOffer, relaySdp, withDirection } from './sdp.ts';
+import { answerSdp, offerSdp, parseOffer, relaySdp } from './sdp.ts';
 import { CallSignalling } from './signalling.ts';
-import { type Side, type SipCall, SipCallTable } from './sip-call.ts';
+import { remoteMoved, type SipCall, SipCallTable } from './sip-call.ts';
 import type { SipMessage, SipRemote, SipStack } from './stack/index.ts';
-import * as sip from './stack/index.ts';
 
 /** The final answer to the caller's INVITE when the call ended without an answer. */
 const FINAL_RESPONSE: Record<RingOutcome, [number, string]> = {
@@ -55,6 +54,7 @@ export class SipPbx implements Pbx {
   private readonly signalling: CallSignalling;
   private readonly ringer: Ringer;
   private readonly entry: InviteEntry;
+  private readonly requests: DialogRequests;
   private callService?: CallService;
 
   constructor(
@@ -78,6 +78,7 @@ export class SipPbx implements Pbx {
     const table = this.table;
     this.signalling = new CallSignalling({ stack: deps.stack, address: deps.address, table, log: deps.log });
     this.ringer = new Ringer({ ...deps, table, signalling: this.signalling });
+    this.requests = new DialogRequests({ table, signalling: this.signalling });
     this.entry = new InviteEntry({
       ...deps,
       pbx: this,
@@ -101,115 +102,25 @@ export class SipPbx implements Pbx {
     return this.entry.invite(request, remote, respond);
   }
 
-  /** CANCEL of a caller's INVITE that has not been answered. */
+  /** CANCEL of a caller's INVITE that has not been answered (dialog-requests.ts, as are the next four). */
   cancel(request: SipMessage, respond: (message: SipMessage) => void): void {
-    const call = this.table.byLeg(request.headers['call-id']);
-    // RFC 3261 section 9.2: the 200 to a CANCEL carries the To tag the INVITE's responses carry.
-    const to = request.headers.to;
-    const tag = to.params.tag ?? call?.callerTag;
-    respond(
-      sip.makeResponse(request, 200, 'OK', {
-        headers: tag ? { to: { ...to, params: { ...to.params, tag } } } : {},
-      }),
-    );
-    call?.onCancel?.('caller_hangup');
+    this.requests.cancel(request, respond);
   }
 
-  /** BYE from either leg. */
   bye(request: SipMessage, respond: (message: SipMessage) => void): void {
-    const found = this.inDialog(request, respond);
-    if (!found) return;
-    const { call, side } = found;
-    respond(sip.makeResponse(request, 200, 'OK'));
-    this.signalling.dialogEnded(request.headers['call-id'], side, 'BYE from the phone');
-    call[side]?.leg?.move('bye');
-    if (side === 'caller') call.callerGone = true;
-    if (call.onBye) call.onBye(side);
-    // The first leg of an API call hung up while the callee still rings.
-    else if (side === 'caller') call.onCancel?.('caller_hangup');
+    this.requests.bye(request, respond);
   }
 
-  /**
-   * A re-INVITE or UPDATE inside one of our dialogs: hold and resume, a session-timer refresh, a phone whose
-   * address changed. The relay follows the side's new address; the answer is the SDP that side already has
-   * from us (the other side is not re-INVITEd: the relay hides the change), in the direction the offer asks.
-   */
   answerReinvite(request: SipMessage, respond: (message: SipMessage) => void): void {
-    const found = this.inDialog(request, respond);
-    if (!found) return;
-    const { call, side } = found;
-    if (request.content) this.remoteMoved(call, side, request.content);
-    const ours = call.localSdp[side];
-    const answer = ours && withDirection(ours, answeringDirection(request.content));
-    call.localSdp[side] = answer;
-    respond(
-      sip.makeResponse(request, 200, 'OK', {
-        headers: {
-          contact: this.signalling.contact(),
-          ...(answer ? { 'content-type': 'application/sdp' } : {}),
-        },
-        content: answer,
-      } as never),
-    );
+    this.requests.answerReinvite(request, respond);
   }
 
-  /**
-   * The call and side of a request inside one of our dialogs, or undefined once it has been refused: 481 when
-   * its Call-ID and tags name no dialog of ours (section 12.2.2), 500 or 491 as inDialogRefusal says. A caller
-   * may also end the early dialog of our 180 with a BYE (section 15), named by our tag towards them.
-   */
-  private inDialog(
-    request: SipMessage,
-    respond: (message: SipMessage) => void,
-  ): { call: SipCall; side: Side } | undefined {
-    const call = this.table.byLeg(request.headers['call-id']);
-    const side = call && this.table.sideOf(call, request.headers['call-id']);
-    const dialog = call && (side === 'caller' ? this.signalling.callerDialog(call) : call.callee);
-    const early =
-      call?.invite &&
-      !call.answered &&
-      side === 'caller' &&
-      request.method === 'BYE' &&
-      request.headers.to.params.tag === call.callerTag;
-    if (!call || !side || (!early && !(dialog && namesDialog(dialog, request)))) {
-      respond(sip.makeResponse(request, 481, 'Call/Transaction Does Not Exist'));
-      return undefined;
-    }
-    const refusal = dialog && inDialogRefusal(dialog, request);
-    if (refusal) {
-      const [status, reason] = refusal;
-      respond(sip.makeResponse(request, status, reason));
-      return undefined;
-    }
-    return { call, side };
-  }
-
-  /** An ACK carrying the caller's answer (they sent their INVITE without an offer, so ours was in the 200). */
   ack(request: SipMessage): void {
-    if (!request.content) return;
-    const call = this.table.byLeg(request.headers['call-id']);
-    if (!call) return;
-    this.remoteMoved(call, this.table.sideOf(call, request.headers['call-id']), request.content);
+    this.requests.ack(request);
   }
 
-  /** A side's new SDP: kept, and the relay sends that side's media where it now says. */
-  private remoteMoved(call: SipCall, side: Side, sdp: string): void {
-    call.remoteSdp[side] = sdp;
-    call.relay?.setRemote(side, sdp);
-  }
-
-  /**
-   * Our 2xx to a caller's INVITE was never ACKed (the stack resent it for 64*T1: RFC 3261 section 13.3.1.4):
-   * the caller's dialog is ended with a BYE, and the call with it, as if they had hung up.
-   */
   unacknowledged(response: SipMessage): void {
-    const sipCallId = response.headers['call-id'];
-    const call = this.table.byLeg(sipCallId);
-    if (!call || response.headers.cseq.method !== 'INVITE') return;
-    if (this.table.sideOf(call, sipCallId) !== 'caller' || !call.invite) return;
-    this.signalling.hangUpCaller(call, 'our 200 was never acknowledged');
-    if (call.onBye) call.onBye('caller');
-    else call.onCancel?.('caller_hangup');
+    this.requests.unacknowledged(response);
   }
 
   // The platform's steps
@@ -239,7 +150,7 @@ export class SipPbx implements Pbx {
       const dialog = this.signalling.callerDialog(sipCall);
       const answer =
         dialog && !sipCall.callerGone ? await this.signalling.sendReinvite(dialog, sdp) : undefined;
-      if (answer) this.remoteMoved(sipCall, 'caller', answer);
+      if (answer) remoteMoved(sipCall, 'caller', answer);
       else relay.setRemote('caller', sipCall.remoteSdp.caller);
       if (answer === undefined) {
         // The caller is gone or refused: the person is hung up on.
