@@ -59,7 +59,8 @@ export class SipListener {
     return this.stack !== undefined;
   }
 
-  start(options: { port: number; host: string }): void {
+  /** `timers`: RFC 3261's T1, T2, T4 in ms (tests shorten them; the RFC's defaults otherwise). */
+  start(options: { port: number; host: string; timers?: Partial<sip.TransactionTimers> }): void {
     if (this.stack) return;
     const host = options.host === '0.0.0.0' || options.host === '::' ? this.domain : options.host;
     this.address = `${host}:${options.port}`;
@@ -76,6 +77,7 @@ export class SipListener {
       publicAddress: host,
       udp: true,
       tcp: true,
+      ...options.timers,
       // Our 2xx to an INVITE that no ACK answered within 64*T1: that dialog ends (RFC 3261 section 13.3.1.4).
       unacknowledged: (response: sip.SipMessage) => this.pbx.unacknowledged(response),
       logger: {
