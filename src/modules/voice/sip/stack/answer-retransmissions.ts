@@ -1,8 +1,8 @@
 // The UAS core's part of a 2xx to an INVITE (RFC 3261 section 13.3.1.4): the INVITE server transaction sends it
 // once and ends (RFC 6026), so the core retransmits it, at T1 and doubling up to T2, on every transport (the RFC
 // does not spare a reliable one: a proxy on the way may be on UDP), until the ACK for it arrives. That ACK is a
-// transaction of its own, matched by Call-ID, CSeq number and the 2xx's To tag; a CANCEL of the INVITE or a BYE
-// of the dialog also ends the wait. Without an ACK after 64*T1 the retransmissions stop and the application is
+// transaction of its own, matched by Call-ID, CSeq number and the 2xx's To tag; a BYE of the dialog also ends
+// the wait (a CANCEL does not: it changes nothing once the INVITE has its 2xx, RFC 3261 section 9.2). Without an ACK after 64*T1 the retransmissions stop and the application is
 // told, so that it can end the dialog with a BYE as the section asks.
 import type { SipMessage } from './message.ts';
 import { machine, type Refused, type State, type TransactionTimers } from './transaction-machine.ts';
@@ -13,7 +13,7 @@ export interface AnswerRetransmissions {
   start(response: SipMessage, connection: Connection): void;
   /** An ACK from the network: the retransmissions of the 2xx it acknowledges stop. */
   acknowledge(ack: SipMessage): void;
-  /** A CANCEL of the INVITE or a BYE of the dialog, either way: that 2xx is no longer worth retransmitting. */
+  /** A BYE of the dialog, either way: that 2xx is no longer worth retransmitting. */
   end(request: SipMessage): void;
   readonly pending: number;
   destroy(): void;
@@ -77,12 +77,10 @@ export function makeAnswerRetransmissions(
       for (const { response, stop } of [...waiting.values()]) {
         if (response.headers['call-id'] !== request.headers['call-id']) continue;
         const ourTag = tagOf(response.headers.to);
+        // A BYE from the phone names our tag in its To; one of ours, in its From.
         const sameDialog =
-          request.method === 'CANCEL'
-            ? request.headers.cseq.seq === response.headers.cseq.seq
-            : // A BYE from the phone names our tag in its To; one of ours, in its From.
-              ourTag !== undefined &&
-              (tagOf(request.headers.to) === ourTag || tagOf(request.headers.from) === ourTag);
+          ourTag !== undefined &&
+          (tagOf(request.headers.to) === ourTag || tagOf(request.headers.from) === ourTag);
         if (sameDialog) stop();
       }
     },

@@ -105,7 +105,9 @@ export function makeTransactionLayer(options: TransactionLayerOptions) {
         timers,
         refused,
       };
-      if (request.method === 'CANCEL' || request.method === 'BYE') answers.end(request);
+      // A BYE ends the wait for the ACK; a CANCEL does not: once the INVITE has its 2xx the CANCEL changes
+      // nothing (section 9.2), and the caller still needs the 2xx to ACK it and then send its BYE.
+      if (request.method === 'BYE') answers.end(request);
       servers[id] =
         request.method === 'INVITE'
           ? inviteServerTransaction({
