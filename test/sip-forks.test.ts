@@ -64,7 +64,6 @@ function office(phones: string[]) {
     registrar,
     domain: 'pbx.example',
     stack: () => stack,
-    address: () => '127.0.0.1:5060',
     mediaHosts: () => ({ bind: '127.0.0.1', advertise: '127.0.0.1' }),
     log,
     table,

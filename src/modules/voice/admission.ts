@@ -1,17 +1,11 @@
-// Admission of calls against their region's capacity (migrations/021_calls.sql). A live call holds a place in
-// its region by a lease that the process running its program renews; a process that dies leaves leases that
-// run out instead of places that leak, and whoever admits next in the region (or the hourly sweep) ends those
-// lost calls first. A call that cannot be taken is recorded already ended, holding no place.
-import type { FastifyBaseLogger } from 'fastify';
-import type { Clock } from '../../platform/clock.ts';
-import type { Database, Queryable } from '../../platform/db/index.ts';
+import type { Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
-import type { EventOutbox } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
-import { type CallEnding, toCall } from './call-end.ts';
+import { toCall } from './call-end.ts';
 import { nextCallState } from './call-states.ts';
-import type { CallRow, CallStore, NewCall } from './call-store.ts';
+import type { CallRow, NewCall } from './call-store.ts';
 import { CallCompleted } from './events.ts';
+import type { LiveCallDeps } from './live-call.ts';
 
 /** Seconds a capacity lease lasts; the process holding the call renews it every third of that. */
 export const LEASE_SECONDS = 60;
@@ -31,13 +25,7 @@ export class CallAdmission {
   private leaseTimer?: NodeJS.Timeout;
 
   constructor(
-    private readonly deps: {
-      db: Database;
-      clock: Clock;
-      events: EventOutbox;
-      store: CallStore;
-      ending: CallEnding;
-      log: FastifyBaseLogger;
+    private readonly deps: LiveCallDeps & {
       /** The ids of the calls whose programs run in this process: their leases are ours to renew. */
       running: ReadonlyMap<string, unknown>;
     },

@@ -2,17 +2,15 @@
 // the trunk; the first to answer takes the call and the others are cancelled. Each INVITE of ours is a leg with
 // its own life (leg-states.ts), so a late or repeated answer can never start a second life of a leg.
 import { randomBytes } from 'node:crypto';
-import type { FastifyBaseLogger } from 'fastify';
-import type { Clock } from '../../../platform/clock.ts';
 import type { Party, PbxCall, RingOutcome, RingResult } from '../pbx.ts';
 import { ackOf, cancelOf, type Dialog, MAX_FORWARDS, uacDialog } from './dialog.ts';
 import { Leg } from './leg-states.ts';
-import type { Registrar } from './registrar.ts';
 import { RtpRelay } from './rtp.ts';
 import { decodableOffer, type G711, offerSdp, parseOffer, relaySdp } from './sdp.ts';
 import type { CallSignalling } from './signalling.ts';
 import type { Side, SipCallTable } from './sip-call.ts';
-import type { SipMessage, SipStack } from './stack/index.ts';
+import type { SipPbxDeps } from './sip-pbx.ts';
+import type { SipMessage } from './stack/index.ts';
 
 /** The most phones of one extension rung at once (a desk phone, a softphone, a mobile app, and then some). */
 const MAX_FORKS = 10;
@@ -29,19 +27,10 @@ interface Fork {
   ack?: SipMessage;
 }
 
-export interface RingerDeps {
-  clock: Clock;
-  registrar: Registrar;
-  domain: string;
-  stack: () => SipStack | undefined;
-  address: () => string;
-  mediaHosts: () => { bind: string; advertise: string } | undefined;
-  /** SIP_TRUNK_URI's host and port. */
-  trunk?: { host: string; port?: number };
-  log: FastifyBaseLogger;
-  table: SipCallTable;
-  signalling: CallSignalling;
-}
+export type RingerDeps = Pick<
+  SipPbxDeps,
+  'clock' | 'registrar' | 'domain' | 'stack' | 'mediaHosts' | 'trunk' | 'log'
+> & { table: SipCallTable; signalling: CallSignalling };
 
 export class Ringer {
   constructor(private readonly deps: RingerDeps) {}

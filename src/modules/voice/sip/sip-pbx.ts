@@ -47,6 +47,23 @@ const FINAL_RESPONSE: Record<RingOutcome, [number, string]> = {
   canceled: [487, 'Request Terminated'],
 };
 
+export interface SipPbxDeps {
+  db: Database;
+  clock: Clock;
+  registrar: Registrar;
+  extensions: ExtensionService;
+  organizations: OrganizationService;
+  domain: string;
+  stack: () => SipStack | undefined;
+  /** Our address as phones reach it (`host:port`), for Contact headers. */
+  address: () => string;
+  /** Where RTP of the calls we answer binds, and the address our SDP names (the listener's). */
+  mediaHosts: () => { bind: string; advertise: string } | undefined;
+  /** SIP_TRUNK_URI's host and port. */
+  trunk?: { host: string; port?: number };
+  log: FastifyBaseLogger;
+}
+
 export class SipPbx implements Pbx {
   readonly name = 'sip';
   readonly takesVoicemail = true;
@@ -57,24 +74,7 @@ export class SipPbx implements Pbx {
   private readonly requests: DialogRequests;
   private callService?: CallService;
 
-  constructor(
-    private readonly deps: {
-      db: Database;
-      clock: Clock;
-      registrar: Registrar;
-      extensions: ExtensionService;
-      organizations: OrganizationService;
-      domain: string;
-      stack: () => SipStack | undefined;
-      /** Our address as phones reach it (`host:port`), for Contact headers. */
-      address: () => string;
-      /** Where RTP of the calls we answer binds, and the address our SDP names (the listener's). */
-      mediaHosts: () => { bind: string; advertise: string } | undefined;
-      /** SIP_TRUNK_URI's host and port. */
-      trunk?: { host: string; port?: number };
-      log: FastifyBaseLogger;
-    },
-  ) {
+  constructor(private readonly deps: SipPbxDeps) {
     const table = this.table;
     this.signalling = new CallSignalling({ stack: deps.stack, address: deps.address, table, log: deps.log });
     this.ringer = new Ringer({ ...deps, table, signalling: this.signalling });
