@@ -97,3 +97,53 @@ export interface AgentLine {
    */
   close(): Promise<CallAudio | undefined>;
 }
+
+/** How a step a caller hears ended: it finished, or the caller (or the API) hung up during it. */
+export type LineResult = { kind: 'done' } | { kind: 'hangup'; at: Date; cause: string };
+
+/** What the caller keyed in a gather: the digits (ended by count, finish key or silence), nothing, or gone. */
+export type GatherResult =
+  | { kind: 'digits'; digits: string }
+  | { kind: 'timeout' }
+  | { kind: 'hangup'; at: Date; cause: string };
+
+/** What a gather plays while it waits for keys: a key pressed during it stops it and counts (barge-in). */
+export interface GatherPrompt {
+  text?: string;
+  voice?: string;
+  /** 8 kHz mono PCM. */
+  audio?: Int16Array;
+}
+
+/**
+ * An answered call as a call flow has it (issue 33): the PBX answers the caller with its own media and the flow
+ * speaks, plays and collects keys (RFC 4733 telephone-events or SIP INFO over SIP; the test control's `digits`
+ * on the simulated PBX). Keys pressed while nothing gathers are kept for the next gather, as a phone user
+ * typing ahead expects. The API's hang-up ends what is in progress with cause `hangup_requested`.
+ */
+export interface CallerLine {
+  /** Speaks `text` (an espeak-ng voice where the PBX carries audio). */
+  say(text: string, options?: { voice?: string; language?: string }): Promise<LineResult>;
+  /** Plays `audio` (8 kHz mono PCM) `loop` times (default 1). */
+  play(audio: Int16Array, options?: { loop?: number }): Promise<LineResult>;
+  /** Silence for `seconds`. */
+  pause(seconds: number): Promise<LineResult>;
+  /**
+   * Collects keys: ends after `numDigits` keys, at `finishOnKey` (not included; default `#`, '' for none), or
+   * `timeoutSeconds` after the prompt ended or the last key; `timeout` when no key came at all.
+   */
+  gather(options: {
+    numDigits?: number;
+    finishOnKey?: string;
+    timeoutSeconds: number;
+    prompt?: GatherPrompt;
+  }): Promise<GatherResult>;
+  /** The flow is done with the line (the call ends, or goes on to a person): its media is let go. */
+  close(): Promise<void>;
+}
+
+/** The PBX side of call flows: present when the PBX can carry them. */
+export interface FlowCapablePbx extends Pbx {
+  /** Answers the call with the PBX's own media (once; later lines reuse the answered call). */
+  callerLine(call: PbxCall): CallerLine;
+}
