@@ -71,6 +71,11 @@ export interface Pbx {
    * both sides of what is said are kept. Absent: the PBX cannot carry agent calls.
    */
   agentLine?(call: PbxCall, options: { record: boolean }): AgentLine;
+  /**
+   * The call answered with the PBX's own media for a call flow to speak, play and gather keys on (answered
+   * once; a later line reuses the answered call). Absent: the PBX cannot carry call flows.
+   */
+  callerLine?(call: PbxCall): CallerLine;
   /** Ends what the call is doing now; the pending step resolves with cause `hangup_requested`. */
   hangup(callId: string): boolean;
   /** The platform is done with the call (it ended): the PBX forgets it. */
@@ -140,10 +145,4 @@ export interface CallerLine {
   }): Promise<GatherResult>;
   /** The flow is done with the line (the call ends, or goes on to a person): its media is let go. */
   close(): Promise<void>;
-}
-
-/** The PBX side of call flows: present when the PBX can carry them. */
-export interface FlowCapablePbx extends Pbx {
-  /** Answers the call with the PBX's own media (once; later lines reuse the answered call). */
-  callerLine(call: PbxCall): CallerLine;
 }
