@@ -141,6 +141,8 @@ describe('API key management', () => {
         'extensions:write',
         'voicemails:read',
         'recordings:read',
+        'flows:read',
+        'flows:write',
         'agents:read',
         'agents:write',
         'webhooks:read',

@@ -18,6 +18,11 @@ export const SCOPE_CATALOG = [
   },
   { scope: 'voicemails:read', description: 'Read voicemails' },
   { scope: 'recordings:read', description: 'Read call recordings' },
+  { scope: 'flows:read', description: 'Read call flows, ring groups and queues' },
+  {
+    scope: 'flows:write',
+    description: 'Create, change and delete call flows, ring groups and queues',
+  },
   { scope: 'agents:read', description: 'Read AI voice agents and their calls' },
   { scope: 'agents:write', description: 'Create and change AI voice agents' },
   { scope: 'webhooks:read', description: 'Read webhook endpoints' },
