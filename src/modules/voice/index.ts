@@ -11,6 +11,8 @@ import { VOICE_EVENTS } from './events.ts';
 import { ExtensionService } from './extensions.ts';
 import { CallMedia, TRANSCRIBE_QUEUE } from './media.ts';
 import { mediaRoutes } from './media-routes.ts';
+import { QueueService, queueRoutes } from './queues/index.ts';
+import { RingGroupService, ringGroupRoutes } from './ring-groups/index.ts';
 import { extensionRoutes } from './routes.ts';
 import type { VoiceServices } from './services.ts';
 import { SimulatedPbx } from './simulated-pbx.ts';
@@ -103,11 +105,13 @@ export const voiceModule = defineModule({
       config.sipMediaAddress,
       config.appEnv === 'test',
     );
-    return { extensions, calls, media, simulatedPbx, registrar, sipListener };
+    const ringGroups = new RingGroupService({ db, clock, pagination });
+    const queues = new QueueService({ db, clock, pagination });
+    return { extensions, calls, media, ringGroups, queues, simulatedPbx, registrar, sipListener };
   },
   routes: {
-    developer: [extensionRoutes, callRoutes, mediaRoutes],
-    portal: [extensionRoutes, callRoutes, mediaRoutes],
+    developer: [extensionRoutes, callRoutes, mediaRoutes, ringGroupRoutes, queueRoutes],
+    portal: [extensionRoutes, callRoutes, mediaRoutes, ringGroupRoutes, queueRoutes],
     operator: [regionOperatorRoutes],
   },
   testControls: [pbxTestControls],

@@ -3,6 +3,8 @@
 import type { CallService } from './calls.ts';
 import type { ExtensionService } from './extensions.ts';
 import type { CallMedia } from './media.ts';
+import type { QueueService } from './queues/index.ts';
+import type { RingGroupService } from './ring-groups/index.ts';
 import type { SimulatedPbx } from './simulated-pbx.ts';
 import type { SipListener } from './sip/listener.ts';
 import type { Registrar } from './sip/registrar.ts';
@@ -11,6 +13,9 @@ export interface VoiceServices {
   extensions: ExtensionService;
   calls: CallService;
   media: CallMedia;
+  /** Ring groups: a call flow's dial step asks it who rings (attempts) and tells it who answered. */
+  ringGroups: RingGroupService;
+  queues: QueueService;
   /** The PBX calls run on; its test controls drive it step by step under APP_ENV=test. */
   simulatedPbx: SimulatedPbx;
   /** The SIP listener (the registrar today); started by the server when SIP_PORT is set. */

@@ -1,0 +1,111 @@
+// Call queues (CONTRACT section 13) as a resource: who answers, in which order, what a waiting caller hears and
+// for how long, and the call-flow steps run when the wait is up. The members follow the ring groups' rule (the
+// organization's extensions, checked in the write's transaction); onTimeout is checked as call-flow steps.
+// The runtime (callers waiting, members' states, GET /queues/{id}/live) is not built yet: docs/voice.md.
+import type { Clock } from '../../../platform/clock.ts';
+import type { Database } from '../../../platform/db/index.ts';
+import { ApiError } from '../../../platform/errors.ts';
+import { newId } from '../../../platform/ids.ts';
+import type { PageQueryInput, Paginator } from '../../../platform/pagination.ts';
+import { checkMembers } from '../ring-groups/index.ts';
+import {
+  DEFAULT_MAX_WAIT_SECONDS,
+  type PublicQueue,
+  type QueueCreateInput,
+  type QueuePatchInput,
+} from './schemas.ts';
+import { type QueueColumns, type QueueRow, QueueStore } from './store.ts';
+
+export class QueueService {
+  private readonly db: Database;
+  private readonly clock: Clock;
+  private readonly pagination: Paginator;
+  readonly store = new QueueStore();
+
+  constructor(deps: { db: Database; clock: Clock; pagination: Paginator }) {
+    this.db = deps.db;
+    this.clock = deps.clock;
+    this.pagination = deps.pagination;
+  }
+
+  async create(organizationId: string, input: QueueCreateInput): Promise<PublicQueue> {
+    const now = this.clock.now();
+    const id = newId('q', now.getTime());
+    await this.db.transaction(async (tx) => {
+      await checkMembers(tx, organizationId, input.extensionIds);
+      await this.store.insert(tx, {
+        id,
+        organization_id: organizationId,
+        name: input.name,
+        strategy: input.strategy ?? 'longest_idle',
+        hold_audio_id: input.holdAudioId ?? null,
+        announce_position: input.announcePosition ?? false,
+        max_wait_seconds: input.maxWaitSeconds ?? DEFAULT_MAX_WAIT_SECONDS,
+        on_timeout: input.onTimeout ?? [],
+        wrap_up_seconds: input.wrapUpSeconds ?? 0,
+        now,
+      });
+      await this.store.setMembers(tx, id, input.extensionIds);
+    });
+    return this.get(organizationId, id);
+  }
+
+  async get(organizationId: string, id: string): Promise<PublicQueue> {
+    const row = await this.store.find(this.db, organizationId, id);
+    if (!row) throw ApiError.notFound('Queue');
+    return toPublic(row);
+  }
+
+  page(organizationId: string, query: PageQueryInput, surface: string) {
+    return this.pagination.list(this.db, query, {
+      endpoint: `${surface}.queues.list`,
+      keyset: false,
+      organizationId,
+      ...this.store.listQuery(organizationId),
+      map: toPublic,
+    });
+  }
+
+  async update(organizationId: string, id: string, patch: QueuePatchInput): Promise<PublicQueue> {
+    const columns: QueueColumns = {
+      name: patch.name,
+      strategy: patch.strategy,
+      hold_audio_id: patch.holdAudioId,
+      announce_position: patch.announcePosition,
+      max_wait_seconds: patch.maxWaitSeconds,
+      on_timeout: patch.onTimeout,
+      wrap_up_seconds: patch.wrapUpSeconds,
+    };
+    await this.db.transaction(async (tx) => {
+      // The queue first: another organization's id is 404 whatever the body names.
+      if (!(await this.store.update(tx, organizationId, id, columns, this.clock.now()))) {
+        throw ApiError.notFound('Queue');
+      }
+      if (patch.extensionIds) {
+        await checkMembers(tx, organizationId, patch.extensionIds);
+        await this.store.setMembers(tx, id, patch.extensionIds);
+      }
+    });
+    return this.get(organizationId, id);
+  }
+
+  async delete(organizationId: string, id: string): Promise<void> {
+    if (!(await this.store.remove(this.db, organizationId, id))) throw ApiError.notFound('Queue');
+  }
+}
+
+function toPublic(row: QueueRow): PublicQueue {
+  return {
+    id: row.id,
+    name: row.name,
+    extensionIds: row.extension_ids,
+    strategy: row.strategy,
+    holdAudioId: row.hold_audio_id,
+    announcePosition: row.announce_position,
+    maxWaitSeconds: row.max_wait_seconds,
+    onTimeout: row.on_timeout,
+    wrapUpSeconds: row.wrap_up_seconds,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}

@@ -1,0 +1,41 @@
+// The SQL a member list needs from the rest of the voice module, shared by ring groups and queues: which ids
+// are extensions of the organization, and when each member's last call ended. Every method takes the Queryable
+// to run on.
+import type { Queryable } from '../../../platform/db/index.ts';
+
+export class MemberStore {
+  /**
+   * Which of `ids` are extensions of the organization, locked until the transaction ends so that none is
+   * deleted between this check and the members' insert (that would be a foreign key error instead of a 400).
+   */
+  async lockExtensions(db: Queryable, organizationId: string, ids: readonly string[]): Promise<string[]> {
+    const rows = await db.query<{ id: string }>(
+      'SELECT id FROM extensions WHERE organization_id = $1 AND id = ANY($2::text[]) FOR SHARE',
+      [organizationId, ids],
+    );
+    return rows.map((row) => row.id);
+  }
+
+  /**
+   * When each of `ids` last finished a call it took part in: answered, and not a caller talking to its
+   * voicemail box (the person was not on the phone). Members without such a call are absent.
+   */
+  async lastCallEnded(
+    db: Queryable,
+    organizationId: string,
+    ids: readonly string[],
+  ): Promise<Map<string, Date>> {
+    const rows = await db.query<{ extension_id: string; ended_at: Date }>(
+      `SELECT member.id AS extension_id, last.ended_at
+         FROM unnest($2::text[]) AS member(id)
+         CROSS JOIN LATERAL (
+           SELECT c.ended_at FROM calls c
+            WHERE c.organization_id = $1 AND c.extension_id = member.id AND c.ended_at IS NOT NULL
+              AND c.answered_at IS NOT NULL AND c.voicemail_id IS NULL
+            ORDER BY c.ended_at DESC LIMIT 1
+         ) last`,
+      [organizationId, ids],
+    );
+    return new Map(rows.map((row) => [row.extension_id, row.ended_at]));
+  }
+}
