@@ -44,7 +44,7 @@ interface Sent {
   answer?: (response: SipMessage) => void;
 }
 
-function office(phones: string[]) {
+function office(phones: string[] | Record<string, string[]>) {
   const sent: Sent[] = [];
   const stack: SipStack = {
     send: (message, callback) => {
@@ -57,7 +57,8 @@ function office(phones: string[]) {
   const table = new SipCallTable();
   const signalling = new CallSignalling({ stack: () => stack, address: () => '127.0.0.1:5060', table, log });
   const registrar = {
-    contacts: async () => phones.map((contact) => ({ contact })),
+    contacts: async (extensionId: string) =>
+      (Array.isArray(phones) ? phones : (phones[extensionId] ?? [])).map((contact) => ({ contact })),
   } as unknown as Registrar;
   const ringer = new Ringer({
     clock: new Clock(),
@@ -163,6 +164,48 @@ describe('ringing over SIP: offers and forks', () => {
     const refusal = sent.find((each) => each.message.status !== undefined);
     assert.equal(refusal?.message.status, 488);
     assert.equal(refusal?.message.headers['call-id'], 'caller-call_3');
+  });
+
+  test('several extensions at once (a ring group, a flow’s dial): one INVITE to each phone, To its own extension', async () => {
+    const { sent, table, ringer } = office({
+      ext_a: ['sip:a1@127.0.0.1:5080', 'sip:a2@127.0.0.1:5081'],
+      ext_b: ['sip:b1@127.0.0.1:5082'],
+      ext_c: [],
+    });
+    callerInvite(table, 'call_5', CALLER_OFFER);
+    const members = [
+      { extensionId: 'ext_a', extension: '201' },
+      { extensionId: 'ext_b', extension: '202' },
+      { extensionId: 'ext_c', extension: '203' },
+    ];
+    const ringing = ringer.ring(call(false, 'call_5'), { kind: 'extensions', members }, 30, async () => {});
+    const all = await waitFor(() => (invites(sent).length === 3 ? invites(sent) : undefined));
+    assert.deepEqual(
+      all.map((each) => [each.message.uri, each.message.headers.to.uri]),
+      [
+        ['sip:a1@127.0.0.1:5080', 'sip:201@pbx.example'],
+        ['sip:a2@127.0.0.1:5081', 'sip:201@pbx.example'],
+        ['sip:b1@127.0.0.1:5082', 'sip:202@pbx.example'],
+      ],
+    );
+    all[2]!.answer!(response(all[2]!.message, 200, 'b', CALLER_OFFER));
+    assert.equal((await ringing).outcome, 'answered');
+    assert.equal(sent.filter((each) => each.message.method === 'CANCEL').length, 2);
+    table.get('call_5')?.relay?.close();
+  });
+
+  test('several extensions, none with a phone registered: not_registered, nothing sent', async () => {
+    const { sent, table, ringer } = office({});
+    callerInvite(table, 'call_6', CALLER_OFFER);
+    const members = [{ extensionId: 'ext_a', extension: '201' }];
+    const result = await ringer.ring(
+      call(false, 'call_6'),
+      { kind: 'extensions', members },
+      30,
+      async () => {},
+    );
+    assert.deepEqual([result.outcome, result.cause], ['no_answer', 'not_registered']);
+    assert.equal(sent.length, 0);
   });
 
   test('two phones: the winner’s 200 again is ACKed again and nothing else; the other phone is cancelled once', async () => {

@@ -18,6 +18,8 @@ export interface PbxCall {
 /** Who a leg rings: the phones registered to an extension, or a phone number through the trunk. */
 export type Party =
   | { kind: 'extension'; extensionId: string; extension: string }
+  /** Several extensions rung at once (a ring group, a flow's simultaneous dial): the first to answer takes it. */
+  | { kind: 'extensions'; members: { extensionId: string; extension: string }[] }
   | { kind: 'phone'; number: string };
 
 /** How ringing a party ended. `canceled`: the call was hung up (by either side or the API) before an answer. */

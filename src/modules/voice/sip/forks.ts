@@ -14,6 +14,8 @@ import type { SipMessage } from './stack/index.ts';
 
 /** The most phones of one extension rung at once (a desk phone, a softphone, a mobile app, and then some). */
 const MAX_FORKS = 10;
+/** The most INVITEs one ring sends (a ring group of fifty extensions rings its first hundred phones). */
+const MAX_RING_FORKS = 100;
 
 /** One INVITE of ours to one phone (or the trunk) while it rings, and its dialog once it answers. */
 interface Fork {
@@ -55,23 +57,29 @@ export class Ringer {
     const stack = deps.stack();
     const hosts = deps.mediaHosts();
     if (!stack || !hosts) return outcome({ outcome: 'failed', at: now(), cause: 'no_sip' });
-    // An extension: every phone registered to it, from the caller's number. A phone number: the trunk, with
-    // the call's caller id (one of our numbers) as the From the network shows. The first leg of an API call
-    // shows the number it is about to connect to.
-    let uris: string[];
-    let to: string;
+    // One INVITE to each phone: an extension's registered phones, or several extensions' at once, each To its
+    // own extension, from the caller's number; or the trunk for a phone number, from the call's caller id (one
+    // of our numbers) as the network shows it. The first leg of an API call shows the number it connects to.
+    let targets: { uri: string; to: string }[];
     let fromUser: string;
-    if (party.kind === 'extension') {
-      const contacts = await deps.registrar.contacts(party.extensionId);
-      if (contacts.length === 0) return outcome({ outcome: 'no_answer', at: now(), cause: 'not_registered' });
-      uris = contacts.slice(0, MAX_FORKS).map((contact) => contact.contact);
-      to = `sip:${party.extension}@${deps.domain}`;
+    if (party.kind !== 'phone') {
+      const members = party.kind === 'extension' ? [party] : party.members;
+      const contacts = await Promise.all(
+        members.map(async (member) =>
+          (await deps.registrar.contacts(member.extensionId)).slice(0, MAX_FORKS).map((contact) => ({
+            uri: contact.contact,
+            to: `sip:${member.extension}@${deps.domain}`,
+          })),
+        ),
+      );
+      targets = contacts.flat().slice(0, MAX_RING_FORKS);
+      if (targets.length === 0) return outcome({ outcome: 'no_answer', at: now(), cause: 'not_registered' });
       // The caller's extension number or phone number as the platform recorded it (not their SIP username).
       fromUser = leg === 'caller' && !current.invite ? call.to : call.from;
     } else {
       const host = trunk!.host.includes(':') ? `[${trunk!.host}]` : trunk!.host;
-      uris = [`sip:${party.number}@${host}${trunk!.port ? `:${trunk!.port}` : ''}`];
-      to = uris[0]!;
+      const uri = `sip:${party.number}@${host}${trunk!.port ? `:${trunk!.port}` : ''}`;
+      targets = [{ uri, to: uri }];
       fromUser = call.from;
     }
     // The offer this leg gets: the caller's own, moved to our relay; without one (an API call, a caller who
@@ -100,7 +108,7 @@ export class Ringer {
       : offerSdp(hosts.advertise, relay.port(leg), codecsOf(current.remoteSdp.caller));
     current.localSdp[leg] = offer;
     // One INVITE per phone, each its own dialog (we are a back-to-back user agent, not a forking proxy).
-    const forks = uris.map((uri): Fork => {
+    const forks = targets.map(({ uri, to }): Fork => {
       const localTag = randomBytes(6).toString('hex');
       const invite: SipMessage = {
         method: 'INVITE',
