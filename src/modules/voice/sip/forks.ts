@@ -5,11 +5,11 @@ import { randomBytes } from 'node:crypto';
 import type { Party, PbxCall, RingOutcome, RingResult } from '../pbx.ts';
 import { ackOf, cancelOf, type Dialog, MAX_FORWARDS, uacDialog } from './dialog.ts';
 import { Leg } from './leg-states.ts';
+import type { SipPbxDeps } from './pbx-deps.ts';
 import { RtpRelay } from './rtp.ts';
 import { decodableOffer, type G711, offerSdp, parseOffer, relaySdp } from './sdp.ts';
 import type { CallSignalling } from './signalling.ts';
 import type { Side, SipCallTable } from './sip-call.ts';
-import type { SipPbxDeps } from './sip-pbx.ts';
 import type { SipMessage } from './stack/index.ts';
 
 /** The most phones of one extension rung at once (a desk phone, a softphone, a mobile app, and then some). */

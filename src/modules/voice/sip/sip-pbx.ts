@@ -10,13 +10,8 @@
 // answered by us with the SDP that side already has; the other side is not disturbed.
 // The parts: invites.ts (the INVITEs that begin calls), forks.ts (ringing a party), signalling.ts (what we send
 // on a call's dialogs), dialog.ts (dialogs and the requests built from them), sip-call.ts (what we hold of a call).
-import type { FastifyBaseLogger } from 'fastify';
-import type { Clock } from '../../../platform/clock.ts';
-import type { Database } from '../../../platform/db/index.ts';
-import type { OrganizationService } from '../../organizations/index.ts';
 import { concatenate, MAX_SECONDS, silence, synthesise, tone } from '../audio.ts';
 import type { CallService } from '../calls.ts';
-import type { ExtensionService } from '../extensions.ts';
 import type {
   CallAudio,
   CallEnd,
@@ -31,12 +26,12 @@ import { RtpAgentLine } from './agent-line.ts';
 import { DialogRequests } from './dialog-requests.ts';
 import { codecsOf, Ringer } from './forks.ts';
 import { InviteEntry } from './invites.ts';
-import type { Registrar } from './registrar.ts';
+import type { SipPbxDeps } from './pbx-deps.ts';
 import { RtpSession, rtpAudio } from './rtp.ts';
 import { answerSdp, offerSdp, parseOffer, relaySdp } from './sdp.ts';
 import { CallSignalling } from './signalling.ts';
 import { remoteMoved, type SipCall, SipCallTable } from './sip-call.ts';
-import type { SipMessage, SipRemote, SipStack } from './stack/index.ts';
+import type { SipMessage, SipRemote } from './stack/index.ts';
 
 /** The final answer to the caller's INVITE when the call ended without an answer. */
 const FINAL_RESPONSE: Record<RingOutcome, [number, string]> = {
@@ -46,23 +41,6 @@ const FINAL_RESPONSE: Record<RingOutcome, [number, string]> = {
   failed: [503, 'Service Unavailable'],
   canceled: [487, 'Request Terminated'],
 };
-
-export interface SipPbxDeps {
-  db: Database;
-  clock: Clock;
-  registrar: Registrar;
-  extensions: ExtensionService;
-  organizations: OrganizationService;
-  domain: string;
-  stack: () => SipStack | undefined;
-  /** Our address as phones reach it (`host:port`), for Contact headers. */
-  address: () => string;
-  /** Where RTP of the calls we answer binds, and the address our SDP names (the listener's). */
-  mediaHosts: () => { bind: string; advertise: string } | undefined;
-  /** SIP_TRUNK_URI's host and port. */
-  trunk?: { host: string; port?: number };
-  log: FastifyBaseLogger;
-}
 
 export class SipPbx implements Pbx {
   readonly name = 'sip';
