@@ -94,6 +94,11 @@ describe('organization A can reach none of organization B’s resources', () => 
     assert.equal(agent.status, 201, agent.text);
     const agentCall = await asB('POST', `/api/v2/agents/${agent.body.data.id}/calls`, { to: '+12025550115' });
     assert.equal(agentCall.status, 202, agentCall.text);
+    const flow = await asB('POST', '/api/v2/call-flows', {
+      name: 'B menu',
+      steps: [{ type: 'voicemail', extensionId: extension.body.data.id }],
+    });
+    assert.equal(flow.status, 201, flow.text);
     const sent = await asB('POST', '/api/v2/messages/send', { to: '+12025550111', message: 'hi' });
     assert.equal(sent.status, 202, sent.text);
     const hook = await asB('POST', '/api/webhooks', {

@@ -8,15 +8,16 @@ export const NumberCreate = Type.Object(
 );
 export type NumberInput = Static<typeof NumberCreate>;
 
-/** Where a call to the number goes (CONTRACT section 9). */
-export const VOICE_ROUTE_TYPES = ['extension', 'agent', 'forward', 'voicemail'] as const;
+/** Where a call to the number goes (CONTRACT sections 9 and 13). */
+export const VOICE_ROUTE_TYPES = ['extension', 'agent', 'forward', 'voicemail', 'flow'] as const;
 export const VoiceRouteSchema = Type.Object(
   {
     type: Type.Enum(VOICE_ROUTE_TYPES),
     target: Type.String({
       minLength: 1,
       maxLength: 100,
-      description: 'extension and voicemail: an extension id; agent: an agent id; forward: a phone number',
+      description:
+        'extension and voicemail: an extension id; agent: an agent id; forward: a phone number; flow: a call flow id',
     }),
   },
   { additionalProperties: false },

@@ -62,6 +62,19 @@ export class NumberService {
     for (const type of types) this.targets.set(type, exists);
   }
 
+  /**
+   * Whether `target` names something a route of `type` may send calls to in the organization, asked of the
+   * module that owns it: also how a call flow checks the agents its steps name, the agents module being
+   * built after voice.
+   */
+  async routeTargetExists(
+    type: VoiceRoute['type'],
+    organizationId: string,
+    target: string,
+  ): Promise<boolean> {
+    return (await this.targets.get(type)?.(organizationId, target)) ?? false;
+  }
+
   /** Clears the voice route of the organization's numbers that send calls to `target` by one of `types`. */
   async clearRoutesTo(tx: Queryable, organizationId: string, types: VoiceRoute['type'][], target: string) {
     await this.store.clearRoutes(tx, organizationId, types, target);
@@ -152,7 +165,7 @@ export class NumberService {
 
   /**
    * Changes the friendly name or the voice route. A route's target must exist in the organization: a phone
-   * number to forward to, an extension (for `extension` and `voicemail`) or an agent.
+   * number to forward to, an extension (for `extension` and `voicemail`), an agent or a call flow.
    */
   async update(org: Organization, id: string, patch: NumberPatchInput): Promise<PhoneNumber> {
     let voiceRoute = patch.voiceRoute;
@@ -171,9 +184,8 @@ export class NumberService {
         throw ApiError.badRequest('voiceRoute.target: a number cannot forward to itself');
       return { type: 'forward', target };
     }
-    const exists = this.targets.get(route.type);
-    if (!(await exists?.(org.id, route.target))) {
-      const what = route.type === 'agent' ? 'agent' : 'extension';
+    if (!(await this.routeTargetExists(route.type, org.id, route.target))) {
+      const what = route.type === 'agent' ? 'agent' : route.type === 'flow' ? 'call flow' : 'extension';
       throw ApiError.badRequest(`voiceRoute.target: no ${what} ${route.target} in this organization`);
     }
     return route;

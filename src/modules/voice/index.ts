@@ -9,6 +9,7 @@ import { callRoutes, pbxTestControls, regionOperatorRoutes } from './call-routes
 import { CallService } from './calls.ts';
 import { VOICE_EVENTS } from './events.ts';
 import { ExtensionService } from './extensions.ts';
+import { CallFlowService, callFlowRoutes } from './flows/index.ts';
 import { CallMedia, TRANSCRIBE_QUEUE } from './media.ts';
 import { mediaRoutes } from './media-routes.ts';
 import { QueueService, queueRoutes } from './queues/index.ts';
@@ -47,6 +48,8 @@ export const voiceModule = defineModule({
     numbers.useRouteTargets(['extension', 'voicemail'], (organizationId, target) =>
       extensions.exists(organizationId, target),
     );
+    const flows = new CallFlowService({ db, clock, pagination, extensions, numbers });
+    numbers.useRouteTargets(['flow'], (organizationId, target) => flows.exists(organizationId, target));
     let transcriber: Promise<Transcriber | undefined> | undefined;
     const media = new CallMedia({
       db,
@@ -107,11 +110,11 @@ export const voiceModule = defineModule({
     );
     const ringGroups = new RingGroupService({ db, clock, pagination });
     const queues = new QueueService({ db, clock, pagination });
-    return { extensions, calls, media, ringGroups, queues, simulatedPbx, registrar, sipListener };
+    return { extensions, calls, media, flows, ringGroups, queues, simulatedPbx, registrar, sipListener };
   },
   routes: {
-    developer: [extensionRoutes, callRoutes, mediaRoutes, ringGroupRoutes, queueRoutes],
-    portal: [extensionRoutes, callRoutes, mediaRoutes, ringGroupRoutes, queueRoutes],
+    developer: [extensionRoutes, callRoutes, mediaRoutes, callFlowRoutes, ringGroupRoutes, queueRoutes],
+    portal: [extensionRoutes, callRoutes, mediaRoutes, callFlowRoutes, ringGroupRoutes, queueRoutes],
     operator: [regionOperatorRoutes],
   },
   testControls: [pbxTestControls],

@@ -2,6 +2,7 @@
 // the routes can name it without importing the index that imports them.
 import type { CallService } from './calls.ts';
 import type { ExtensionService } from './extensions.ts';
+import type { CallFlowService } from './flows/index.ts';
 import type { CallMedia } from './media.ts';
 import type { QueueService } from './queues/index.ts';
 import type { RingGroupService } from './ring-groups/index.ts';
@@ -13,6 +14,8 @@ export interface VoiceServices {
   extensions: ExtensionService;
   calls: CallService;
   media: CallMedia;
+  /** Call flows and their versions; the flow runner resolves a call's steps from it. */
+  flows: CallFlowService;
   /** Ring groups: a call flow's dial step asks it who rings (attempts) and tells it who answered. */
   ringGroups: RingGroupService;
   queues: QueueService;

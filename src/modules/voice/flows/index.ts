@@ -1,5 +1,10 @@
 // Call flows (CONTRACT section 13): the public face of src/modules/voice/flows/. The step shapes and types
-// (steps.ts) are what the flow runner runs; the rest of the folder stores flows and their versions.
+// (steps.ts) are what the flow runner runs; the service stores flows and their versions and resolves the
+// steps a call runs (`resolve`); the voice module builds it and mounts the routes.
+export { callFlowRoutes } from './routes.ts';
+export type { PublicCallFlow } from './schemas.ts';
+export { CallFlowService, type ResolvedFlow } from './service.ts';
+export { checkFlowSteps, type FlowReference, type FlowStepProblem } from './step-check.ts';
 export {
   type AgentStep,
   DIAL_TARGET_TYPES,
@@ -15,6 +20,9 @@ export {
   type HoursStep,
   MAX_FLOW_DEPTH,
   MAX_FLOW_STEPS,
+  MAX_GATHER_BRANCHES,
+  MAX_SAY_TEXT,
+  MAX_URL_LENGTH,
   type OpenHours,
   type PauseStep,
   type PlayStep,

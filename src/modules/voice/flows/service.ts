@@ -1,0 +1,192 @@
+// Call flows (CONTRACT section 13): create, read, change and delete an organization's flows, each change of
+// the steps a new version kept beside the old ones, and `resolve` for the flow runner. Steps are checked
+// (step-check.ts) and the ids they name looked up in the organization before anything is stored.
+import type { Clock } from '../../../platform/clock.ts';
+import type { Database } from '../../../platform/db/index.ts';
+import { ApiError } from '../../../platform/errors.ts';
+import { newId } from '../../../platform/ids.ts';
+import type { PageQueryInput, Paginator } from '../../../platform/pagination.ts';
+import type { NumberService } from '../../numbers/index.ts';
+import type { ExtensionService } from '../extensions.ts';
+import type { CallFlowCreateInput, CallFlowPatchInput, PublicCallFlow } from './schemas.ts';
+import { checkFlowSteps, type FlowReference } from './step-check.ts';
+import type { FlowStep } from './steps.ts';
+import { type CallFlowRow, CallFlowStore } from './store.ts';
+
+/** What the runner gets: the steps of one version of a flow. */
+export interface ResolvedFlow {
+  flowId: string;
+  version: number;
+  steps: FlowStep[];
+}
+
+const KIND_NAMES: Record<FlowReference['kind'], string> = {
+  extension: 'extension',
+  agent: 'agent',
+  flow: 'call flow',
+  queue: 'queue',
+  ring_group: 'ring group',
+  audio: 'audio',
+};
+
+function invalidStep(path: string, message: string): ApiError {
+  return ApiError.badRequest(`${path} ${message}`, { code: 'INVALID_FLOW_STEP', data: { path } });
+}
+
+export class CallFlowService {
+  private readonly db: Database;
+  private readonly clock: Clock;
+  private readonly pagination: Paginator;
+  private readonly extensions: ExtensionService;
+  private readonly numbers: NumberService;
+  readonly store = new CallFlowStore();
+
+  constructor(deps: {
+    db: Database;
+    clock: Clock;
+    pagination: Paginator;
+    extensions: ExtensionService;
+    numbers: NumberService;
+  }) {
+    this.db = deps.db;
+    this.clock = deps.clock;
+    this.pagination = deps.pagination;
+    this.extensions = deps.extensions;
+    this.numbers = deps.numbers;
+  }
+
+  async create(organizationId: string, input: CallFlowCreateInput): Promise<PublicCallFlow> {
+    const now = this.clock.now();
+    const id = newId('flow', now.getTime());
+    const steps = await this.checked(organizationId, input.steps, id);
+    const row = await this.db.transaction((tx) =>
+      this.store.insert(tx, { id, organization_id: organizationId, name: input.name, steps, now }),
+    );
+    return toPublic(row);
+  }
+
+  async get(organizationId: string, id: string): Promise<PublicCallFlow> {
+    const row = await this.store.find(this.db, organizationId, id);
+    if (!row) throw ApiError.notFound('Call flow');
+    return toPublic(row);
+  }
+
+  page(organizationId: string, query: PageQueryInput, surface: string) {
+    return this.pagination.list(this.db, query, {
+      endpoint: `${surface}.callFlows.list`,
+      keyset: false,
+      organizationId,
+      ...this.store.listQuery(organizationId),
+      map: (row: CallFlowRow) => toPublic(row),
+    });
+  }
+
+  /** Renames the flow, and makes new steps its next version; calls already running keep theirs. */
+  async update(organizationId: string, id: string, patch: CallFlowPatchInput): Promise<PublicCallFlow> {
+    const steps = patch.steps === undefined ? undefined : await this.checked(organizationId, patch.steps, id);
+    const row = await this.db.transaction((tx) =>
+      this.store.update(tx, organizationId, id, { name: patch.name, steps }, this.clock.now()),
+    );
+    if (!row) throw ApiError.notFound('Call flow');
+    return toPublic(row);
+  }
+
+  /**
+   * Deletes the flow and its versions, unless a number sends its calls to it: a number must never route to
+   * nothing, so the route is changed first (409 CALL_FLOW_IN_USE names the numbers). The flow is locked while
+   * the numbers are read, so a route set at the same moment waits and then finds no flow.
+   */
+  async delete(organizationId: string, id: string): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      if (!(await this.store.lock(tx, organizationId, id))) throw ApiError.notFound('Call flow');
+      const routed = (await this.numbers.list(organizationId, tx)).filter(
+        (number) => number.voiceRoute?.type === 'flow' && number.voiceRoute.target === id,
+      );
+      if (routed.length > 0) {
+        const numbers = routed.map((number) => number.number);
+        throw new ApiError(
+          409,
+          `The call flow is the voice route of ${numbers.join(', ')}: route ${numbers.length === 1 ? 'that number' : 'those numbers'} elsewhere first`,
+          {
+            code: 'CALL_FLOW_IN_USE',
+            data: { numbers: routed.map((number) => ({ id: number.id, number: number.number })) },
+          },
+        );
+      }
+      await this.store.remove(tx, organizationId, id);
+    });
+  }
+
+  /** Whether the organization has flow `id` (a number's voice route may name it). */
+  async exists(organizationId: string, id: string): Promise<boolean> {
+    return (await this.store.existing(this.db, organizationId, [id])).has(id);
+  }
+
+  /**
+   * The steps a call runs: of `version` when given (the one the call started on), else of the latest. Undefined
+   * when the flow is not the organization's, or has no such version.
+   */
+  async resolve(organizationId: string, flowId: string, version?: number): Promise<ResolvedFlow | undefined> {
+    if (version === undefined) {
+      const row = await this.store.find(this.db, organizationId, flowId);
+      return row ? { flowId: row.id, version: row.version, steps: row.steps } : undefined;
+    }
+    const found = await this.store.findVersion(this.db, organizationId, flowId, version);
+    return found ? { flowId, version: found.version, steps: found.steps } : undefined;
+  }
+
+  /**
+   * The steps, checked: their shapes and limits, then each id they name found in the organization. Ring groups
+   * and queues (and stored audio, which has no resource yet) are checked by the shape of their id only. A flow
+   * may redirect to itself (`self`): the runner bounds the steps a call runs.
+   */
+  private async checked(organizationId: string, input: unknown, self: string): Promise<FlowStep[]> {
+    const result = checkFlowSteps(input);
+    if ('problem' in result) throw invalidStep(result.problem.path, result.problem.message);
+    const flowIds = [
+      ...new Set(result.references.filter((r) => r.kind === 'flow' && r.id !== self).map((r) => r.id)),
+    ];
+    const flows = await this.store.existing(this.db, organizationId, flowIds);
+    const known = new Map<string, boolean>();
+    for (const reference of result.references) {
+      const key = `${reference.kind}:${reference.id}`;
+      if (!known.has(key)) known.set(key, await this.found(organizationId, reference, flows, self));
+      if (!known.get(key)) {
+        throw invalidStep(
+          reference.path,
+          `names no ${KIND_NAMES[reference.kind]} ${reference.id} in this organization`,
+        );
+      }
+    }
+    return result.steps;
+  }
+
+  private async found(
+    organizationId: string,
+    reference: FlowReference,
+    flows: Set<string>,
+    self: string,
+  ): Promise<boolean> {
+    switch (reference.kind) {
+      case 'extension':
+        return this.extensions.exists(organizationId, reference.id);
+      case 'agent':
+        return this.numbers.routeTargetExists('agent', organizationId, reference.id);
+      case 'flow':
+        return reference.id === self || flows.has(reference.id);
+      default:
+        return true;
+    }
+  }
+}
+
+function toPublic(row: CallFlowRow): PublicCallFlow {
+  return {
+    id: row.id,
+    name: row.name,
+    steps: row.steps,
+    version: row.version,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
