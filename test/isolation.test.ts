@@ -60,6 +60,11 @@ describe('organization A can reach none of organization B’s resources', () => 
     assert.equal(campaign.status, 201, campaign.text);
     const extension = await asB('POST', '/api/v2/extensions', { extension: '101', name: 'B desk' });
     assert.equal(extension.status, 201, extension.text);
+    const members = { extensionIds: [extension.body.data.id] };
+    const ringGroup = await asB('POST', '/api/v2/ring-groups', { name: 'B group', ...members });
+    assert.equal(ringGroup.status, 201, ringGroup.text);
+    const queue = await asB('POST', '/api/v2/queues', { name: 'B queue', ...members });
+    assert.equal(queue.status, 201, queue.text);
     const [number] = (await asB('GET', '/api/v2/numbers')).body.data;
     await asB('PATCH', `/api/v2/numbers/${number.id}`, {
       voiceRoute: { type: 'extension', target: extension.body.data.id },

@@ -1,12 +1,14 @@
 // Call queues (CONTRACT section 13) as a resource: who answers, in which order, what a waiting caller hears and
 // for how long, and the call-flow steps run when the wait is up. The members follow the ring groups' rule (the
-// organization's extensions, checked in the write's transaction); onTimeout is checked as call-flow steps.
+// organization's extensions, checked in the write's transaction); onTimeout is checked as call-flow steps are
+// (their shapes and limits, a refusal naming the path), the ids inside them by their shape only.
 // The runtime (callers waiting, members' states, GET /queues/{id}/live) is not built yet: docs/voice.md.
 import type { Clock } from '../../../platform/clock.ts';
 import type { Database } from '../../../platform/db/index.ts';
 import { ApiError } from '../../../platform/errors.ts';
 import { newId } from '../../../platform/ids.ts';
 import type { PageQueryInput, Paginator } from '../../../platform/pagination.ts';
+import { checkFlowSteps, type FlowStep } from '../flows/index.ts';
 import { checkMembers } from '../ring-groups/index.ts';
 import {
   DEFAULT_MAX_WAIT_SECONDS,
@@ -41,7 +43,7 @@ export class QueueService {
         hold_audio_id: input.holdAudioId ?? null,
         announce_position: input.announcePosition ?? false,
         max_wait_seconds: input.maxWaitSeconds ?? DEFAULT_MAX_WAIT_SECONDS,
-        on_timeout: input.onTimeout ?? [],
+        on_timeout: checkedSteps(input.onTimeout ?? []),
         wrap_up_seconds: input.wrapUpSeconds ?? 0,
         now,
       });
@@ -67,24 +69,23 @@ export class QueueService {
   }
 
   async update(organizationId: string, id: string, patch: QueuePatchInput): Promise<PublicQueue> {
-    const columns: QueueColumns = {
-      name: patch.name,
-      strategy: patch.strategy,
-      hold_audio_id: patch.holdAudioId,
-      announce_position: patch.announcePosition,
-      max_wait_seconds: patch.maxWaitSeconds,
-      on_timeout: patch.onTimeout,
-      wrap_up_seconds: patch.wrapUpSeconds,
-    };
     await this.db.transaction(async (tx) => {
-      // The queue first: another organization's id is 404 whatever the body names.
-      if (!(await this.store.update(tx, organizationId, id, columns, this.clock.now()))) {
-        throw ApiError.notFound('Queue');
-      }
+      // The queue first: another organization's id is 404 whatever the body holds.
+      if (!(await this.store.find(tx, organizationId, id))) throw ApiError.notFound('Queue');
       if (patch.extensionIds) {
         await checkMembers(tx, organizationId, patch.extensionIds);
         await this.store.setMembers(tx, id, patch.extensionIds);
       }
+      const columns: QueueColumns = {
+        name: patch.name,
+        strategy: patch.strategy,
+        hold_audio_id: patch.holdAudioId,
+        announce_position: patch.announcePosition,
+        max_wait_seconds: patch.maxWaitSeconds,
+        on_timeout: patch.onTimeout && checkedSteps(patch.onTimeout),
+        wrap_up_seconds: patch.wrapUpSeconds,
+      };
+      await this.store.update(tx, organizationId, id, columns, this.clock.now());
     });
     return this.get(organizationId, id);
   }
@@ -92,6 +93,16 @@ export class QueueService {
   async delete(organizationId: string, id: string): Promise<void> {
     if (!(await this.store.remove(this.db, organizationId, id))) throw ApiError.notFound('Queue');
   }
+}
+
+/** The steps as a call flow would take them; 400 INVALID_FLOW_STEP naming the first bad field's path. */
+function checkedSteps(steps: unknown[]): FlowStep[] {
+  const result = checkFlowSteps(steps, 'onTimeout');
+  if ('problem' in result) {
+    const { path, message } = result.problem;
+    throw ApiError.badRequest(`${path} ${message}`, { code: 'INVALID_FLOW_STEP', data: { path } });
+  }
+  return result.steps;
 }
 
 function toPublic(row: QueueRow): PublicQueue {

@@ -2,6 +2,7 @@
 import { assignments } from '../../../platform/db/assignments.ts';
 import type { Queryable } from '../../../platform/db/index.ts';
 import type { ListQuery } from '../../../platform/pagination.ts';
+import type { FlowStep } from '../flows/index.ts';
 import type { RingStrategy } from '../ring-groups/index.ts';
 
 export interface QueueRow {
@@ -12,7 +13,7 @@ export interface QueueRow {
   hold_audio_id: string | null;
   announce_position: boolean;
   max_wait_seconds: number;
-  on_timeout: { type: string }[];
+  on_timeout: FlowStep[];
   wrap_up_seconds: number;
   /** Its members in order (aggregated from queue_members). */
   extension_ids: string[];
