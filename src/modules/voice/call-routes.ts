@@ -20,6 +20,7 @@ import {
   TestInbound,
 } from './schemas.ts';
 import type { VoiceServices } from './services.ts';
+import { PBX_EVENTS } from './simulated-pbx.ts';
 
 const tags = ['Calls'];
 const read = { scope: 'calls:read', product: 'voice' } as const;
@@ -149,6 +150,21 @@ export const regionOperatorRoutes: ModuleRoutes<VoiceServices> =
     );
   };
 
+/**
+ * What the test control says happens next: the events of TestCallEvent, and the caller's keys (CONTRACT
+ * section 13: `{event: "digits", digits: "12#"}`), keys being what a phone's keypad sends (RFC 4733 0-15).
+ */
+const TestCallEventWithKeys = Type.Object(
+  {
+    ...TestCallEvent.properties,
+    event: Type.Enum([...PBX_EVENTS]),
+    digits: Type.Optional(
+      Type.String({ pattern: '^[0-9*#A-D]{1,64}$', description: 'digits: the keys the caller presses' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 /** The simulated PBX's test controls (operator API, APP_ENV=test only). */
 export const pbxTestControls: ModuleRoutes<VoiceServices> =
   ({ calls, simulatedPbx }) =>
@@ -189,22 +205,26 @@ export const pbxTestControls: ModuleRoutes<VoiceServices> =
           tags: ['Test controls'],
           summary: 'Say what happens next on a simulated call (APP_ENV=test only); answers its new state',
           params: IdParams,
-          body: TestCallEvent,
+          body: TestCallEventWithKeys,
           response: { 200: envelope(CallSchema) },
         },
       },
       async (request) => {
         await calls.getAny(request.params.id);
-        const { event, text, audio } = request.body;
+        const { event, text, audio, digits } = request.body;
         if (event === 'utterance' && !text && !audio) {
           throw ApiError.badRequest(
             'An utterance carries the words as `text` or a WAV of them as `audio` (base64)',
           );
         }
-        await simulatedPbx.drive(request.params.id, event, {
-          text,
-          audio: audio ? Buffer.from(audio, 'base64') : undefined,
-        });
+        if (event === 'digits' && !digits)
+          throw ApiError.badRequest('A digits event carries the keys as `digits`');
+        await simulatedPbx.drive(
+          request.params.id,
+          event,
+          { text, audio: audio ? Buffer.from(audio, 'base64') : undefined },
+          digits,
+        );
         return { success: true as const, data: toCall(await calls.getAny(request.params.id)) };
       },
     );

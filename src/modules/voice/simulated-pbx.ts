@@ -16,10 +16,12 @@
 import type { Clock } from '../../platform/clock.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { conversationAudio, recordedAudio } from './audio.ts';
+import type { LineSteps } from './line-steps.ts';
 import type {
   AgentLine,
   CallAudio,
   CallEnd,
+  CallerLine,
   Heard,
   Party,
   Pbx,
@@ -28,6 +30,7 @@ import type {
   RingResult,
   VoicemailGreeting,
 } from './pbx.ts';
+import { keysWaiter, simulatedLine } from './simulated-line.ts';
 
 /** What the operator's test control may say happens next on a call. */
 export const PBX_EVENTS = [
@@ -38,6 +41,7 @@ export const PBX_EVENTS = [
   'no_answer',
   'failed',
   'utterance',
+  'digits',
 ] as const;
 export type PbxEvent = (typeof PBX_EVENTS)[number];
 
@@ -76,7 +80,7 @@ const DEFAULT_TALK_SECONDS = 30;
 /** A caller without words leaves this much tone. */
 const WORDLESS_VOICEMAIL_SECONDS = 5;
 
-type Step = 'ring' | 'converse' | 'voicemail' | 'listen';
+type Step = 'ring' | 'converse' | 'voicemail' | 'listen' | 'gather';
 
 /** The events each step takes; anything else from a test control is a 409 that says what it takes. */
 const ACCEPTS: Record<Step, readonly PbxEvent[]> = {
@@ -84,6 +88,7 @@ const ACCEPTS: Record<Step, readonly PbxEvent[]> = {
   converse: ['completed', 'ringing'],
   voicemail: ['completed'],
   listen: ['utterance', 'completed'],
+  gather: ['digits', 'completed'],
 };
 
 interface Waiter {
@@ -106,6 +111,8 @@ interface SimulatedCall {
   onSettle: (() => void)[];
   /** Who hears the last ring's `ringing`: a late one (after the answer) goes there too. */
   ringing?: (at: Date) => Promise<void>;
+  /** A call flow's line (simulated-line.ts): it hears the keys of the test control's `digits`. */
+  line?: LineSteps;
 }
 
 export class SimulatedPbx implements Pbx {
@@ -243,11 +250,29 @@ export class SimulatedPbx implements Pbx {
     };
   }
 
+  /**
+   * A call flow's line (simulated-line.ts says how its steps take time). A gather is a waiter of step
+   * `gather`: the test control's `digits` and `completed` reach it. An open line is handed out again.
+   */
+  callerLine(call: PbxCall): CallerLine {
+    const simulated = this.call(call.id);
+    if (simulated.line && simulated.line.current !== 'closed') return simulated.line;
+    const line = simulatedLine({
+      clock: this.clock,
+      play: simulated.instant ? 'instant' : this.mode,
+      script: { now: () => this.now(simulated), elapse: (seconds) => this.elapse(simulated, seconds) },
+      onGather: () => this.waitForKeys(call.id, line),
+    });
+    simulated.line = line;
+    return line;
+  }
+
   hangup(callId: string): boolean {
     const call = this.calls.get(callId);
     if (!call) return false;
     this.clearTimers(call);
     call.waiter?.hangup(this.now(call));
+    call.line?.hungUp('hangup_requested', this.now(call));
     return true;
   }
 
@@ -264,9 +289,10 @@ export class SimulatedPbx implements Pbx {
    * on the PBX again or has ended the call), so the caller reads the call's new state. A 409 when the call is
    * not waiting on anything that takes `event`.
    */
-  async drive(callId: string, event: PbxEvent, utterance?: Utterance): Promise<void> {
+  async drive(callId: string, event: PbxEvent, utterance?: Utterance, digits = ''): Promise<void> {
     const call = this.calls.get(callId);
     const waiter = call?.waiter;
+    if (event === 'digits') return this.press(call, digits);
     if (!call || !waiter)
       throw new ApiError(409, 'The call is not waiting on the PBX', { code: 'CALL_NOT_ACTIVE' });
     if (!ACCEPTS[waiter.step].includes(event)) {
@@ -280,6 +306,32 @@ export class SimulatedPbx implements Pbx {
     const settled = this.settled(call);
     await waiter.deliver(event, this.clock.now(), utterance);
     await settled;
+  }
+
+  /** A line's gather waits for keys: a waiter of step `gather` until it ends (the function returned). */
+  private waitForKeys(callId: string, line: LineSteps): () => void {
+    let stop = () => {};
+    const waiting = (settle: (done: undefined) => void) => {
+      stop = () => settle(undefined);
+      return keysWaiter(line);
+    };
+    void this.wait<undefined>(callId, waiting, () => []);
+    return () => stop();
+  }
+
+  private elapse(call: SimulatedCall, seconds: number): void {
+    call.virtualNow = new Date(this.now(call).getTime() + seconds * 1000);
+  }
+
+  /** Keys to the call's open line (409 without); keys that end a gather answer once the flow moves on. */
+  private async press(call: SimulatedCall | undefined, digits: string): Promise<void> {
+    const line = call?.line;
+    if (!call || !line?.open)
+      throw new ApiError(409, 'No call flow is taking keys on this call', { code: 'CALL_NOT_ACTIVE' });
+    const gather = call.waiter?.step === 'gather' ? call.waiter : undefined;
+    const settled = this.settled(call);
+    line.press(digits);
+    if (gather && call.waiter !== gather) await settled;
   }
 
   /** Resolves when the platform next waits on the PBX for this call, or releases it. */

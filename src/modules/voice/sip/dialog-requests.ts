@@ -1,7 +1,7 @@
 // The requests a phone sends inside a call we carry: CANCEL of its unanswered INVITE, BYE, re-INVITE and UPDATE
-// (hold, session refreshes, a phone that moved), and the ACK of our 2xx. Each must name one of our dialogs by
-// its Call-ID and tags, in order (RFC 3261 section 12.2.2); the answers are ours alone, the other side of the
-// call is not disturbed (the relay hides a side's move).
+// (hold, session refreshes, a phone that moved), INFO (a caller's keys), and the ACK of our 2xx. Each must name
+// one of our dialogs by its Call-ID and tags, in order (RFC 3261 section 12.2.2); the answers are ours alone,
+// the other side of the call is not disturbed (the relay hides a side's move).
 import { inDialogRefusal, namesDialog } from './dialog.ts';
 import { answeringDirection, withDirection } from './sdp.ts';
 import type { CallSignalling } from './signalling.ts';
@@ -9,8 +9,33 @@ import { remoteMoved, type Side, type SipCall, type SipCallTable } from './sip-c
 import type { SipMessage } from './stack/index.ts';
 import * as sip from './stack/index.ts';
 
+/** The body type of keys sent in SIP INFO (a de facto format: Cisco's, which phones and trunks share). */
+const DTMF_RELAY = 'application/dtmf-relay';
+/** RFC 4733 events 0-15 as keys: some senders name a key by its event number (`Signal=10` for `*`). */
+const EVENT_KEYS = '0123456789*#ABCD';
+
+/** The key of a dtmf-relay body (`Signal=5\r\nDuration=160`), or undefined when it names none. */
+export function dtmfRelayKey(body: string): string | undefined {
+  for (const line of body.split(/\r?\n/, 16)) {
+    const [name, value] = line.split('=', 2).map((part) => part.trim());
+    if (name?.toLowerCase() !== 'signal' || !value) continue;
+    const key = value.toUpperCase();
+    if (key.length === 1 && EVENT_KEYS.includes(key)) return key;
+    if (/^[0-9]{1,2}$/.test(key) && Number(key) < 16) return EVENT_KEYS[Number(key)];
+    return undefined;
+  }
+  return undefined;
+}
+
 export class DialogRequests {
-  constructor(private readonly deps: { table: SipCallTable; signalling: CallSignalling }) {}
+  constructor(
+    private readonly deps: {
+      table: SipCallTable;
+      signalling: CallSignalling;
+      /** A key the caller pressed, sent as SIP INFO (their call's flow line takes it, if one is open). */
+      keys: (call: SipCall, key: string) => void;
+    },
+  ) {}
 
   /** CANCEL of a caller's INVITE that has not been answered. */
   cancel(request: SipMessage, respond: (message: SipMessage) => void): void {
@@ -62,6 +87,36 @@ export class DialogRequests {
         content: answer,
       } as never),
     );
+  }
+
+  /**
+   * INFO inside one of our dialogs (RFC 6086; checked like a BYE: 481 naming no dialog of ours). A key as
+   * `application/dtmf-relay` (`Signal=5`, `Duration=160`: what phones and trunks send when keys go out of
+   * band) is 200 and goes to the caller's line; an INFO without a body is 200 (a keep-alive); any other body
+   * is 415 naming the one we read, and a dtmf-relay body without a key is 400.
+   */
+  info(request: SipMessage, respond: (message: SipMessage) => void): void {
+    const found = this.inDialog(request, respond);
+    if (!found) return;
+    if (!request.content) {
+      respond(sip.makeResponse(request, 200, 'OK'));
+      return;
+    }
+    const type = String(request.headers['content-type'] ?? '')
+      .split(';')[0]!
+      .trim()
+      .toLowerCase();
+    if (type !== DTMF_RELAY) {
+      respond(sip.makeResponse(request, 415, 'Unsupported Media Type', { headers: { accept: DTMF_RELAY } }));
+      return;
+    }
+    const key = dtmfRelayKey(request.content);
+    if (!key) {
+      respond(sip.makeResponse(request, 400, 'Bad Request: no Signal'));
+      return;
+    }
+    respond(sip.makeResponse(request, 200, 'OK'));
+    if (found.side === 'caller') this.deps.keys(found.call, key);
   }
 
   /**

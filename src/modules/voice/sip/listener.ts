@@ -1,10 +1,11 @@
 // The SIP listener (SIP_PORT): a user-agent server on UDP and TCP beside the HTTP server, on our SIP stack
 // (stack/: the `sip` package vendored, with our parser with limits; docs/architecture.md says why). Today it
 // is the registrar (REGISTER with digest authentication), OPTIONS (phones' keep-alives), and calls between
-// extensions' phones, in from the trunk and placed by the API (INVITE, re-INVITE, UPDATE, ACK, CANCEL, BYE:
-// sip-pbx.ts). Other methods are answered 501 Not Implemented. Every message in and out is one debug line
-// (method or status, Call-ID, CSeq, peer, transport: never a header that could carry a credential), and in
-// test mode every message out is checked by a strict phone's rules (strict-check.ts).
+// extensions' phones, in from the trunk and placed by the API (INVITE, re-INVITE, UPDATE, ACK, CANCEL, BYE,
+// and INFO carrying a caller's keys: sip-pbx.ts). Other methods are answered 501 Not Implemented. Every
+// message in and out is one debug line (method or status, Call-ID, CSeq, peer, transport: never a header that
+// could carry a credential), and in test mode every message out is checked by a strict phone's rules
+// (strict-check.ts).
 import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
@@ -137,7 +138,8 @@ export class SipListener {
     // RFC 3261 section 8.2.6.2: a response past 100 Trying carries a To tag; the PBX's refusals are tagged here.
     const reply = (response: sip.SipMessage) => stack.send(toTagged(response));
     const refusal = capabilityRefusal(request);
-    if (refusal) {
+    // An INFO's body is judged by the keys it may carry (dialog-requests.ts), not as a session description.
+    if (refusal && !(request.method === 'INFO' && refusal.status === 415)) {
       stack.send(this.respond(request, refusal.status, refusal.reason, refusal.headers));
       return;
     }
@@ -151,7 +153,7 @@ export class SipListener {
         case 'OPTIONS':
           stack.send(
             this.respond(request, 200, 'OK', {
-              allow: 'REGISTER, OPTIONS, INVITE, ACK, BYE, CANCEL, UPDATE',
+              allow: 'REGISTER, OPTIONS, INVITE, ACK, BYE, CANCEL, UPDATE, INFO',
               accept: 'application/sdp',
             }),
           );
@@ -172,6 +174,9 @@ export class SipListener {
           return;
         case 'BYE':
           this.pbx.bye(request, reply);
+          return;
+        case 'INFO':
+          this.pbx.info(request, reply);
           return;
         default:
           stack.send(this.respond(request, 501, 'Not Implemented'));

@@ -12,9 +12,11 @@
 // on a call's dialogs), dialog.ts (dialogs and the requests built from them), sip-call.ts (what we hold of a call).
 import { concatenate, MAX_SECONDS, silence, synthesise, tone } from '../audio.ts';
 import type { CallService } from '../calls.ts';
+import type { LineSteps } from '../line-steps.ts';
 import type {
   CallAudio,
   CallEnd,
+  CallerLine,
   Party,
   Pbx,
   PbxCall,
@@ -23,6 +25,7 @@ import type {
   VoicemailGreeting,
 } from '../pbx.ts';
 import { RtpAgentLine } from './agent-line.ts';
+import { callerLineOf } from './caller-line.ts';
 import { DialogRequests } from './dialog-requests.ts';
 import { codecsOf, Ringer } from './forks.ts';
 import { InviteEntry } from './invites.ts';
@@ -50,13 +53,19 @@ export class SipPbx implements Pbx {
   private readonly ringer: Ringer;
   private readonly entry: InviteEntry;
   private readonly requests: DialogRequests;
+  /** Each call's open call-flow line: the keys of the caller's SIP INFO go there. */
+  private readonly lines = new WeakMap<SipCall, LineSteps>();
   private callService?: CallService;
 
   constructor(private readonly deps: SipPbxDeps) {
     const table = this.table;
     this.signalling = new CallSignalling({ stack: deps.stack, address: deps.address, table, log: deps.log });
     this.ringer = new Ringer({ ...deps, table, signalling: this.signalling });
-    this.requests = new DialogRequests({ table, signalling: this.signalling });
+    this.requests = new DialogRequests({
+      table,
+      signalling: this.signalling,
+      keys: (call, key) => this.lines.get(call)?.press(key),
+    });
     this.entry = new InviteEntry({
       ...deps,
       pbx: this,
@@ -95,6 +104,11 @@ export class SipPbx implements Pbx {
 
   ack(request: SipMessage): void {
     this.requests.ack(request);
+  }
+
+  /** INFO inside a call: the caller's keys as `application/dtmf-relay`. */
+  info(request: SipMessage, respond: (message: SipMessage) => void): void {
+    this.requests.info(request, respond);
   }
 
   unacknowledged(response: SipMessage): void {
@@ -238,6 +252,19 @@ export class SipPbx implements Pbx {
       };
     }
     return line;
+  }
+
+  /**
+   * A call flow's line (caller-line.ts): the caller answered with our own media on its first step, keys by
+   * RFC 4733 or SIP INFO. Closed, a dial's converse moves the caller onto the relay, as after an agent.
+   */
+  callerLine(call: PbxCall): CallerLine {
+    return callerLineOf(this.table.get(call.id), {
+      lines: this.lines,
+      open: (sipCall) => this.answerWithOwnMedia(sipCall),
+      hangUpCaller: (sipCall) => this.signalling.hangUpCaller(sipCall),
+      clock: this.deps.clock,
+    });
   }
 
   /**

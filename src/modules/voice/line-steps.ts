@@ -1,0 +1,297 @@
+// The life of a call flow's line (CallerLine, pbx.ts), the same on both PBXs: one step at a time; the caller's
+// keys gathered by the rules pbx.ts states (a count, a finish key, silence after the prompt or the last key);
+// keys pressed while nothing gathers kept for the next gather (a caller who knows the menu types ahead); a key
+// during a gather's prompt stops the prompt and counts (barge-in); the caller gone (or the API's hang-up) ends
+// whatever is in progress. What a step sounds like and how long it takes belongs to the PBX (LineMedia): the
+// simulated PBX takes a step's time or none (simulated-line.ts), the SIP PBX plays it into RTP
+// (sip/caller-line.ts). Keeping the rules here means the two PBXs cannot disagree on what a gather returns.
+import type { Clock } from '../../platform/clock.ts';
+import type { CallerLine, GatherPrompt, GatherResult, LineResult } from './pbx.ts';
+
+/** The keys a caller can press: RFC 4733 events 0-15. */
+export const KEYS = '0123456789*#ABCD';
+/** Keys kept while nothing gathers; more are dropped (a stuck key must not grow memory without end). */
+const MAX_TYPED_AHEAD = 64;
+/** A gather without numDigits or finish key ends at this many keys. */
+const MAX_GATHERED = 128;
+
+export type LineState =
+  /** Answered, no step in progress. */
+  | 'idle'
+  /** say, play or pause in progress. */
+  | 'sounding'
+  /** A gather's prompt plays; the first key stops it. */
+  | 'prompting'
+  /** A gather waits for keys (its timeout runs). */
+  | 'collecting'
+  /** The caller hung up, or the API hung up: every step now ends `hangup` at once. */
+  | 'gone'
+  /** The flow let the line go (close): steps are refused. */
+  | 'closed';
+
+export type LineEvent = 'sound' | 'prompt' | 'collect' | 'finish' | 'hangup' | 'close';
+
+const TRANSITIONS: Record<LineState, Partial<Record<LineEvent, LineState>>> = {
+  idle: { sound: 'sounding', prompt: 'prompting', collect: 'collecting', hangup: 'gone', close: 'closed' },
+  sounding: { finish: 'idle', hangup: 'gone', close: 'closed' },
+  prompting: { collect: 'collecting', finish: 'idle', hangup: 'gone', close: 'closed' },
+  collecting: { finish: 'idle', hangup: 'gone', close: 'closed' },
+  gone: { close: 'closed' },
+  closed: {},
+};
+
+/** How a PBX makes the steps heard. Each resolves when done, or soon after `signal` aborts. */
+export interface LineMedia {
+  /** Before every step: the caller answered with the PBX's media (once; rejects when it cannot be). */
+  answer(): Promise<void>;
+  say(text: string, options: { voice?: string; language?: string }, signal: AbortSignal): Promise<void>;
+  play(audio: Int16Array, loop: number, signal: AbortSignal): Promise<void>;
+  pause(seconds: number, signal: AbortSignal): Promise<void>;
+  /** The line is let go: its media released. */
+  close(): Promise<void> | void;
+}
+
+/** The line's time: now, and a timer that fires `seconds` from now (returns its cancel). */
+export interface LineTime {
+  now(): Date;
+  after(seconds: number, then: () => void): () => void;
+}
+
+/**
+ * Time on the platform's clock: a timer fires when the clock reads its deadline, by real time passing or by a
+ * test moving the clock (APP_ENV=test), so a test sees a gather time out without sleeping through it.
+ */
+export function clockTime(clock: Clock): LineTime {
+  return {
+    now: () => clock.now(),
+    after: (seconds, then) => {
+      const deadline = clock.nowMs() + seconds * 1000;
+      let timer: NodeJS.Timeout | undefined;
+      let stopped = false;
+      const stop = () => {
+        stopped = true;
+        clearTimeout(timer);
+        unlisten();
+      };
+      const check = () => {
+        clearTimeout(timer);
+        if (stopped) return;
+        const left = deadline - clock.nowMs();
+        if (left <= 0) {
+          stop();
+          then();
+          return;
+        }
+        // A frozen clock does not reach the deadline by real time: the timer re-checks and waits again.
+        timer = setTimeout(check, left);
+        timer.unref();
+      };
+      const unlisten = clock.onMove(check);
+      check();
+      return stop;
+    },
+  };
+}
+
+type Hangup = Extract<LineResult, { kind: 'hangup' }>;
+type GatherOptions = Parameters<CallerLine['gather']>[0];
+
+const DONE: LineResult = { kind: 'done' };
+
+export class LineSteps implements CallerLine {
+  private state: LineState = 'idle';
+  private typedAhead = '';
+  /** The sound in progress (a step's, or a gather's prompt): aborted by a hang-up, a close or a barge-in. */
+  private sound?: AbortController;
+  private gathering?: {
+    key(key: string): void;
+    end(result: GatherResult): void;
+    /** Ends the gather with the keys it has. */
+    stop(): void;
+  };
+  private gone?: Hangup;
+  private readonly goneSignal: Promise<Hangup>;
+  private goneNow!: (hangup: Hangup) => void;
+
+  constructor(
+    private readonly media: LineMedia,
+    private readonly time: LineTime,
+    private readonly hooks: {
+      /** A gather starts waiting for keys; the function it returns is called when it stops. */
+      onGather?: () => () => void;
+    } = {},
+  ) {
+    this.goneSignal = new Promise((resolve) => {
+      this.goneNow = resolve;
+    });
+  }
+
+  /** Whether steps may still be taken (neither closed nor hung up). */
+  get open(): boolean {
+    return this.state !== 'closed' && this.state !== 'gone';
+  }
+
+  get current(): LineState {
+    return this.state;
+  }
+
+  say(text: string, options: { voice?: string; language?: string } = {}): Promise<LineResult> {
+    return this.sounding((signal) => this.media.say(text, options, signal));
+  }
+
+  play(audio: Int16Array, options: { loop?: number } = {}): Promise<LineResult> {
+    const loop = Math.max(1, Math.floor(options.loop ?? 1));
+    return this.sounding((signal) => this.media.play(audio, loop, signal));
+  }
+
+  pause(seconds: number): Promise<LineResult> {
+    return this.sounding((signal) => this.media.pause(Math.max(0, seconds), signal));
+  }
+
+  async gather(options: GatherOptions): Promise<GatherResult> {
+    const gone = await this.answered();
+    if (gone) return gone;
+    const finishOnKey = options.finishOnKey ?? '#';
+    const numDigits =
+      options.numDigits !== undefined ? Math.max(1, Math.floor(options.numDigits)) : undefined;
+    const timeoutSeconds = Math.max(0, options.timeoutSeconds);
+    const prompt = hasSound(options.prompt) ? options.prompt : undefined;
+    this.move(prompt ? 'prompt' : 'collect');
+    const stopWaiting = this.hooks.onGather?.();
+    return new Promise<GatherResult>((resolve, reject) => {
+      let digits = '';
+      let cancelTimeout: (() => void) | undefined;
+      const promptSound = new AbortController();
+      const finish = (result: GatherResult) => {
+        if (this.gathering !== gathering) return;
+        this.gathering = undefined;
+        cancelTimeout?.();
+        promptSound.abort();
+        if (this.sound === promptSound) this.sound = undefined;
+        if (this.state === 'prompting' || this.state === 'collecting') this.move('finish');
+        stopWaiting?.();
+        resolve(result);
+      };
+      // The gather's silence: from the prompt's end, then again from each key.
+      const restartTimeout = () => {
+        cancelTimeout?.();
+        cancelTimeout = this.time.after(timeoutSeconds, () =>
+          finish(digits ? { kind: 'digits', digits } : { kind: 'timeout' }),
+        );
+      };
+      const gathering = {
+        key: (key: string) => {
+          if (this.state === 'prompting') {
+            promptSound.abort();
+            this.move('collect');
+          }
+          if (finishOnKey.includes(key)) return finish({ kind: 'digits', digits });
+          digits += key;
+          if ((numDigits !== undefined && digits.length >= numDigits) || digits.length >= MAX_GATHERED)
+            return finish({ kind: 'digits', digits });
+          restartTimeout();
+        },
+        end: finish,
+        stop: () => finish(digits ? { kind: 'digits', digits } : { kind: 'timeout' }),
+      };
+      this.gathering = gathering;
+      // Keys typed ahead count first, as if pressed now: the caller who already answered skips the prompt.
+      const ahead = this.typedAhead;
+      this.typedAhead = '';
+      for (let index = 0; index < ahead.length; index++) {
+        if (this.gathering !== gathering) {
+          this.typedAhead = ahead.slice(index);
+          break;
+        }
+        gathering.key(ahead[index]!);
+      }
+      if (this.gathering !== gathering) return;
+      if (this.state === 'collecting') return restartTimeout();
+      this.sound = promptSound;
+      this.playPrompt(prompt!, promptSound.signal).then(
+        () => {
+          if (this.gathering !== gathering || this.state !== 'prompting') return;
+          this.move('collect');
+          restartTimeout();
+        },
+        (error: unknown) => {
+          if (this.gathering !== gathering) return;
+          this.gathering = undefined;
+          cancelTimeout?.();
+          if (this.state === 'prompting') this.move('finish');
+          stopWaiting?.();
+          reject(error);
+        },
+      );
+    });
+  }
+
+  /** Keys the caller pressed (RFC 4733, SIP INFO, the test control): to the gather, else kept. */
+  press(keys: string): void {
+    for (const key of keys) {
+      if (!KEYS.includes(key) || !this.open) return;
+      if (this.gathering) this.gathering.key(key);
+      else if (this.typedAhead.length < MAX_TYPED_AHEAD) this.typedAhead += key;
+    }
+  }
+
+  /** The caller hung up (`normal_clearing`), or the call was hung up (`hangup_requested`). */
+  hungUp(cause: string, at: Date = this.time.now()): void {
+    if (!this.open) return;
+    const gone: Hangup = { kind: 'hangup', at, cause };
+    this.gone = gone;
+    this.move('hangup');
+    this.sound?.abort();
+    this.gathering?.end(gone);
+    this.goneNow(gone);
+  }
+
+  /** A step still in progress ends as if it had finished (a gather with the keys it has). */
+  async close(): Promise<void> {
+    if (this.state === 'closed') return;
+    this.move('close');
+    this.sound?.abort();
+    this.gathering?.stop();
+    await this.media.close();
+  }
+
+  /** Before a step: refused on a closed line; the caller answered; their hang-up, if they are gone. */
+  private async answered(): Promise<Hangup | undefined> {
+    if (this.state === 'closed') throw new Error('The caller line is closed');
+    if (!this.gone) await this.media.answer();
+    return this.gone;
+  }
+
+  private async sounding(run: (signal: AbortSignal) => Promise<void>): Promise<LineResult> {
+    const gone = await this.answered();
+    if (gone) return gone;
+    this.move('sound');
+    const sound = new AbortController();
+    this.sound = sound;
+    try {
+      const ended = await Promise.race([run(sound.signal).then(() => undefined), this.goneSignal]);
+      if (ended) return ended;
+    } finally {
+      sound.abort();
+      if (this.sound === sound) this.sound = undefined;
+      if (this.state === 'sounding') this.move('finish');
+    }
+    return this.gone ?? DONE;
+  }
+
+  private playPrompt(prompt: GatherPrompt, signal: AbortSignal): Promise<void> {
+    if (prompt.audio) return this.media.play(prompt.audio, 1, signal);
+    return this.media.say(prompt.text!, { voice: prompt.voice }, signal);
+  }
+
+  /** Moves the line by `event`; a step the state does not take is the flow's mistake, refused. */
+  private move(event: LineEvent): void {
+    const next = TRANSITIONS[this.state][event];
+    if (!next) throw new Error(`The caller line is ${this.state}: it does not take ${event}`);
+    this.state = next;
+  }
+}
+
+function hasSound(prompt: GatherPrompt | undefined): prompt is GatherPrompt {
+  return Boolean(prompt && ((prompt.audio && prompt.audio.length > 0) || prompt.text));
+}

@@ -1,0 +1,105 @@
+// A call flow's line on the simulated PBX (CallerLine, pbx.ts): nothing is played to anyone; each step takes
+// the time it would take on a phone, or none, by who decides what happens (simulated-pbx.ts):
+//   auto     say, play and pause take their time on timers (say about 70 ms a character, as espeak-ng speaks;
+//            play the audio's length times its loops; pause its seconds); a gather times out, since nobody
+//            presses keys (its prompt takes its time first).
+//   manual   (APP_ENV=test) say, play and pause end at once, so a flow runs to its next gather (or ring, or end)
+//            without a test sleeping; a gather waits for the test control's `digits` (or `completed`), or its
+//            timeout on the platform's clock, which a test moves (POST /admin/v1/test/clock) instead of waiting.
+//            Taking a step's time here would make every flow test as slow as its prompts and tie its result to
+//            the machine's speed; what a test of a flow checks is the order of steps and what the keys chose.
+//   instant  a scripted call played through at once: steps take no real time but move the script's own clock,
+//            and a gather, with nobody to press keys, times out at once (after the keys typed ahead).
+// The rules of steps and keys are line-steps.ts's, the same as the SIP PBX's.
+import type { Clock } from '../../platform/clock.ts';
+import { SAMPLE_RATE } from './audio.ts';
+import { clockTime, type LineMedia, LineSteps, type LineTime } from './line-steps.ts';
+
+/** espeak-ng's pace: about 15 characters a second. */
+const SPEECH_SECONDS_PER_CHARACTER = 0.07;
+/** The longest a simulated say lasts (espeak-ng's longest text takes longer, but no flow should). */
+const LONGEST_SAY_SECONDS = 60;
+
+export type LinePlay = 'auto' | 'manual' | 'instant';
+
+export interface SimulatedLineOptions {
+  clock: Clock;
+  play: LinePlay;
+  /** `instant`: the script's clock, and moving it on by a step's seconds. */
+  script?: { now(): Date; elapse(seconds: number): void };
+  /** A gather starts waiting for keys (the PBX's test control may then drive it); returns its end. */
+  onGather?: () => () => void;
+}
+
+/** The seconds a step would take on a phone. */
+export function sayingSeconds(text: string): number {
+  return Math.min(LONGEST_SAY_SECONDS, text.length * SPEECH_SECONDS_PER_CHARACTER);
+}
+
+export function simulatedLine(options: SimulatedLineOptions): LineSteps {
+  const time = lineTime(options);
+  const take = stepTime(options, time);
+  const media: LineMedia = {
+    answer: async () => {},
+    say: (text, _voice, signal) => take(sayingSeconds(text), signal),
+    play: (audio, loop, signal) => take((audio.length / SAMPLE_RATE) * loop, signal),
+    pause: (seconds, signal) => take(seconds, signal),
+    close: () => {},
+  };
+  return new LineSteps(media, time, { onGather: options.onGather });
+}
+
+/**
+ * What the simulated PBX's test control reaches while a gather waits (a waiter of step `gather`): `digits`
+ * go to the line by the PBX's own path; `completed` is the caller hanging up, the API's hang-up the call's.
+ */
+export function keysWaiter(line: LineSteps) {
+  return {
+    step: 'gather' as const,
+    deliver: async (_completed: string, at: Date) => line.hungUp('normal_clearing', at),
+    hangup: (at: Date) => line.hungUp('hangup_requested', at),
+  };
+}
+
+/** How long a step lasts in each play: its seconds on the clock, none, or the script's. */
+function stepTime(
+  options: SimulatedLineOptions,
+  time: LineTime,
+): (seconds: number, signal: AbortSignal) => Promise<void> {
+  if (options.play === 'manual') return async () => {};
+  if (options.play === 'instant') return async (seconds) => options.script?.elapse(seconds);
+  return (seconds, signal) =>
+    new Promise<void>((resolve) => {
+      if (signal.aborted) return resolve();
+      const cancel = time.after(seconds, () => {
+        signal.removeEventListener('abort', aborted);
+        resolve();
+      });
+      const aborted = () => {
+        cancel();
+        resolve();
+      };
+      signal.addEventListener('abort', aborted, { once: true });
+    });
+}
+
+function lineTime(options: SimulatedLineOptions): LineTime {
+  const onClock = clockTime(options.clock);
+  const script = options.script;
+  if (options.play !== 'instant' || !script) return onClock;
+  return {
+    now: () => script.now(),
+    // Nobody presses keys in a script: the silence passes at once, on the script's clock.
+    after: (seconds, then) => {
+      let canceled = false;
+      queueMicrotask(() => {
+        if (canceled) return;
+        script.elapse(seconds);
+        then();
+      });
+      return () => {
+        canceled = true;
+      };
+    },
+  };
+}

@@ -1,0 +1,298 @@
+// A call flow's line on real SIP calls (sip/caller-line.ts), with real peers on loopback: SIPp plays the trunk
+// calling one of our numbers, the test's own UDP socket is the caller's phone's media (named in SIPp's INVITE).
+// How the call reaches the line: the flow runner that makes a number run a flow is another part of issue 33,
+// so this test does not depend on it. Today an inbound call on which the PBX answers with its own media is one
+// routed to voicemail; the test puts its program where the voicemail box would run (SipPbx.takeVoicemail on
+// this app's PBX), and that program does what a flow runner does: SipPbx.callerLine(call) on the call the PBX
+// is carrying, then steps on the line. Everything under it is the product's: the INVITE and its 200 with our
+// media, the RTP both ways, the INFO through the listener and the dialog checks, the BYE at the end.
+// Proven: `say` sends RTP audio; an RFC 4733 key (three end packets, as phones send) arrives once; a SIP INFO
+// `application/dtmf-relay` key arrives and gets 200; an INFO of another type gets 415; one naming no dialog
+// 481; a key during a gather's prompt stops the prompt (the phone hears no more of it) and counts.
+import assert from 'node:assert/strict';
+import { createSocket, type Socket } from 'node:dgram';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { silence } from '../src/modules/voice/audio.ts';
+import type { CallerLine, PbxCall } from '../src/modules/voice/pbx.ts';
+import { dtmfRelayKey } from '../src/modules/voice/sip/dialog-requests.ts';
+import { rtpAudio } from '../src/modules/voice/sip/rtp.ts';
+import { startTestApp, type TestApp } from './helpers/app.ts';
+import { type Sender, sender } from './helpers/messaging.ts';
+import { freePort, runSipp, sippInstalled } from './helpers/sipp.ts';
+
+/** The telephone-event payload type SIPp's INVITE offers (and our answer keeps). */
+const TELEPHONE_EVENT = 101;
+
+/** The caller's phone's media: counts the audio it hears, and sends keys as RFC 4733 events. */
+class PhoneMedia {
+  audioPackets = 0;
+  /** Packets whose payload is not silence. */
+  loudPackets = 0;
+  /** Where our media comes from: the phone sends its keys there (symmetric RTP). */
+  server?: { address: string; port: number };
+  onAudio?: () => void;
+  private sequence = 1000;
+  private timestamp = 50_000;
+
+  private constructor(private readonly socket: Socket) {
+    socket.on('message', (packet, from) => {
+      if (packet.length <= 12 || (packet[1]! & 0x7f) !== 0) return;
+      this.server = { address: from.address, port: from.port };
+      this.audioPackets++;
+      // µ-law silence is 0xff (and 0x7f); speech or a tone has other bytes.
+      if (packet.subarray(12).some((byte) => byte !== 0xff && byte !== 0x7f)) this.loudPackets++;
+      this.onAudio?.();
+    });
+  }
+
+  static async open(): Promise<PhoneMedia> {
+    const socket = createSocket('udp4');
+    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
+    return new PhoneMedia(socket);
+  }
+
+  get port(): number {
+    return this.socket.address().port;
+  }
+
+  /**
+   * Key `key` as a phone sends it (RFC 4733 section 2.5): three packets while it is held, then the end three
+   * times, all with the event's one timestamp.
+   */
+  async press(key: string): Promise<void> {
+    const server = this.server;
+    if (!server) throw new Error('the phone has heard nothing yet: it does not know where to send');
+    const event = '0123456789*#ABCD'.indexOf(key);
+    this.timestamp += 8000;
+    for (let index = 0; index < 6; index++) {
+      const end = index >= 3;
+      const packet = Buffer.alloc(16);
+      packet[0] = 0x80;
+      packet[1] = (index === 0 ? 0x80 : 0) | TELEPHONE_EVENT;
+      packet.writeUInt16BE(this.sequence++ & 0xffff, 2);
+      packet.writeUInt32BE(this.timestamp, 4);
+      packet.writeUInt32BE(0x1234abcd, 8);
+      packet[12] = event;
+      packet[13] = (end ? 0x80 : 0) | 10; // End bit, volume -10 dBm0.
+      packet.writeUInt16BE(Math.min(index + 1, 4) * 160, 14);
+      this.socket.send(packet, server.port, server.address);
+      await sleep(20);
+    }
+  }
+
+  close(): void {
+    this.socket.close();
+  }
+}
+
+/** The trunk's call: answered, ACKed; then three INFOs in its dialog and one naming no dialog; our BYE. */
+function trunkWithInfos(mediaPort: number): string {
+  const info = (cseq: number, type: string, body: string, toTag = '[peer_tag_param]') => `
+  <send retrans="500"><![CDATA[
+      INFO [next_url] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
+      From: <sip:+14155550123@[local_ip]>;tag=[pid]SIPpTag[call_number]
+      To: <sip:[field1]@[remote_ip]>${toTag}
+      Call-ID: [call_id]
+      CSeq: ${cseq} INFO
+      Contact: <sip:trunk@[local_ip]:[local_port]>
+      Max-Forwards: 70
+      Content-Type: ${type}
+      Content-Length: [len]
+
+      ${body}
+
+    ]]></send>`;
+  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
+<scenario name="a call from the trunk that keys by INFO">
+  <send retrans="500"><![CDATA[
+      INVITE sip:[field1]@[remote_ip]:[remote_port] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
+      From: <sip:+14155550123@[local_ip]>;tag=[pid]SIPpTag[call_number]
+      To: <sip:[field1]@[remote_ip]>
+      Call-ID: [call_id]
+      CSeq: 1 INVITE
+      Contact: <sip:trunk@[local_ip]:[local_port]>
+      Max-Forwards: 70
+      Content-Type: application/sdp
+      Content-Length: [len]
+
+      v=0
+      o=trunk 1 1 IN IP[local_ip_type] [local_ip]
+      s=-
+      c=IN IP[media_ip_type] [media_ip]
+      t=0 0
+      m=audio ${mediaPort} RTP/AVP 0 ${TELEPHONE_EVENT}
+      a=rtpmap:0 PCMU/8000
+      a=rtpmap:${TELEPHONE_EVENT} telephone-event/8000
+      a=fmtp:${TELEPHONE_EVENT} 0-15
+
+    ]]></send>
+  <recv response="100" optional="true"/>
+  <recv response="180" optional="true"/>
+  <recv response="200" rrs="true"/>
+  <send><![CDATA[
+      ACK [next_url] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
+      From: <sip:+14155550123@[local_ip]>;tag=[pid]SIPpTag[call_number]
+      To: <sip:[field1]@[remote_ip]>[peer_tag_param]
+      Call-ID: [call_id]
+      CSeq: 1 ACK
+      Max-Forwards: 70
+      Content-Length: 0
+
+    ]]></send>
+  <pause milliseconds="300"/>
+  ${info(2, 'application/dtmf-relay', 'Signal=7\nDuration=160')}
+  <recv response="200"/>
+  ${info(3, 'text/plain', 'hello')}
+  <recv response="415"/>
+  ${info(4, 'application/dtmf-relay', 'Signal=8\nDuration=160', ';tag=notours')}
+  <recv response="481"/>
+  <recv request="BYE"/>
+  <send><![CDATA[
+      SIP/2.0 200 OK
+      [last_Via:]
+      [last_From:]
+      [last_To:]
+      [last_Call-ID:]
+      [last_CSeq:]
+      Content-Length: 0
+
+    ]]></send>
+</scenario>`;
+}
+
+describe('a call flow’s line on a SIP call (SIPp as the trunk)', {
+  skip: !sippInstalled && 'SIPp (sip-tester) not installed',
+}, () => {
+  let t: TestApp;
+  let port: number;
+  let trunkPort: number;
+  let office: Sender;
+
+  before(async () => {
+    port = await freePort();
+    trunkPort = await freePort();
+    t = await startTestApp({ config: { sipTrunk: { host: '127.0.0.1', port: trunkPort } } });
+    t.ctx.sipListener.start({ port, host: '127.0.0.1' });
+    office = await sender(t);
+    const api = (method: string, path: string, body?: unknown) =>
+      t.request(method, `/api/v2${path}`, { apiKey: office.key, body });
+    const box = await api('POST', '/extensions', {
+      extension: '400',
+      name: 'Menu',
+      voicemail: { enabled: true, greeting: 'unused' },
+    });
+    assert.equal(box.status, 201, box.text);
+    const [number] = (await api('GET', '/numbers')).body.data;
+    const routed = await api('PATCH', `/numbers/${number.id}`, {
+      voiceRoute: { type: 'voicemail', target: box.body.data.id },
+    });
+    assert.equal(routed.status, 200, routed.text);
+  });
+  after(async () => {
+    t.ctx.sipListener.stop();
+    await t.close();
+  });
+
+  test('say sends audio; keys by RFC 4733 (once) and by SIP INFO (200) arrive; other INFO 415, no dialog 481; a key stops a prompt', async () => {
+    const phone = await PhoneMedia.open();
+    const pbx = t.ctx.sipListener.pbx;
+    const seen: Record<string, unknown> = {};
+    let program: Promise<void> | undefined;
+    // The flow runner's stand-in (see the header): the steps a menu takes on the caller's line.
+    pbx.takeVoicemail = async (call: PbxCall) => {
+      const line: CallerLine = pbx.callerLine(call);
+      program = (async () => {
+        // The phone presses 5 (RFC 4733) while it hears the welcome: typed ahead.
+        phone.onAudio = () => {
+          if (phone.audioPackets === 10) void phone.press('5');
+        };
+        seen.say = await line.say('Welcome to Bright Smile Dental.');
+        seen.audioAfterSay = phone.loudPackets;
+        // The 5 and SIPp's INFO 7, in whichever order they came.
+        seen.bothKeys = await line.gather({ numDigits: 2, finishOnKey: '', timeoutSeconds: 5 });
+        // Neither counted twice: the end packets repeated, the INFO retransmitted or not, nothing more.
+        seen.nothingMore = await line.gather({ numDigits: 1, timeoutSeconds: 1 });
+        // A long prompt; half a second into it the caller presses 9. The gather wants two keys, so only the
+        // barge-in can stop the prompt: the phone then hears nothing more while the gather waits on.
+        const before = phone.audioPackets;
+        let afterKey: Promise<void> | undefined;
+        phone.onAudio = () => {
+          if (phone.audioPackets !== before + 25) return;
+          afterKey = phone.press('9').then(async () => {
+            const atKey = phone.audioPackets;
+            seen.promptPackets = atKey - before;
+            await sleep(600);
+            seen.packetsAfterKey = phone.audioPackets - atKey;
+          });
+        };
+        seen.barged = await line.gather({
+          numDigits: 2,
+          timeoutSeconds: 2,
+          prompt: {
+            text: 'For appointments press one. For billing press two. For anything else stay on the line.',
+          },
+        });
+        await afterKey;
+        await line.close();
+      })();
+      await program;
+      return { at: t.ctx.clock.now(), cause: 'normal_clearing', audio: rtpAudio(silence(1)) };
+    };
+
+    const trunk = runSipp(port, {
+      username: 'trunk',
+      password: 'unused',
+      localPort: trunkPort,
+      mediaPort: await freePort(),
+      callee: office.number,
+      scenario: trunkWithInfos(phone.port),
+      timeoutSeconds: 40,
+    });
+    assert.equal(
+      await trunk,
+      0,
+      'SIPp: 200 to the dtmf-relay INFO, 415 to text/plain, 481 to no dialog, our BYE',
+    );
+    await program;
+    phone.close();
+
+    assert.deepEqual(seen.say, { kind: 'done' });
+    assert.ok(
+      (seen.audioAfterSay as number) > 25,
+      `the welcome was heard: ${seen.audioAfterSay} packets of sound`,
+    );
+    const both = seen.bothKeys as { kind: string; digits: string };
+    assert.equal(both.kind, 'digits');
+    assert.deepEqual([...both.digits].sort(), ['5', '7'], `RFC 4733 and INFO keys: ${both.digits}`);
+    assert.deepEqual(seen.nothingMore, { kind: 'timeout' }, 'no key arrived twice');
+    assert.deepEqual(seen.barged, { kind: 'digits', digits: '9' });
+    assert.ok(
+      (seen.promptPackets as number) < 75,
+      `the prompt stopped at the key: ${seen.promptPackets} packets`,
+    );
+    assert.ok(
+      (seen.packetsAfterKey as number) < 5,
+      `nothing more was played: ${seen.packetsAfterKey} packets`,
+    );
+  });
+});
+
+describe('a dtmf-relay body’s key', () => {
+  test('Signal names the key, by its character or its RFC 4733 event number; anything else is no key', () => {
+    assert.equal(dtmfRelayKey('Signal=5\r\nDuration=160\r\n'), '5');
+    assert.equal(dtmfRelayKey('Duration=160\nsignal= #\n'), '#');
+    assert.equal(dtmfRelayKey('Signal=*'), '*');
+    assert.equal(dtmfRelayKey('Signal=d'), 'D');
+    assert.equal(dtmfRelayKey('Signal=10'), '*');
+    assert.equal(dtmfRelayKey('Signal=11'), '#');
+    assert.equal(dtmfRelayKey('Signal=16'), undefined, '16 is flash, no key');
+    assert.equal(dtmfRelayKey('Signal=x'), undefined);
+    assert.equal(dtmfRelayKey('Signal='), undefined);
+    assert.equal(dtmfRelayKey('Duration=160'), undefined);
+    assert.equal(dtmfRelayKey(''), undefined);
+  });
+});
