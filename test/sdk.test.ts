@@ -142,6 +142,22 @@ describe('the SDK against a real server', () => {
     await comms.extensions.deleteGreeting(extension.id);
     assert.equal((await comms.extensions.get(extension.id)).name, 'Reception');
     assert.ok((await comms.extensions.list()).data.length >= 1);
+    // Call flows, ring groups and queues (CONTRACT section 13).
+    const flow = await comms.callFlows.create({ name: 'Menu', steps: [{ type: 'say', text: 'Hello' }] });
+    assert.equal((await comms.callFlows.update(flow.id, { steps: [{ type: 'hangup' }] })).version, 2);
+    assert.equal((await comms.callFlows.get(flow.id)).version, 2);
+    assert.ok((await comms.callFlows.list()).data.some((each) => each.id === flow.id));
+    await comms.callFlows.delete(flow.id);
+    const group = await comms.ringGroups.create({ name: 'Sales', extensionIds: [extension.id] });
+    await comms.ringGroups.update(group.id, { name: 'Sales team' });
+    assert.equal((await comms.ringGroups.get(group.id)).name, 'Sales team');
+    assert.ok((await comms.ringGroups.list()).data.some((each) => each.id === group.id));
+    await comms.ringGroups.delete(group.id);
+    const queue = await comms.queues.create({ name: 'Support', extensionIds: [extension.id] });
+    await comms.queues.update(queue.id, { name: 'Support line' });
+    assert.equal((await comms.queues.get(queue.id)).name, 'Support line');
+    assert.ok((await comms.queues.list()).data.some((each) => each.id === queue.id));
+    await comms.queues.delete(queue.id);
     await comms.numbers.update(bought.id, {
       voiceRoute: { type: 'voicemail', target: extension.id },
     } as never);

@@ -775,6 +775,132 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/call-flows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's call flows with their latest steps, newest first (offset paging) */
+        get: operations["callFlows.list"];
+        put?: never;
+        /**
+         * Create a call flow (version 1)
+         * @description Refusals: 400 INVALID_FLOW_STEP with `data.path`, the path of the first bad field (e.g. `steps.2.branches.1.0.text`), also when a step names an extension, agent or call flow the organization does not have.
+         */
+        post: operations["callFlows.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/call-flows/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One call flow, with the steps of its latest version */
+        get: operations["callFlows.get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a call flow and all its versions
+         * @description Refused with 409 CALL_FLOW_IN_USE while a number sends its calls to it; `data.numbers` lists them.
+         */
+        delete: operations["callFlows.delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename a call flow, or give it new steps: a new version; calls under way keep theirs
+         * @description Refusals: 400 INVALID_FLOW_STEP with `data.path`, the path of the first bad field (e.g. `steps.2.branches.1.0.text`), also when a step names an extension, agent or call flow the organization does not have.
+         */
+        patch: operations["callFlows.update"];
+        trace?: never;
+    };
+    "/api/v2/ring-groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's ring groups, newest first (offset paging) */
+        get: operations["ringGroups.list"];
+        put?: never;
+        /**
+         * Create a ring group of the organization's extensions
+         * @description Refusals: 400 for a malformed field, a repeated extension id, or an id that is not one of the organization's extensions (the message names it).
+         */
+        post: operations["ringGroups.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/ring-groups/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One ring group */
+        get: operations["ringGroups.get"];
+        put?: never;
+        post?: never;
+        /** Delete a ring group; its extensions stay */
+        delete: operations["ringGroups.delete"];
+        options?: never;
+        head?: never;
+        /** Change its name, members (the whole list, in ring order), strategy or ring time */
+        patch: operations["ringGroups.update"];
+        trace?: never;
+    };
+    "/api/v2/queues": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's call queues, newest first (offset paging) */
+        get: operations["queues.list"];
+        put?: never;
+        /**
+         * Create a call queue answered by the organization's extensions
+         * @description Refusals: 400 for a malformed field, a repeated extension id, an id that is not one of the organization's extensions (the message names it), or an onTimeout step that is not a valid call-flow step (the message names its path).
+         */
+        post: operations["queues.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/queues/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One call queue */
+        get: operations["queues.get"];
+        put?: never;
+        post?: never;
+        /** Delete a call queue; its extensions stay */
+        delete: operations["queues.delete"];
+        options?: never;
+        head?: never;
+        /** Change a call queue: members (the whole list, in order), strategy, hold audio, waits, steps */
+        patch: operations["queues.update"];
+        trace?: never;
+    };
     "/api/v2/knowledge-bases": {
         parameters: {
             query?: never;
@@ -1647,8 +1773,8 @@ export interface operations {
                             friendlyName: string | null;
                             voiceRoute: {
                                 /** @enum {unknown} */
-                                type: "extension" | "agent" | "forward" | "voicemail";
-                                /** @description extension and voicemail: an extension id; agent: an agent id; forward: a phone number */
+                                type: "extension" | "agent" | "forward" | "voicemail" | "flow";
+                                /** @description extension and voicemail: an extension id; agent: an agent id; forward: a phone number; flow: a call flow id */
                                 target: string;
                             } | null;
                             createdAt: string;
@@ -1705,8 +1831,8 @@ export interface operations {
                             friendlyName: string | null;
                             voiceRoute: {
                                 /** @enum {unknown} */
-                                type: "extension" | "agent" | "forward" | "voicemail";
-                                /** @description extension and voicemail: an extension id; agent: an agent id; forward: a phone number */
+                                type: "extension" | "agent" | "forward" | "voicemail" | "flow";
+                                /** @description extension and voicemail: an extension id; agent: an agent id; forward: a phone number; flow: a call flow id */
                                 target: string;
                             } | null;
                             createdAt: string;
@@ -1785,8 +1911,8 @@ export interface operations {
                             friendlyName: string | null;
                             voiceRoute: {
                                 /** @enum {unknown} */
-                                type: "extension" | "agent" | "forward" | "voicemail";
-                                /** @description extension and voicemail: an extension id; agent: an agent id; forward: a phone number */
+                                type: "extension" | "agent" | "forward" | "voicemail" | "flow";
+                                /** @description extension and voicemail: an extension id; agent: an agent id; forward: a phone number; flow: a call flow id */
                                 target: string;
                             } | null;
                             createdAt: string;
@@ -1847,8 +1973,8 @@ export interface operations {
                     friendlyName?: string | null;
                     voiceRoute?: {
                         /** @enum {unknown} */
-                        type: "extension" | "agent" | "forward" | "voicemail";
-                        /** @description extension and voicemail: an extension id; agent: an agent id; forward: a phone number */
+                        type: "extension" | "agent" | "forward" | "voicemail" | "flow";
+                        /** @description extension and voicemail: an extension id; agent: an agent id; forward: a phone number; flow: a call flow id */
                         target: string;
                     } | null;
                 };
@@ -1874,8 +2000,8 @@ export interface operations {
                             friendlyName: string | null;
                             voiceRoute: {
                                 /** @enum {unknown} */
-                                type: "extension" | "agent" | "forward" | "voicemail";
-                                /** @description extension and voicemail: an extension id; agent: an agent id; forward: a phone number */
+                                type: "extension" | "agent" | "forward" | "voicemail" | "flow";
+                                /** @description extension and voicemail: an extension id; agent: an agent id; forward: a phone number; flow: a call flow id */
                                 target: string;
                             } | null;
                             createdAt: string;
@@ -5123,6 +5249,782 @@ export interface operations {
                             createdAt: string;
                             /** @description When it completed or failed */
                             completedAt: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "callFlows.list": {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1 (offset mode). */
+                page?: number;
+                /** @description Records per page, 1-100. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        /** @description Newest first */
+                        data: {
+                            /** @description Call flow id (`flow_…`) */
+                            id: string;
+                            name: string;
+                            /** @description The steps of the latest version */
+                            steps: ({
+                                /** @description One of say, play, gather, dial, queue, voicemail, agent, record, transfer, stream, hours, pause, redirect, hangup */
+                                type: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            /** @description The latest version: 1 when created, one more at each change of the steps */
+                            version: number;
+                            createdAt: string;
+                            updatedAt: string;
+                        }[];
+                        /** @description page, total and totalPages are null in keyset mode */
+                        pagination: {
+                            page: number | null;
+                            limit: number;
+                            total: number | null;
+                            totalPages: number | null;
+                        };
+                        /** @description Keyset mode: pass as `cursor` for the next page; null on the last page and in offset mode */
+                        next_cursor: string | null;
+                    };
+                };
+            };
+        };
+    };
+    "callFlows.create": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    /** @description The steps a call runs, in order: at most 500 in all (nested ones included), lists nested at most 8 deep */
+                    steps: ({
+                        /** @description One of say, play, gather, dial, queue, voicemail, agent, record, transfer, stream, hours, pause, redirect, hangup */
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description Call flow id (`flow_…`) */
+                            id: string;
+                            name: string;
+                            /** @description The steps of the latest version */
+                            steps: ({
+                                /** @description One of say, play, gather, dial, queue, voicemail, agent, record, transfer, stream, hours, pause, redirect, hangup */
+                                type: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            /** @description The latest version: 1 when created, one more at each change of the steps */
+                            version: number;
+                            createdAt: string;
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "callFlows.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description Call flow id (`flow_…`) */
+                            id: string;
+                            name: string;
+                            /** @description The steps of the latest version */
+                            steps: ({
+                                /** @description One of say, play, gather, dial, queue, voicemail, agent, record, transfer, stream, hours, pause, redirect, hangup */
+                                type: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            /** @description The latest version: 1 when created, one more at each change of the steps */
+                            version: number;
+                            createdAt: string;
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "callFlows.delete": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            id: string;
+                            /** @enum {boolean} */
+                            deleted: true;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "callFlows.update": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    /** @description New steps, which make the next version; calls under way keep theirs: at most 500 in all (nested ones included), lists nested at most 8 deep */
+                    steps?: ({
+                        /** @description One of say, play, gather, dial, queue, voicemail, agent, record, transfer, stream, hours, pause, redirect, hangup */
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description Call flow id (`flow_…`) */
+                            id: string;
+                            name: string;
+                            /** @description The steps of the latest version */
+                            steps: ({
+                                /** @description One of say, play, gather, dial, queue, voicemail, agent, record, transfer, stream, hours, pause, redirect, hangup */
+                                type: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            /** @description The latest version: 1 when created, one more at each change of the steps */
+                            version: number;
+                            createdAt: string;
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "ringGroups.list": {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1 (offset mode). */
+                page?: number;
+                /** @description Records per page, 1-100. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        /** @description Newest first */
+                        data: {
+                            /** @description Ring group id (`rg_…`) */
+                            id: string;
+                            name: string;
+                            /** @description Its members in ring order; a deleted extension leaves every group it was in */
+                            extensionIds: string[];
+                            /**
+                             * @description simultaneous: all ring at once; sequential: one at a time in list order; round_robin: one at a time, starting after the member who answered last; longest_idle: one at a time, the one whose last call ended longest ago first
+                             * @enum {unknown}
+                             */
+                            strategy: "simultaneous" | "sequential" | "round_robin" | "longest_idle";
+                            ringSeconds: number;
+                            createdAt: string;
+                            updatedAt: string;
+                        }[];
+                        /** @description page, total and totalPages are null in keyset mode */
+                        pagination: {
+                            page: number | null;
+                            limit: number;
+                            total: number | null;
+                            totalPages: number | null;
+                        };
+                        /** @description Keyset mode: pass as `cursor` for the next page; null on the last page and in offset mode */
+                        next_cursor: string | null;
+                    };
+                };
+            };
+        };
+    };
+    "ringGroups.create": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    /** @description 1 to 50 of the organization's extension ids (`ext_…`), each once, in ring order */
+                    extensionIds: string[];
+                    /**
+                     * @description simultaneous: all ring at once; sequential: one at a time in list order; round_robin: one at a time, starting after the member who answered last; longest_idle: one at a time, the one whose last call ended longest ago first (default simultaneous)
+                     * @enum {unknown}
+                     */
+                    strategy?: "simultaneous" | "sequential" | "round_robin" | "longest_idle";
+                    /** @description How long each attempt rings, 5 to 300 seconds (default 20): all members together for simultaneous, each member for the others */
+                    ringSeconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description Ring group id (`rg_…`) */
+                            id: string;
+                            name: string;
+                            /** @description Its members in ring order; a deleted extension leaves every group it was in */
+                            extensionIds: string[];
+                            /**
+                             * @description simultaneous: all ring at once; sequential: one at a time in list order; round_robin: one at a time, starting after the member who answered last; longest_idle: one at a time, the one whose last call ended longest ago first
+                             * @enum {unknown}
+                             */
+                            strategy: "simultaneous" | "sequential" | "round_robin" | "longest_idle";
+                            ringSeconds: number;
+                            createdAt: string;
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "ringGroups.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description Ring group id (`rg_…`) */
+                            id: string;
+                            name: string;
+                            /** @description Its members in ring order; a deleted extension leaves every group it was in */
+                            extensionIds: string[];
+                            /**
+                             * @description simultaneous: all ring at once; sequential: one at a time in list order; round_robin: one at a time, starting after the member who answered last; longest_idle: one at a time, the one whose last call ended longest ago first
+                             * @enum {unknown}
+                             */
+                            strategy: "simultaneous" | "sequential" | "round_robin" | "longest_idle";
+                            ringSeconds: number;
+                            createdAt: string;
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "ringGroups.delete": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            id: string;
+                            /** @enum {boolean} */
+                            deleted: true;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "ringGroups.update": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    /** @description 1 to 50 of the organization's extension ids (`ext_…`), each once, in ring order */
+                    extensionIds?: string[];
+                    /**
+                     * @description simultaneous: all ring at once; sequential: one at a time in list order; round_robin: one at a time, starting after the member who answered last; longest_idle: one at a time, the one whose last call ended longest ago first (default simultaneous)
+                     * @enum {unknown}
+                     */
+                    strategy?: "simultaneous" | "sequential" | "round_robin" | "longest_idle";
+                    /** @description How long each attempt rings, 5 to 300 seconds (default 20): all members together for simultaneous, each member for the others */
+                    ringSeconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description Ring group id (`rg_…`) */
+                            id: string;
+                            name: string;
+                            /** @description Its members in ring order; a deleted extension leaves every group it was in */
+                            extensionIds: string[];
+                            /**
+                             * @description simultaneous: all ring at once; sequential: one at a time in list order; round_robin: one at a time, starting after the member who answered last; longest_idle: one at a time, the one whose last call ended longest ago first
+                             * @enum {unknown}
+                             */
+                            strategy: "simultaneous" | "sequential" | "round_robin" | "longest_idle";
+                            ringSeconds: number;
+                            createdAt: string;
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "queues.list": {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1 (offset mode). */
+                page?: number;
+                /** @description Records per page, 1-100. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        /** @description Newest first */
+                        data: {
+                            /** @description Queue id (`q_…`) */
+                            id: string;
+                            name: string;
+                            /** @description Its members in order; a deleted extension leaves every queue it was in */
+                            extensionIds: string[];
+                            /**
+                             * @description simultaneous: all ring at once; sequential: one at a time in list order; round_robin: one at a time, starting after the member who answered last; longest_idle: one at a time, the one whose last call ended longest ago first
+                             * @enum {unknown}
+                             */
+                            strategy: "simultaneous" | "sequential" | "round_robin" | "longest_idle";
+                            holdAudioId: string | null;
+                            announcePosition: boolean;
+                            maxWaitSeconds: number;
+                            onTimeout: ({
+                                type: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            wrapUpSeconds: number;
+                            createdAt: string;
+                            updatedAt: string;
+                        }[];
+                        /** @description page, total and totalPages are null in keyset mode */
+                        pagination: {
+                            page: number | null;
+                            limit: number;
+                            total: number | null;
+                            totalPages: number | null;
+                        };
+                        /** @description Keyset mode: pass as `cursor` for the next page; null on the last page and in offset mode */
+                        next_cursor: string | null;
+                    };
+                };
+            };
+        };
+    };
+    "queues.create": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    /** @description 1 to 50 of the organization's extension ids (`ext_…`), each once, in ring order */
+                    extensionIds: string[];
+                    /**
+                     * @description simultaneous: all ring at once; sequential: one at a time in list order; round_robin: one at a time, starting after the member who answered last; longest_idle: one at a time, the one whose last call ended longest ago first (default longest_idle)
+                     * @enum {unknown}
+                     */
+                    strategy?: "simultaneous" | "sequential" | "round_robin" | "longest_idle";
+                    /** @description The audio a waiting caller hears (null or absent: the default hold music) */
+                    holdAudioId?: string | null;
+                    /** @description Tell a waiting caller their place in line (default false) */
+                    announcePosition?: boolean;
+                    /** @description How long a caller may wait, 10 to 7200 seconds (default 600); then onTimeout runs */
+                    maxWaitSeconds?: number;
+                    /** @description Call-flow steps run for a caller who waited maxWaitSeconds (default none: the call ends); each is checked as a step of a call flow, and a refusal names the path of the bad field */
+                    onTimeout?: ({
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    /** @description Seconds a member is left alone after a queue call, 0 to 600 (default 0) */
+                    wrapUpSeconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description Queue id (`q_…`) */
+                            id: string;
+                            name: string;
+                            /** @description Its members in order; a deleted extension leaves every queue it was in */
+                            extensionIds: string[];
+                            /**
+                             * @description simultaneous: all ring at once; sequential: one at a time in list order; round_robin: one at a time, starting after the member who answered last; longest_idle: one at a time, the one whose last call ended longest ago first
+                             * @enum {unknown}
+                             */
+                            strategy: "simultaneous" | "sequential" | "round_robin" | "longest_idle";
+                            holdAudioId: string | null;
+                            announcePosition: boolean;
+                            maxWaitSeconds: number;
+                            onTimeout: ({
+                                type: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            wrapUpSeconds: number;
+                            createdAt: string;
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "queues.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description Queue id (`q_…`) */
+                            id: string;
+                            name: string;
+                            /** @description Its members in order; a deleted extension leaves every queue it was in */
+                            extensionIds: string[];
+                            /**
+                             * @description simultaneous: all ring at once; sequential: one at a time in list order; round_robin: one at a time, starting after the member who answered last; longest_idle: one at a time, the one whose last call ended longest ago first
+                             * @enum {unknown}
+                             */
+                            strategy: "simultaneous" | "sequential" | "round_robin" | "longest_idle";
+                            holdAudioId: string | null;
+                            announcePosition: boolean;
+                            maxWaitSeconds: number;
+                            onTimeout: ({
+                                type: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            wrapUpSeconds: number;
+                            createdAt: string;
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "queues.delete": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            id: string;
+                            /** @enum {boolean} */
+                            deleted: true;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "queues.update": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    /** @description 1 to 50 of the organization's extension ids (`ext_…`), each once, in ring order */
+                    extensionIds?: string[];
+                    /**
+                     * @description simultaneous: all ring at once; sequential: one at a time in list order; round_robin: one at a time, starting after the member who answered last; longest_idle: one at a time, the one whose last call ended longest ago first (default longest_idle)
+                     * @enum {unknown}
+                     */
+                    strategy?: "simultaneous" | "sequential" | "round_robin" | "longest_idle";
+                    /** @description The audio a waiting caller hears (null or absent: the default hold music) */
+                    holdAudioId?: string | null;
+                    /** @description Tell a waiting caller their place in line (default false) */
+                    announcePosition?: boolean;
+                    /** @description How long a caller may wait, 10 to 7200 seconds (default 600); then onTimeout runs */
+                    maxWaitSeconds?: number;
+                    /** @description Call-flow steps run for a caller who waited maxWaitSeconds (default none: the call ends); each is checked as a step of a call flow, and a refusal names the path of the bad field */
+                    onTimeout?: ({
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    /** @description Seconds a member is left alone after a queue call, 0 to 600 (default 0) */
+                    wrapUpSeconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description Queue id (`q_…`) */
+                            id: string;
+                            name: string;
+                            /** @description Its members in order; a deleted extension leaves every queue it was in */
+                            extensionIds: string[];
+                            /**
+                             * @description simultaneous: all ring at once; sequential: one at a time in list order; round_robin: one at a time, starting after the member who answered last; longest_idle: one at a time, the one whose last call ended longest ago first
+                             * @enum {unknown}
+                             */
+                            strategy: "simultaneous" | "sequential" | "round_robin" | "longest_idle";
+                            holdAudioId: string | null;
+                            announcePosition: boolean;
+                            maxWaitSeconds: number;
+                            onTimeout: ({
+                                type: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            wrapUpSeconds: number;
+                            createdAt: string;
+                            updatedAt: string;
                         };
                     };
                 };

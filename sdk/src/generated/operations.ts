@@ -646,6 +646,153 @@ export const OPERATIONS = {
     "response": "json",
     "idempotencyKey": false
   },
+  "callFlows.list": {
+    "method": "get",
+    "path": "/api/v2/call-flows",
+    "pathParams": [],
+    "query": true,
+    "response": "json",
+    "list": "offset",
+    "idempotencyKey": false
+  },
+  "callFlows.create": {
+    "method": "post",
+    "path": "/api/v2/call-flows",
+    "pathParams": [],
+    "query": false,
+    "body": "json",
+    "response": "json",
+    "idempotencyKey": true
+  },
+  "callFlows.get": {
+    "method": "get",
+    "path": "/api/v2/call-flows/{id}",
+    "pathParams": [
+      "id"
+    ],
+    "query": false,
+    "response": "json",
+    "idempotencyKey": false
+  },
+  "callFlows.update": {
+    "method": "patch",
+    "path": "/api/v2/call-flows/{id}",
+    "pathParams": [
+      "id"
+    ],
+    "query": false,
+    "body": "json",
+    "response": "json",
+    "idempotencyKey": true
+  },
+  "callFlows.delete": {
+    "method": "delete",
+    "path": "/api/v2/call-flows/{id}",
+    "pathParams": [
+      "id"
+    ],
+    "query": false,
+    "response": "json",
+    "idempotencyKey": true
+  },
+  "ringGroups.list": {
+    "method": "get",
+    "path": "/api/v2/ring-groups",
+    "pathParams": [],
+    "query": true,
+    "response": "json",
+    "list": "offset",
+    "idempotencyKey": false
+  },
+  "ringGroups.create": {
+    "method": "post",
+    "path": "/api/v2/ring-groups",
+    "pathParams": [],
+    "query": false,
+    "body": "json",
+    "response": "json",
+    "idempotencyKey": true
+  },
+  "ringGroups.get": {
+    "method": "get",
+    "path": "/api/v2/ring-groups/{id}",
+    "pathParams": [
+      "id"
+    ],
+    "query": false,
+    "response": "json",
+    "idempotencyKey": false
+  },
+  "ringGroups.update": {
+    "method": "patch",
+    "path": "/api/v2/ring-groups/{id}",
+    "pathParams": [
+      "id"
+    ],
+    "query": false,
+    "body": "json",
+    "response": "json",
+    "idempotencyKey": true
+  },
+  "ringGroups.delete": {
+    "method": "delete",
+    "path": "/api/v2/ring-groups/{id}",
+    "pathParams": [
+      "id"
+    ],
+    "query": false,
+    "response": "json",
+    "idempotencyKey": true
+  },
+  "queues.list": {
+    "method": "get",
+    "path": "/api/v2/queues",
+    "pathParams": [],
+    "query": true,
+    "response": "json",
+    "list": "offset",
+    "idempotencyKey": false
+  },
+  "queues.create": {
+    "method": "post",
+    "path": "/api/v2/queues",
+    "pathParams": [],
+    "query": false,
+    "body": "json",
+    "response": "json",
+    "idempotencyKey": true
+  },
+  "queues.get": {
+    "method": "get",
+    "path": "/api/v2/queues/{id}",
+    "pathParams": [
+      "id"
+    ],
+    "query": false,
+    "response": "json",
+    "idempotencyKey": false
+  },
+  "queues.update": {
+    "method": "patch",
+    "path": "/api/v2/queues/{id}",
+    "pathParams": [
+      "id"
+    ],
+    "query": false,
+    "body": "json",
+    "response": "json",
+    "idempotencyKey": true
+  },
+  "queues.delete": {
+    "method": "delete",
+    "path": "/api/v2/queues/{id}",
+    "pathParams": [
+      "id"
+    ],
+    "query": false,
+    "response": "json",
+    "idempotencyKey": true
+  },
   "knowledgeBases.list": {
     "method": "get",
     "path": "/api/v2/knowledge-bases",
