@@ -10,7 +10,6 @@
 // `application/dtmf-relay` key arrives and gets 200; an INFO of another type gets 415; one naming no dialog
 // 481; a key during a gather's prompt stops the prompt (the phone hears no more of it) and counts.
 import assert from 'node:assert/strict';
-import { createSocket, type Socket } from 'node:dgram';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { silence } from '../src/modules/voice/audio.ts';
@@ -19,72 +18,8 @@ import { dtmfRelayKey } from '../src/modules/voice/sip/dialog-requests.ts';
 import { rtpAudio } from '../src/modules/voice/sip/rtp.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { type Sender, sender } from './helpers/messaging.ts';
+import { PhoneMedia, TELEPHONE_EVENT } from './helpers/phone-media.ts';
 import { freePort, runSipp, sippInstalled } from './helpers/sipp.ts';
-
-/** The telephone-event payload type SIPp's INVITE offers (and our answer keeps). */
-const TELEPHONE_EVENT = 101;
-
-/** The caller's phone's media: counts the audio it hears, and sends keys as RFC 4733 events. */
-class PhoneMedia {
-  audioPackets = 0;
-  /** Packets whose payload is not silence. */
-  loudPackets = 0;
-  /** Where our media comes from: the phone sends its keys there (symmetric RTP). */
-  server?: { address: string; port: number };
-  onAudio?: () => void;
-  private sequence = 1000;
-  private timestamp = 50_000;
-
-  private constructor(private readonly socket: Socket) {
-    socket.on('message', (packet, from) => {
-      if (packet.length <= 12 || (packet[1]! & 0x7f) !== 0) return;
-      this.server = { address: from.address, port: from.port };
-      this.audioPackets++;
-      // µ-law silence is 0xff (and 0x7f); speech or a tone has other bytes.
-      if (packet.subarray(12).some((byte) => byte !== 0xff && byte !== 0x7f)) this.loudPackets++;
-      this.onAudio?.();
-    });
-  }
-
-  static async open(): Promise<PhoneMedia> {
-    const socket = createSocket('udp4');
-    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
-    return new PhoneMedia(socket);
-  }
-
-  get port(): number {
-    return this.socket.address().port;
-  }
-
-  /**
-   * Key `key` as a phone sends it (RFC 4733 section 2.5): three packets while it is held, then the end three
-   * times, all with the event's one timestamp.
-   */
-  async press(key: string): Promise<void> {
-    const server = this.server;
-    if (!server) throw new Error('the phone has heard nothing yet: it does not know where to send');
-    const event = '0123456789*#ABCD'.indexOf(key);
-    this.timestamp += 8000;
-    for (let index = 0; index < 6; index++) {
-      const end = index >= 3;
-      const packet = Buffer.alloc(16);
-      packet[0] = 0x80;
-      packet[1] = (index === 0 ? 0x80 : 0) | TELEPHONE_EVENT;
-      packet.writeUInt16BE(this.sequence++ & 0xffff, 2);
-      packet.writeUInt32BE(this.timestamp, 4);
-      packet.writeUInt32BE(0x1234abcd, 8);
-      packet[12] = event;
-      packet[13] = (end ? 0x80 : 0) | 10; // End bit, volume -10 dBm0.
-      packet.writeUInt16BE(Math.min(index + 1, 4) * 160, 14);
-      this.socket.send(packet, server.port, server.address);
-      await sleep(20);
-    }
-  }
-
-  close(): void {
-    this.socket.close();
-  }
-}
 
 /** The trunk's call: answered, ACKed; then three INFOs in its dialog and one naming no dialog; our BYE. */
 function trunkWithInfos(mediaPort: number): string {

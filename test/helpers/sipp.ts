@@ -322,8 +322,59 @@ export function trunkCall(options: {
   streamMs?: number;
   final?: number;
   untilBye?: boolean;
+  /** Keys sent after the ACK (and the wait) as SIP INFO `application/dtmf-relay`, each answered 200. */
+  keysByInfo?: string;
+  /** Before the end, it takes a re-INVITE of ours (moved onto the relay towards a person) and answers 200. */
+  reinvited?: boolean;
 }): string {
   const final = options.final ?? 200;
+  const media = options.sdpMediaPort ?? '[media_port]';
+  const infos = [...(options.keysByInfo ?? '')]
+    .map(
+      (key, index) => `<send retrans="500"><![CDATA[
+      INFO [next_url] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
+      From: <sip:+14155550123@[local_ip]>;tag=[pid]SIPpTag[call_number]
+      To: <sip:[field1]@[remote_ip]>[peer_tag_param]
+      Call-ID: [call_id]
+      CSeq: ${index + 2} INFO
+      Contact: <sip:trunk@[local_ip]:[local_port]>
+      Max-Forwards: 70
+      Content-Type: application/dtmf-relay
+      Content-Length: [len]
+
+      Signal=${key}
+      Duration=160
+
+    ]]></send>
+  <recv response="200"/>`,
+    )
+    .join('\n  ');
+  const reinvited = options.reinvited
+    ? `<recv request="INVITE" crlf="true"/>
+  <send><![CDATA[
+      SIP/2.0 200 OK
+      [last_Via:]
+      [last_From:]
+      [last_To:]
+      [last_Call-ID:]
+      [last_CSeq:]
+      Contact: <sip:trunk@[local_ip]:[local_port]>
+      Content-Type: application/sdp
+      Content-Length: [len]
+
+      v=0
+      o=trunk 1 2 IN IP[local_ip_type] [local_ip]
+      s=-
+      c=IN IP[media_ip_type] [media_ip]
+      t=0 0
+      m=audio ${media} RTP/AVP 0 101
+      a=rtpmap:0 PCMU/8000
+      a=rtpmap:101 telephone-event/8000
+
+    ]]></send>
+  <recv request="ACK" crlf="true"/>`
+    : '';
   const hangUp = options.untilBye
     ? WAIT_FOR_BYE
     : `<send retrans="500"><![CDATA[
@@ -355,6 +406,8 @@ export function trunkCall(options: {
   <pause milliseconds="${options.waitMs ?? 0}"/>
   ${options.audioFile ? `<nop><action><exec rtp_stream="${options.audioFile},1,0"/></action></nop>` : ''}
   <pause milliseconds="${options.streamMs ?? 0}"/>
+  ${infos}
+  ${reinvited}
   ${hangUp}`
       : `<recv response="${final}"/>
   <send><![CDATA[
@@ -387,7 +440,7 @@ export function trunkCall(options: {
       s=-
       c=IN IP[media_ip_type] [media_ip]
       t=0 0
-      m=audio ${options.sdpMediaPort ?? '[media_port]'} RTP/AVP 0 101
+      m=audio ${media} RTP/AVP 0 101
       a=rtpmap:0 PCMU/8000
       a=rtpmap:101 telephone-event/8000
       a=fmtp:101 0-15

@@ -1480,6 +1480,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "call.gather.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A call flow’s gather step ended: the keys the caller pressed, or none.
+         * @description Signed per Standard Webhooks: verify `webhook-signature` over `webhook-id.webhook-timestamp.body` with the endpoint's secret.
+         */
+        post: operations["events.call.gather.completed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "voicemail.created": {
         parameters: {
             query?: never;
@@ -8679,6 +8699,62 @@ export interface operations {
                         recordingId: string | null;
                         /** @description The voicemail the caller left, or null */
                         voicemailId: string | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried on the schedule */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "events.call.gather.completed": {
+        parameters: {
+            query?: never;
+            header: {
+                "webhook-id": string;
+                "webhook-timestamp": string;
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "call.gather.completed",
+                 *       "timestamp": "2026-06-10T12:00:00.000Z",
+                 *       "data": {
+                 *         "callId": "call_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *         "digits": "1",
+                 *         "at": "2026-06-10T12:00:09.000Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "call.gather.completed";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** @description The call the gather ran on */
+                        callId: string;
+                        /** @description The keys pressed, finish key left out; empty when none came in time */
+                        digits: string;
+                        /**
+                         * Format: date-time
+                         * @description When the gather ended
+                         */
+                        at: string;
                     };
                 };
             };

@@ -19,6 +19,7 @@ import type { CallRow, CallStore } from './call-store.ts';
 import type { AgentRunner, DialPlan } from './dial-plan.ts';
 import type { ExtensionRow } from './extension-store.ts';
 import type { ExtensionService } from './extensions.ts';
+import type { FlowRunner } from './flow-runner.ts';
 import type { LiveCall } from './live-call.ts';
 import type { Pbx } from './pbx.ts';
 import type { CallCreateInput, PublicCall } from './schemas.ts';
@@ -42,6 +43,8 @@ export class CallEntry {
       admission: CallAdmission;
       ending: CallEnding;
       plan: DialPlan;
+      /** Runs the call flow of a number routed to one. */
+      flows: FlowRunner;
       start: StartCall;
       /** The PBX inbound calls arrive on unless they say: the simulated one. */
       pbx: Pbx;
@@ -257,6 +260,7 @@ export class CallEntry {
       row,
       async (live) => {
         if (route.type === 'agent') return plan.agentAnswers(live, route.target);
+        if (route.type === 'flow') return this.deps.flows.run(live, route.target);
         if (route.type === 'forward') return plan.forward(live, route.target);
         if (route.type === 'voicemail') return plan.voicemail(live, extension!, new Date(clock.now()));
         return plan.reachExtension(live, extension!);

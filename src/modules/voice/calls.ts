@@ -21,6 +21,7 @@ import { type CallRow, CallStore } from './call-store.ts';
 import { type AgentRunner, DialPlan } from './dial-plan.ts';
 import type { ExtensionRow } from './extension-store.ts';
 import type { ExtensionService } from './extensions.ts';
+import { FlowRunner, type FlowSource } from './flow-runner.ts';
 import { LiveCall, type LiveCallDeps } from './live-call.ts';
 import type { CallMedia } from './media.ts';
 import type { Pbx } from './pbx.ts';
@@ -52,6 +53,7 @@ export class CallService {
   private readonly admission: CallAdmission;
   private readonly entry: CallEntry;
   private agents?: AgentRunner;
+  private flows?: FlowSource;
   private hangups?: Promise<(() => Promise<void>) | undefined>;
 
   constructor(deps: {
@@ -75,6 +77,16 @@ export class CallService {
     const { db, clock, events, log } = deps;
     const store = this.store;
     const agents = () => this.agents;
+    const plan = new DialPlan({ db, clock, extensions: deps.extensions, log, agents });
+    const flows = new FlowRunner({
+      db,
+      clock,
+      events,
+      extensions: deps.extensions,
+      plan,
+      flows: () => this.flows,
+      log,
+    });
     this.ending = new CallEnding({ store, media: deps.media, events });
     this.liveDeps = { db, clock, events, store, ending: this.ending, log };
     this.admission = new CallAdmission({
@@ -95,7 +107,8 @@ export class CallService {
       extensions: deps.extensions,
       admission: this.admission,
       ending: this.ending,
-      plan: new DialPlan({ db, clock, extensions: deps.extensions, log, agents }),
+      plan,
+      flows,
       start: (row, program, engine) => this.start(row, program, engine),
       pbx: deps.pbx,
       placing: deps.placing ?? (() => deps.pbx),
@@ -106,6 +119,11 @@ export class CallService {
   /** Lets AI agents take calls (a number routed to an agent) and place them. */
   useAgents(runner: AgentRunner): void {
     this.agents = runner;
+  }
+
+  /** Where the call flows of numbers routed to a flow come from (the flows of flows/). */
+  useFlows(source: FlowSource): void {
+    this.flows = source;
   }
 
   // How calls begin (call-entry.ts)

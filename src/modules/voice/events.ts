@@ -1,5 +1,7 @@
 // The voice module's events. Each `data` is the record the API answers for the same resource, so a receiver
-// parses one shape per resource (the descriptions are those of schemas.ts).
+// parses one shape per resource (the descriptions are those of schemas.ts); a call flow's step events
+// (call.gather.completed) carry the call's id and what the step heard.
+import { Type } from 'typebox';
 import { defineEvent } from '../../platform/events.ts';
 import { CallSchema, RecordingSchema, TranscriptionSchema, VoicemailSchema } from './schemas.ts';
 
@@ -99,10 +101,30 @@ export const TranscriptionCompleted = defineEvent(
   },
 );
 
+/** What a call flow's gather heard. */
+export const GatherCompletedSchema = Type.Object(
+  {
+    callId: Type.String({ description: 'The call the gather ran on' }),
+    digits: Type.String({
+      description: 'The keys pressed, finish key left out; empty when none came in time',
+    }),
+    at: Type.String({ format: 'date-time', description: 'When the gather ended' }),
+  },
+  { additionalProperties: false },
+);
+
+export const CallGatherCompleted = defineEvent(
+  'call.gather.completed',
+  GatherCompletedSchema,
+  'A call flow’s gather step ended: the keys the caller pressed, or none.',
+  { example: { callId: call.id, digits: '1', at: '2026-06-10T12:00:09.000Z' } },
+);
+
 export const VOICE_EVENTS = [
   CallRinging,
   CallAnswered,
   CallCompleted,
+  CallGatherCompleted,
   VoicemailCreated,
   RecordingCompleted,
   TranscriptionCompleted,

@@ -100,6 +100,7 @@ export const voiceModule = defineModule({
       log,
     });
     sipPbx.useCalls(calls);
+    calls.useFlows(flows);
     sipListener = new SipListener(
       registrar,
       sipPbx,

@@ -6,6 +6,7 @@
 import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { canonicalTimeZone } from '../../../platform/time-zones.ts';
+import { unavailableFeature } from './runnable.ts';
 import {
   type DialTarget,
   FLOW_STEP_SCHEMAS,
@@ -96,6 +97,8 @@ class Walk {
     }
     this.shape(value, path, type);
     this.rules(value as FlowStep, path, depth);
+    const missing = unavailableFeature(value as FlowStep);
+    if (missing) refuse(path, `cannot run yet: ${missing}`);
   }
 
   private shape(value: object, path: string, type: string): void {
