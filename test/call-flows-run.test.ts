@@ -142,6 +142,38 @@ describe('call flows on calls (simulated PBX)', () => {
     await drive(holiday.id, { event: 'completed' });
   });
 
+  test('a ring group: in order, the next member after no answer; round robin starts after the last who answered', async () => {
+    const third = (await api('POST', '/extensions', { extension: '103', name: 'Billing' })).body.data;
+    const group = await api('POST', '/ring-groups', {
+      name: 'Front desk',
+      extensionIds: [sales.id, support.id, third.id],
+      strategy: 'sequential',
+      ringSeconds: 10,
+    });
+    assert.equal(group.status, 201, group.text);
+    await routeTo([{ type: 'dial', targets: [{ type: 'ring_group', target: group.body.data.id }] }], 'Group');
+    const answeredBy = async (events: string[]) => {
+      const arrived = await arrive();
+      for (const event of events) {
+        await sleep(50);
+        await drive(arrived.id, { event });
+      }
+      const talking = await until(arrived.id, (now) => now.status === 'in_progress');
+      await drive(arrived.id, { event: 'completed' });
+      await until(arrived.id, (now) => now.endedAt !== null);
+      return talking.extensionId as string;
+    };
+    // Sequential: sales rings out, support answers.
+    assert.equal(await answeredBy(['no_answer', 'answered']), support.id);
+    // Round robin: the turn after support, whoever answered last, is billing.
+    const patched = await api('PATCH', `/ring-groups/${group.body.data.id}`, { strategy: 'round_robin' });
+    assert.equal(patched.status, 200, patched.text);
+    assert.equal(await answeredBy(['answered']), third.id);
+    // All at once: one ring of every member; the simulator's first member answers.
+    await api('PATCH', `/ring-groups/${group.body.data.id}`, { strategy: 'simultaneous' });
+    assert.equal(await answeredBy(['answered']), sales.id);
+  });
+
   test('a flow that loops forever is ended by the step limit; the call is failed, flow_step_limit', async () => {
     const loop = await routeTo([{ type: 'hangup' }], 'Loop');
     const steps = [

@@ -223,7 +223,15 @@ describe('call flows', () => {
       [{ type: 'transfer', target: { type: 'number', target: '+14155550102' } }, /transfer steps/],
       [{ type: 'gather', input: ['speech'], otherwise: [say] }, /speech/],
       [{ type: 'gather', input: ['dtmf'], actionUrl: 'https://app.example.com/x' }, /actionUrl/],
-      [dial({ targets: [{ type: 'ring_group', target: 'rg_0000000001abcdefabcdefabcd' }] }), /ring_group/],
+      [
+        dial({
+          targets: [
+            { type: 'ring_group', target: 'rg_0000000001abcdefabcdefabcd' },
+            { type: 'number', target: '+14155550100' },
+          ],
+        }),
+        /ring groups at once/,
+      ],
       [dial({ targets: [{ type: 'sip', target: 'sip:desk@pbx.example.com' }] }), /"sip"/],
       [dial({ callerId: '+14155550101' }), /callerId/],
       [{ type: 'redirect', url: 'https://app.example.com/flow' }, /url/],

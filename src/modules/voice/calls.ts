@@ -21,7 +21,7 @@ import { type CallRow, CallStore } from './call-store.ts';
 import { type AgentRunner, DialPlan } from './dial-plan.ts';
 import type { ExtensionRow } from './extension-store.ts';
 import type { ExtensionService } from './extensions.ts';
-import { FlowRunner, type FlowSource } from './flow-runner.ts';
+import { FlowRunner, type FlowSource, type RingGroupSource } from './flow-runner.ts';
 import { LiveCall, type LiveCallDeps } from './live-call.ts';
 import type { CallMedia } from './media.ts';
 import type { Pbx } from './pbx.ts';
@@ -54,6 +54,7 @@ export class CallService {
   private readonly entry: CallEntry;
   private agents?: AgentRunner;
   private flows?: FlowSource;
+  private ringGroups?: RingGroupSource;
   private hangups?: Promise<(() => Promise<void>) | undefined>;
 
   constructor(deps: {
@@ -85,6 +86,7 @@ export class CallService {
       extensions: deps.extensions,
       plan,
       flows: () => this.flows,
+      ringGroups: () => this.ringGroups,
       log,
     });
     this.ending = new CallEnding({ store, media: deps.media, events });
@@ -122,8 +124,9 @@ export class CallService {
   }
 
   /** Where the call flows of numbers routed to a flow come from (the flows of flows/). */
-  useFlows(source: FlowSource): void {
+  useFlows(source: FlowSource, ringGroups: RingGroupSource): void {
     this.flows = source;
+    this.ringGroups = ringGroups;
   }
 
   // How calls begin (call-entry.ts)

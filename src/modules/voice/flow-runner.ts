@@ -11,6 +11,7 @@ import type { Database } from '../../platform/db/index.ts';
 import type { EventOutbox } from '../../platform/events.ts';
 import type { DialPlan } from './dial-plan.ts';
 import { CallGatherCompleted } from './events.ts';
+import type { ExtensionRow } from './extension-store.ts';
 import type { ExtensionService } from './extensions.ts';
 import { isOpen } from './flow-hours.ts';
 import type { FlowStep } from './flows/index.ts';
@@ -35,8 +36,19 @@ export interface FlowSource {
 
 /** A dial target as the PBX rings it, and how long it rings when the step does not say. */
 interface Dialled {
-  party: Extract<Party, { kind: 'extension' | 'phone' }>;
+  party: Party;
   ringSeconds: number;
+  /** The ring group this attempt is a turn of (its round robin moves on when a member answers). */
+  ringGroupId?: string;
+}
+
+/** Where a ring group's members ring from (ring-groups/: the group's strategy, its round robin). */
+export interface RingGroupSource {
+  attempts(
+    organizationId: string,
+    ringGroupId: string,
+  ): Promise<{ ringSeconds: number; attempts: { extensionIds: string[] }[] } | undefined>;
+  answeredBy(ringGroupId: string, extensionId: string): Promise<void>;
 }
 
 /** How a list of steps ended: it ran out (the flow goes on after it), or the call is over. */
@@ -60,6 +72,7 @@ export class FlowRunner {
       extensions: ExtensionService;
       plan: DialPlan;
       flows: () => FlowSource | undefined;
+      ringGroups: () => RingGroupSource | undefined;
       log: FastifyBaseLogger;
     },
   ) {}
@@ -175,28 +188,32 @@ export class FlowRunner {
    * step's onBusy or onNoAnswer steps run, then the flow goes on after it.
    */
   private async dial(run: Run, step: Extract<FlowStep, { type: 'dial' }>): Promise<Ended> {
-    const parties: Dialled[] = [];
-    for (const target of step.targets) {
-      const party = await this.party(run, target);
-      if (party) parties.push(party);
-    }
-    if (parties.length === 0) return this.end(run, 'failed', 'no_route');
+    const attempts: Dialled[] = [];
+    for (const target of step.targets) attempts.push(...(await this.attempts(run, target)));
+    if (attempts.length === 0) return this.end(run, 'failed', 'no_route');
     await this.release(run);
     let result: RingResult | undefined;
-    const members = parties.flatMap((each) => (each.party.kind === 'extension' ? [each.party] : []));
-    if ((step.strategy ?? 'simultaneous') === 'simultaneous' && parties.length > 1) {
-      // Several targets at once: extensions only (unavailableFeature refuses numbers among them at save time).
-      const seconds = step.timeoutSeconds ?? Math.max(...parties.map((each) => each.ringSeconds));
+    let answering: Dialled | undefined;
+    if ((step.strategy ?? 'simultaneous') === 'simultaneous' && step.targets.length > 1) {
+      // Several targets at once: extensions only (unavailableFeature refuses anything else among them).
+      const members = attempts.flatMap((each) => (each.party.kind === 'extension' ? [each.party] : []));
+      const seconds = step.timeoutSeconds ?? Math.max(...attempts.map((each) => each.ringSeconds));
       result = await run.live.ring({ kind: 'extensions', members }, seconds);
     } else {
-      for (const { party, ringSeconds } of parties) {
-        result = await run.live.ring(party, step.timeoutSeconds ?? ringSeconds);
+      for (const attempt of attempts) {
+        answering = attempt;
+        result = await run.live.ring(attempt.party, step.timeoutSeconds ?? attempt.ringSeconds);
         if (result.outcome === 'answered' || result.outcome === 'canceled') break;
       }
     }
     if (!result) return this.end(run, 'failed', 'no_route');
     if (result.outcome === 'canceled') return this.callerGone(run, { at: result.at, cause: result.cause });
     if (result.outcome === 'answered') {
+      if (result.answeredBy && !run.live.row.extension_id)
+        await run.live.note({ extension_id: result.answeredBy });
+      if (answering?.ringGroupId && result.answeredBy) {
+        await this.deps.ringGroups()?.answeredBy(answering.ringGroupId, result.answeredBy);
+      }
       await run.live.answered(result.at);
       const record = Boolean(step.record) || run.live.row.record;
       const talk = await run.live.engine.converse(run.live.leg, { record });
@@ -211,32 +228,44 @@ export class FlowRunner {
     return next ? this.steps(run, next) : 'continue';
   }
 
-  private async party(
+  /**
+   * What a dial target rings, attempt by attempt: an extension or a number once; a ring group as its strategy
+   * says (all members at once, or one after another: ring-groups/ring-order.ts). A target that is gone (an
+   * extension or group deleted since the flow was saved) rings nothing.
+   */
+  private async attempts(
     run: Run,
     target: Extract<FlowStep, { type: 'dial' }>['targets'][number],
-  ): Promise<Dialled | undefined> {
+  ): Promise<Dialled[]> {
+    const organizationId = run.live.row.organization_id;
     if (target.type === 'number') {
-      return {
-        party: { kind: 'phone', number: target.target },
-        ringSeconds: DIAL_TIMEOUT_SECONDS,
-      };
+      return [{ party: { kind: 'phone', number: target.target }, ringSeconds: DIAL_TIMEOUT_SECONDS }];
     }
     if (target.type === 'extension') {
-      const extension = await this.deps.extensions.store.find(
-        this.deps.db,
-        run.live.row.organization_id,
-        target.target,
-      );
-      if (!extension) return undefined;
+      const extension = await this.deps.extensions.store.find(this.deps.db, organizationId, target.target);
+      if (!extension) return [];
       // The call is the first extension it reaches for, as a call routed to an extension is.
       if (!run.live.row.extension_id) await run.live.note({ extension_id: extension.id });
-      return {
-        party: { kind: 'extension', extensionId: extension.id, extension: extension.extension },
-        ringSeconds: extension.ring_seconds,
-      };
+      return [{ party: extensionParty(extension), ringSeconds: extension.ring_seconds }];
+    }
+    if (target.type === 'ring_group') {
+      const plan = await this.deps.ringGroups()?.attempts(organizationId, target.target);
+      if (!plan) return [];
+      const attempts: Dialled[] = [];
+      for (const { extensionIds } of plan.attempts) {
+        const members = [];
+        for (const id of extensionIds) {
+          const extension = await this.deps.extensions.store.find(this.deps.db, organizationId, id);
+          if (extension) members.push(extensionParty(extension));
+        }
+        if (members.length === 0) continue;
+        const party: Party = members.length === 1 ? members[0]! : { kind: 'extensions', members };
+        attempts.push({ party, ringSeconds: plan.ringSeconds, ringGroupId: target.target });
+      }
+      return attempts;
     }
     this.deps.log.warn({ callId: run.live.id, target: target.type }, 'dial target not available yet');
-    return undefined;
+    return [];
   }
 
   /** The caller's line, the call answered by the flow the first time; undefined when the PBX cannot. */
@@ -313,4 +342,8 @@ export class FlowRunner {
     if (!flows) throw new Error('a call flow without the flows module');
     return flows;
   }
+}
+
+function extensionParty(extension: ExtensionRow): Extract<Party, { kind: 'extension' }> {
+  return { kind: 'extension', extensionId: extension.id, extension: extension.extension };
 }

@@ -100,7 +100,6 @@ export const voiceModule = defineModule({
       log,
     });
     sipPbx.useCalls(calls);
-    calls.useFlows(flows);
     sipListener = new SipListener(
       registrar,
       sipPbx,
@@ -111,6 +110,7 @@ export const voiceModule = defineModule({
     );
     const ringGroups = new RingGroupService({ db, clock, pagination });
     const queues = new QueueService({ db, clock, pagination });
+    calls.useFlows(flows, ringGroups);
     return { extensions, calls, media, flows, ringGroups, queues, simulatedPbx, registrar, sipListener };
   },
   routes: {

@@ -30,6 +30,8 @@ export interface RingResult {
   at: Date;
   /** Why, in the words of docs/voice.md "Hang-up causes" (`hangup_requested`, `caller_hangup`, …). */
   cause: string;
+  /** Answered: the extension whose phone answered, when the party was extensions (a ring group's turn). */
+  answeredBy?: string;
 }
 
 /** A recording: 8 kHz mono 16-bit PCM WAV. `voice` says what made the sound (`espeak-ng`, `tone`, `rtp`). */

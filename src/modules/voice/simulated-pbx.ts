@@ -148,7 +148,21 @@ export class SimulatedPbx implements Pbx {
           if (event === 'ringing') return onRinging(at);
           if (event === 'completed') return settle({ outcome: 'canceled', at, cause: 'caller_hangup' });
           const outcome = event as Exclude<RingOutcome, 'canceled'>;
-          settle({ outcome, at, cause: outcome === 'no_answer' ? 'ring_timeout' : outcome });
+          // Of several extensions rung at once, the simulator's first member is the one who answers.
+          const answeredBy =
+            outcome !== 'answered'
+              ? undefined
+              : party.kind === 'extension'
+                ? party.extensionId
+                : party.kind === 'extensions'
+                  ? party.members[0]?.extensionId
+                  : undefined;
+          settle({
+            outcome,
+            at,
+            cause: outcome === 'no_answer' ? 'ring_timeout' : outcome,
+            ...(answeredBy ? { answeredBy } : {}),
+          });
         },
         hangup: (at) => settle({ outcome: 'canceled', at, cause: 'hangup_requested' }),
       }),

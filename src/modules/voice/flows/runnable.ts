@@ -23,11 +23,11 @@ export function unavailableFeature(step: FlowStep): string | undefined {
         return 'a gather prompt other than say is not available yet';
       return undefined;
     case 'dial': {
-      const other = step.targets.find((target) => target.type !== 'extension' && target.type !== 'number');
+      const other = step.targets.find((target) => target.type === 'sip');
       if (other) return `dial targets of type "${other.type}" are not available yet`;
       const together = (step.strategy ?? 'simultaneous') === 'simultaneous' && step.targets.length > 1;
       if (together && step.targets.some((target) => target.type !== 'extension'))
-        return 'ringing phone numbers at once with other targets is not available yet (use strategy "sequential")';
+        return 'ringing phone numbers or ring groups at once with other targets is not available yet (use strategy "sequential", or one ring group)';
       if (step.callerId) return 'dial callerId is not available yet';
       return undefined;
     }

@@ -27,6 +27,8 @@ interface Fork {
   dialog?: Dialog;
   /** The ACK of its 2xx, sent again for each retransmission of that 2xx. */
   ack?: SipMessage;
+  /** The extension whose phone it rings (none: the trunk). */
+  extensionId?: string;
 }
 
 export type RingerDeps = Pick<
@@ -60,7 +62,7 @@ export class Ringer {
     // One INVITE to each phone: an extension's registered phones, or several extensions' at once, each To its
     // own extension, from the caller's number; or the trunk for a phone number, from the call's caller id (one
     // of our numbers) as the network shows it. The first leg of an API call shows the number it connects to.
-    let targets: { uri: string; to: string }[];
+    let targets: { uri: string; to: string; extensionId?: string }[];
     let fromUser: string;
     if (party.kind !== 'phone') {
       const members = party.kind === 'extension' ? [party] : party.members;
@@ -69,6 +71,7 @@ export class Ringer {
           (await deps.registrar.contacts(member.extensionId)).slice(0, MAX_FORKS).map((contact) => ({
             uri: contact.contact,
             to: `sip:${member.extension}@${deps.domain}`,
+            extensionId: member.extensionId,
           })),
         ),
       );
@@ -108,7 +111,7 @@ export class Ringer {
       : offerSdp(hosts.advertise, relay.port(leg), codecsOf(current.remoteSdp.caller));
     current.localSdp[leg] = offer;
     // One INVITE per phone, each its own dialog (we are a back-to-back user agent, not a forking proxy).
-    const forks = targets.map(({ uri, to }): Fork => {
+    const forks = targets.map(({ uri, to, extensionId }): Fork => {
       const localTag = randomBytes(6).toString('hex');
       const invite: SipMessage = {
         method: 'INVITE',
@@ -126,7 +129,13 @@ export class Ringer {
         content: offer,
       };
       deps.table.addLeg(invite.headers['call-id'], call.id);
-      return { invite, localTag, final: undefined, leg: new Leg(invite.headers['call-id'], deps.log) };
+      return {
+        invite,
+        localTag,
+        final: undefined,
+        leg: new Leg(invite.headers['call-id'], deps.log),
+        ...(extensionId ? { extensionId } : {}),
+      };
     });
     return new Promise<RingResult>((resolve) => {
       let done = false;
@@ -189,7 +198,12 @@ export class Ringer {
         current.remoteSdp[leg] = response.content;
         relay.setRemote(leg, response.content);
         deps.log.info({ callId: call.id, side: leg, sipCallId: dialog.callId }, 'SIP dialog started');
-        settle({ outcome: 'answered', at: now(), cause: 'answered' });
+        settle({
+          outcome: 'answered',
+          at: now(),
+          cause: 'answered',
+          ...(fork.extensionId ? { answeredBy: fork.extensionId } : {}),
+        });
       };
       const refused = (fork: Fork, status: number) => {
         fork.final ??= status;
