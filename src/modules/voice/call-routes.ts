@@ -20,7 +20,7 @@ import {
   TestInbound,
 } from './schemas.ts';
 import type { VoiceServices } from './services.ts';
-import { PBX_EVENTS } from './simulated-pbx.ts';
+import { PBX_EVENTS } from './simulated-calls.ts';
 
 const tags = ['Calls'];
 const read = { scope: 'calls:read', product: 'voice' } as const;
