@@ -18,86 +18,8 @@ import { dtmfRelayKey } from '../src/modules/voice/sip/dialog-requests.ts';
 import { rtpAudio } from '../src/modules/voice/sip/rtp.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { type Sender, sender } from './helpers/messaging.ts';
-import { PhoneMedia, TELEPHONE_EVENT } from './helpers/phone-media.ts';
-import { freePort, runSipp, sippInstalled } from './helpers/sipp.ts';
-
-/** The trunk's call: answered, ACKed; then three INFOs in its dialog and one naming no dialog; our BYE. */
-function trunkWithInfos(mediaPort: number): string {
-  const info = (cseq: number, type: string, body: string, toTag = '[peer_tag_param]') => `
-  <send retrans="500"><![CDATA[
-      INFO [next_url] SIP/2.0
-      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
-      From: <sip:+14155550123@[local_ip]>;tag=[pid]SIPpTag[call_number]
-      To: <sip:[field1]@[remote_ip]>${toTag}
-      Call-ID: [call_id]
-      CSeq: ${cseq} INFO
-      Contact: <sip:trunk@[local_ip]:[local_port]>
-      Max-Forwards: 70
-      Content-Type: ${type}
-      Content-Length: [len]
-
-      ${body}
-
-    ]]></send>`;
-  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
-<scenario name="a call from the trunk that keys by INFO">
-  <send retrans="500"><![CDATA[
-      INVITE sip:[field1]@[remote_ip]:[remote_port] SIP/2.0
-      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
-      From: <sip:+14155550123@[local_ip]>;tag=[pid]SIPpTag[call_number]
-      To: <sip:[field1]@[remote_ip]>
-      Call-ID: [call_id]
-      CSeq: 1 INVITE
-      Contact: <sip:trunk@[local_ip]:[local_port]>
-      Max-Forwards: 70
-      Content-Type: application/sdp
-      Content-Length: [len]
-
-      v=0
-      o=trunk 1 1 IN IP[local_ip_type] [local_ip]
-      s=-
-      c=IN IP[media_ip_type] [media_ip]
-      t=0 0
-      m=audio ${mediaPort} RTP/AVP 0 ${TELEPHONE_EVENT}
-      a=rtpmap:0 PCMU/8000
-      a=rtpmap:${TELEPHONE_EVENT} telephone-event/8000
-      a=fmtp:${TELEPHONE_EVENT} 0-15
-
-    ]]></send>
-  <recv response="100" optional="true"/>
-  <recv response="180" optional="true"/>
-  <recv response="200" rrs="true"/>
-  <send><![CDATA[
-      ACK [next_url] SIP/2.0
-      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
-      From: <sip:+14155550123@[local_ip]>;tag=[pid]SIPpTag[call_number]
-      To: <sip:[field1]@[remote_ip]>[peer_tag_param]
-      Call-ID: [call_id]
-      CSeq: 1 ACK
-      Max-Forwards: 70
-      Content-Length: 0
-
-    ]]></send>
-  <pause milliseconds="300"/>
-  ${info(2, 'application/dtmf-relay', 'Signal=7\nDuration=160')}
-  <recv response="200"/>
-  ${info(3, 'text/plain', 'hello')}
-  <recv response="415"/>
-  ${info(4, 'application/dtmf-relay', 'Signal=8\nDuration=160', ';tag=notours')}
-  <recv response="481"/>
-  <recv request="BYE"/>
-  <send><![CDATA[
-      SIP/2.0 200 OK
-      [last_Via:]
-      [last_From:]
-      [last_To:]
-      [last_Call-ID:]
-      [last_CSeq:]
-      Content-Length: 0
-
-    ]]></send>
-</scenario>`;
-}
+import { PhoneMedia } from './helpers/phone-media.ts';
+import { freePort, runSipp, sippInstalled, trunkCall } from './helpers/sipp.ts';
 
 describe('a call flow’s line on a SIP call (SIPp as the trunk)', {
   skip: !sippInstalled && 'SIPp (sip-tester) not installed',
@@ -184,7 +106,22 @@ describe('a call flow’s line on a SIP call (SIPp as the trunk)', {
       localPort: trunkPort,
       mediaPort: await freePort(),
       callee: office.number,
-      scenario: trunkWithInfos(phone.port),
+      // Answered and ACKed; three INFOs in its dialog and one naming no dialog; then our BYE.
+      scenario: trunkCall({
+        sdpMediaPort: phone.port,
+        waitMs: 300,
+        infos: [
+          { contentType: 'application/dtmf-relay', body: 'Signal=7\n      Duration=160', expect: 200 },
+          { contentType: 'text/plain', body: 'hello', expect: 415 },
+          {
+            contentType: 'application/dtmf-relay',
+            body: 'Signal=8\n      Duration=160',
+            expect: 481,
+            toTag: ';tag=notours',
+          },
+        ],
+        untilBye: true,
+      }),
       timeoutSeconds: 40,
     });
     assert.equal(

@@ -324,30 +324,39 @@ export function trunkCall(options: {
   untilBye?: boolean;
   /** Keys sent after the ACK (and the wait) as SIP INFO `application/dtmf-relay`, each answered 200. */
   keysByInfo?: string;
+  /** INFOs sent after those, each with its body and the status it must be answered with (`toTag`: our tag). */
+  infos?: { contentType: string; body: string; expect: number; toTag?: string }[];
   /** Before the end, it takes a re-INVITE of ours (moved onto the relay towards a person) and answers 200. */
   reinvited?: boolean;
 }): string {
   const final = options.final ?? 200;
   const media = options.sdpMediaPort ?? '[media_port]';
-  const infos = [...(options.keysByInfo ?? '')]
+  const infos = [
+    ...[...(options.keysByInfo ?? '')].map((key) => ({
+      contentType: 'application/dtmf-relay',
+      body: `Signal=${key}\n      Duration=160`,
+      expect: 200,
+      toTag: undefined as string | undefined,
+    })),
+    ...(options.infos ?? []),
+  ]
     .map(
-      (key, index) => `<send retrans="500"><![CDATA[
+      (info, index) => `<send retrans="500"><![CDATA[
       INFO [next_url] SIP/2.0
       Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch];rport
       From: <sip:+14155550123@[local_ip]>;tag=[pid]SIPpTag[call_number]
-      To: <sip:[field1]@[remote_ip]>[peer_tag_param]
+      To: <sip:[field1]@[remote_ip]>${info.toTag ?? '[peer_tag_param]'}
       Call-ID: [call_id]
       CSeq: ${index + 2} INFO
       Contact: <sip:trunk@[local_ip]:[local_port]>
       Max-Forwards: 70
-      Content-Type: application/dtmf-relay
+      Content-Type: ${info.contentType}
       Content-Length: [len]
 
-      Signal=${key}
-      Duration=160
+      ${info.body}
 
     ]]></send>
-  <recv response="200"/>`,
+  <recv response="${info.expect}"/>`,
     )
     .join('\n  ');
   const reinvited = options.reinvited
