@@ -151,6 +151,14 @@ describe('call flows on calls (simulated PBX)', () => {
       ringSeconds: 10,
     });
     assert.equal(group.status, 201, group.text);
+    // A ring group the organization does not have is refused when the flow is saved.
+    const missing = await api('POST', '/call-flows', {
+      name: 'Nowhere',
+      steps: [{ type: 'dial', targets: [{ type: 'ring_group', target: 'rg_0000000001abcdefabcdefabcd' }] }],
+    });
+    assert.equal(missing.status, 400, missing.text);
+    assert.equal(missing.body.code, 'INVALID_FLOW_STEP');
+    assert.match(missing.body.error, /steps\.0\.targets\.0\.target names no ring group/);
     await routeTo([{ type: 'dial', targets: [{ type: 'ring_group', target: group.body.data.id }] }], 'Group');
     const answeredBy = async (events: string[]) => {
       const arrived = await arrive();

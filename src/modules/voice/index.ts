@@ -111,6 +111,7 @@ export const voiceModule = defineModule({
     const ringGroups = new RingGroupService({ db, clock, pagination });
     const queues = new QueueService({ db, clock, pagination });
     calls.useFlows(flows, ringGroups);
+    flows.useRingGroups((organizationId, id) => ringGroups.exists(organizationId, id));
     return { extensions, calls, media, flows, ringGroups, queues, simulatedPbx, registrar, sipListener };
   },
   routes: {

@@ -39,6 +39,8 @@ export class CallFlowService {
   private readonly pagination: Paginator;
   private readonly extensions: ExtensionService;
   private readonly numbers: NumberService;
+  /** Whether a ring group exists (ring-groups/, built after this service: useRingGroups). */
+  private ringGroupExists?: (organizationId: string, id: string) => Promise<boolean>;
   readonly store = new CallFlowStore();
 
   constructor(deps: {
@@ -53,6 +55,11 @@ export class CallFlowService {
     this.pagination = deps.pagination;
     this.extensions = deps.extensions;
     this.numbers = deps.numbers;
+  }
+
+  /** Lets saved flows' ring-group targets be looked up in the organization. */
+  useRingGroups(exists: (organizationId: string, id: string) => Promise<boolean>): void {
+    this.ringGroupExists = exists;
   }
 
   async create(organizationId: string, input: CallFlowCreateInput): Promise<PublicCallFlow> {
@@ -136,8 +143,9 @@ export class CallFlowService {
   }
 
   /**
-   * The steps, checked: their shapes and limits, then each id they name found in the organization. Ring groups
-   * and queues (and stored audio, which has no resource yet) are checked by the shape of their id only. A flow
+   * The steps, checked: their shapes and limits, then each id they name found in the organization (ring groups
+   * once ring-groups/ has said how: useRingGroups). Queues (a queue step cannot run yet) and stored audio (no
+   * resource yet) are checked by the shape of their id only. A flow
    * may redirect to itself (`self`): the runner bounds the steps a call runs.
    */
   private async checked(organizationId: string, input: unknown, self: string): Promise<FlowStep[]> {
@@ -174,6 +182,8 @@ export class CallFlowService {
         return this.numbers.routeTargetExists('agent', organizationId, reference.id);
       case 'flow':
         return reference.id === self || flows.has(reference.id);
+      case 'ring_group':
+        return this.ringGroupExists ? this.ringGroupExists(organizationId, reference.id) : true;
       default:
         return true;
     }

@@ -89,6 +89,11 @@ export class RingGroupService {
    * Who rings when a call reaches the group, attempt by attempt; undefined when the organization has no such
    * group. A group whose members were all deleted has no attempts.
    */
+  /** Whether the organization has ring group `id` (a call flow's dial names it). */
+  async exists(organizationId: string, id: string): Promise<boolean> {
+    return (await this.store.find(this.db, organizationId, id)) !== undefined;
+  }
+
   async attempts(organizationId: string, ringGroupId: string): Promise<RingPlan | undefined> {
     const group = await this.store.find(this.db, organizationId, ringGroupId);
     if (!group) return undefined;
