@@ -194,6 +194,57 @@ describe('call flows on calls (simulated PBX)', () => {
     assert.deepEqual([ended.status, ended.hangupCause], ['failed', 'flow_step_limit']);
   });
 
+  test('POST /calls/{id}/hangup between two steps, while nothing waits on the PBX, still ends the call', async () => {
+    const next = await routeTo(
+      [{ type: 'dial', targets: [{ type: 'extension', target: sales.id }] }],
+      'Next',
+    );
+    await routeTo([{ type: 'redirect', flowId: next.id }], 'First');
+    // The redirect's flow is slow to read (a database under load): the hang-up lands while the runner waits
+    // for it, before the dial has anything ringing.
+    const flows = t.ctx.flows;
+    let entered!: () => void;
+    const reading = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    t.ctx.calls.useFlows(
+      {
+        resolve: async (organizationId, flowId, version) => {
+          if (flowId === next.id) {
+            entered();
+            await held;
+          }
+          return flows.resolve(organizationId, flowId, version);
+        },
+      },
+      t.ctx.ringGroups,
+    );
+    try {
+      const arriving = t.admin('POST', '/test/pbx/inbound', { from: '+14155550198', to: who.number });
+      await reading;
+      const [row] = await t.ctx.db.query<{ id: string }>(
+        'SELECT id FROM calls WHERE organization_id = $1 ORDER BY created_at DESC LIMIT 1',
+        [who.id],
+      );
+      const hangingUp = api('POST', `/calls/${row!.id}/hangup`);
+      await sleep(150);
+      release();
+      const hungUp = await hangingUp;
+      assert.equal(hungUp.status, 200, hungUp.text);
+      assert.deepEqual(
+        [hungUp.body.data.status, hungUp.body.data.hangupCause],
+        ['canceled', 'hangup_requested'],
+      );
+      await arriving;
+    } finally {
+      t.ctx.calls.useFlows(flows, t.ctx.ringGroups);
+    }
+  });
+
   test('the caller hangs up during the menu: the call ends completed, the gather heard nothing', async () => {
     await routeTo(
       [

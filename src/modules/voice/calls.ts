@@ -229,8 +229,18 @@ export class CallService {
     if (!row) throw ApiError.notFound('Call');
     if (row.ended_at) return toCall(row);
     const program = this.running.get(id);
-    if (program && this.engines.get(id)?.hangup(id)) {
-      await program;
+    const engine = this.engines.get(id);
+    if (program && engine?.hangup(id)) {
+      // A hang-up that lands between two steps (a record being written, a call flow resolving its next step)
+      // finds nothing waiting on the PBX: it is asked again until the program has ended the call.
+      let ended = false;
+      void program.finally(() => {
+        ended = true;
+      });
+      while (!ended) {
+        await Promise.race([program, sleep(HANGUP_POLL_MS)]);
+        if (!ended) engine.hangup(id);
+      }
       return this.get(organizationId, id);
     }
     // Another process holds the call (several API processes share the database): it is asked over
