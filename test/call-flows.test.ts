@@ -172,6 +172,8 @@ describe('call flows', () => {
       ],
       [[{ type: 'play', audioUrl: 'ftp://a.example.com/x.wav' }], 'steps.0.audioUrl', /https or http URL/],
       [[{ type: 'stream', url: 'https://a.example.com/ws' }], 'steps.0.url', /wss or ws URL/],
+      [[{ type: 'say', text: 'Hi', voice: '../../etc/passwd' }], 'steps.0.voice', /pattern/],
+      [[{ type: 'say', text: 'Hi', voice: '-w' }], 'steps.0.voice', /pattern/],
       [
         [{ type: 'dial', targets: [{ type: 'number', target: '555' }] }],
         'steps.0.targets.0.target',

@@ -66,7 +66,15 @@ export const SayStepSchema = step(
   'say',
   {
     text: Type.String({ minLength: 1, maxLength: MAX_SAY_TEXT, description: 'What is spoken' }),
-    voice: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'A voice name' })),
+    // A name, never a path or an option: it is handed to espeak-ng as its voice (letters, digits, + - _ .).
+    voice: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        pattern: '^[A-Za-z0-9][A-Za-z0-9_+.-]*$',
+        description: 'A voice name, e.g. en-us or en+f3',
+      }),
+    ),
     language: Type.Optional(
       Type.String({
         pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$',
