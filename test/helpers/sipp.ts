@@ -309,6 +309,19 @@ export function callScenario(final: number, options: { hold?: boolean; untilBye?
 </scenario>`;
 }
 
+/** The trunk's session description, version `version` of it: PCMU and telephone-event on `media`. */
+function trunkSdp(media: number | string, version: number): string {
+  return `v=0
+      o=trunk 1 ${version} IN IP[local_ip_type] [local_ip]
+      s=-
+      c=IN IP[media_ip_type] [media_ip]
+      t=0 0
+      m=audio ${media} RTP/AVP 0 101
+      a=rtpmap:0 PCMU/8000
+      a=rtpmap:101 telephone-event/8000
+      a=fmtp:101 0-15`;
+}
+
 /**
  * The trunk calls `[field1]`: INVITE with a PCMU offer, answered, ACK, waits `waitMs` (the greeting), streams
  * `audioFile` (if any) for `streamMs`, BYE; with `untilBye`, it waits for our BYE instead of sending one. With
@@ -372,14 +385,7 @@ export function trunkCall(options: {
       Content-Type: application/sdp
       Content-Length: [len]
 
-      v=0
-      o=trunk 1 2 IN IP[local_ip_type] [local_ip]
-      s=-
-      c=IN IP[media_ip_type] [media_ip]
-      t=0 0
-      m=audio ${media} RTP/AVP 0 101
-      a=rtpmap:0 PCMU/8000
-      a=rtpmap:101 telephone-event/8000
+      ${trunkSdp(media, 2)}
 
     ]]></send>
   <recv request="ACK" crlf="true"/>`
@@ -444,15 +450,7 @@ export function trunkCall(options: {
       Content-Type: application/sdp
       Content-Length: [len]
 
-      v=0
-      o=trunk 1 1 IN IP[local_ip_type] [local_ip]
-      s=-
-      c=IN IP[media_ip_type] [media_ip]
-      t=0 0
-      m=audio ${media} RTP/AVP 0 101
-      a=rtpmap:0 PCMU/8000
-      a=rtpmap:101 telephone-event/8000
-      a=fmtp:101 0-15
+      ${trunkSdp(media, 1)}
 
     ]]></send>
   <recv response="100" optional="true"/>
