@@ -3,7 +3,7 @@ import { assignments } from '../../../platform/db/assignments.ts';
 import type { Queryable } from '../../../platform/db/index.ts';
 import type { ListQuery } from '../../../platform/pagination.ts';
 import type { FlowStep } from '../flows/index.ts';
-import type { RingStrategy } from '../ring-groups/index.ts';
+import { type RingStrategy, replaceMembers } from '../ring-groups/index.ts';
 
 export interface QueueRow {
   id: string;
@@ -100,13 +100,8 @@ export class QueueStore {
   }
 
   /** Makes `extensionIds` (in this order) the queue's members. */
-  async setMembers(db: Queryable, queueId: string, extensionIds: readonly string[]): Promise<void> {
-    await db.query('DELETE FROM queue_members WHERE queue_id = $1', [queueId]);
-    await db.query(
-      `INSERT INTO queue_members (queue_id, extension_id, position)
-       SELECT $1, member.id, member.position FROM unnest($2::text[]) WITH ORDINALITY AS member(id, position)`,
-      [queueId, extensionIds],
-    );
+  setMembers(db: Queryable, queueId: string, extensionIds: readonly string[]): Promise<void> {
+    return replaceMembers(db, 'queue_members', queueId, extensionIds);
   }
 
   async remove(db: Queryable, organizationId: string, id: string): Promise<boolean> {

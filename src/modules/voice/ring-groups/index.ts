@@ -1,7 +1,7 @@
 // Ring groups: the public face of src/modules/voice/ring-groups/ (CONTRACT section 13). The voice module
 // builds the service and mounts the routes; a call flow's dial step asks the service who rings
 // (attempts) and tells it who answered (answeredBy). Queues share the member rule and the ring order.
-export { checkMembers, lastCallEnded } from './members.ts';
+export { checkMembers, lastCallEnded, replaceMembers } from './members.ts';
 export {
   RING_STRATEGIES,
   type RingAttempt,

@@ -1,9 +1,32 @@
-// The SQL a member list needs from the rest of the voice module, shared by ring groups and queues: which ids
-// are extensions of the organization, and when each member's last call ended. Every method takes the Queryable
+// The SQL of a member list, shared by ring groups and queues: storing the list in its order, which ids are
+// extensions of the organization, and when each member's last call ended. Every method takes the Queryable
 // to run on.
 import type { Queryable } from '../../../platform/db/index.ts';
 
+/** The member tables, each with the column naming whose list it is (never text from a request). */
+const MEMBER_TABLES = {
+  ring_group_members: 'ring_group_id',
+  queue_members: 'queue_id',
+} as const;
+export type MemberTable = keyof typeof MEMBER_TABLES;
+
 export class MemberStore {
+  /** Makes `extensionIds` (in this order) the members of `ownerId` in `table`. */
+  async replace(
+    db: Queryable,
+    table: MemberTable,
+    ownerId: string,
+    extensionIds: readonly string[],
+  ): Promise<void> {
+    const owner = MEMBER_TABLES[table];
+    await db.query(`DELETE FROM ${table} WHERE ${owner} = $1`, [ownerId]);
+    await db.query(
+      `INSERT INTO ${table} (${owner}, extension_id, position)
+       SELECT $1, member.id, member.position FROM unnest($2::text[]) WITH ORDINALITY AS member(id, position)`,
+      [ownerId, extensionIds],
+    );
+  }
+
   /**
    * Which of `ids` are extensions of the organization, locked until the transaction ends so that none is
    * deleted between this check and the members' insert (that would be a foreign key error instead of a 400).

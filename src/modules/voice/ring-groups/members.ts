@@ -3,7 +3,7 @@
 // and an accepted list cannot lose a member to a concurrent delete before it is stored.
 import type { Queryable } from '../../../platform/db/index.ts';
 import { ApiError } from '../../../platform/errors.ts';
-import { MemberStore } from './member-store.ts';
+import { MemberStore, type MemberTable } from './member-store.ts';
 
 const members = new MemberStore();
 
@@ -18,6 +18,16 @@ export async function checkMembers(
   if (missing !== undefined) {
     throw ApiError.badRequest(`extensionIds: ${missing} is not an extension of this organization`);
   }
+}
+
+/** Makes `extensionIds` (in this order) the members of `ownerId`, a ring group or a queue. */
+export function replaceMembers(
+  db: Queryable,
+  table: MemberTable,
+  ownerId: string,
+  extensionIds: readonly string[],
+): Promise<void> {
+  return members.replace(db, table, ownerId, extensionIds);
 }
 
 /** When each member's last call ended (longest_idle); members who never had one are absent. */

@@ -2,6 +2,7 @@
 import { assignments } from '../../../platform/db/assignments.ts';
 import type { Queryable } from '../../../platform/db/index.ts';
 import type { ListQuery } from '../../../platform/pagination.ts';
+import { replaceMembers } from './members.ts';
 import type { RingStrategy } from './ring-order.ts';
 
 export interface RingGroupRow {
@@ -72,13 +73,8 @@ export class RingGroupStore {
   }
 
   /** Makes `extensionIds` (in this order) the group's members. */
-  async setMembers(db: Queryable, ringGroupId: string, extensionIds: readonly string[]): Promise<void> {
-    await db.query('DELETE FROM ring_group_members WHERE ring_group_id = $1', [ringGroupId]);
-    await db.query(
-      `INSERT INTO ring_group_members (ring_group_id, extension_id, position)
-       SELECT $1, member.id, member.position FROM unnest($2::text[]) WITH ORDINALITY AS member(id, position)`,
-      [ringGroupId, extensionIds],
-    );
+  setMembers(db: Queryable, ringGroupId: string, extensionIds: readonly string[]): Promise<void> {
+    return replaceMembers(db, 'ring_group_members', ringGroupId, extensionIds);
   }
 
   async remove(db: Queryable, organizationId: string, id: string): Promise<boolean> {
