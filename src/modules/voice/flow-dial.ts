@@ -1,0 +1,112 @@
+// A call flow's `dial` step (CONTRACT section 13): rings its targets (extensions, ring groups, phone numbers),
+// at once or one after the other; the first to answer talks with the caller until one hangs up.
+
+import type { ExtensionRow } from './extension-store.ts';
+import type { Ended, FlowControl, Run } from './flow-control.ts';
+import type { FlowStep } from './flows/index.ts';
+import type { Party, RingResult } from './pbx.ts';
+
+/** Seconds a dialled phone number rings when the step does not say. */
+const DIAL_TIMEOUT_SECONDS = 30;
+
+type DialStep = Extract<FlowStep, { type: 'dial' }>;
+
+/** A dial target as the PBX rings it, and how long it rings when the step does not say. */
+interface Dialled {
+  party: Party;
+  ringSeconds: number;
+  /** The ring group this attempt is a turn of (its round robin moves on when a member answers). */
+  ringGroupId?: string;
+}
+
+/**
+ * Rings the targets, all at once (the default, as a phone system's "ring all") or one after the other, each
+ * for the step's timeout; the first to answer talks with the caller until one hangs up. Unanswered, the
+ * step's onBusy or onNoAnswer steps run, then the flow goes on after it.
+ */
+export async function dial(flow: FlowControl, run: Run, step: DialStep): Promise<Ended> {
+  const attempts: Dialled[] = [];
+  for (const target of step.targets) attempts.push(...(await attemptsOf(flow, run, target)));
+  if (attempts.length === 0) return flow.finishWith(run, 'failed', 'no_route');
+  await flow.release(run);
+  let result: RingResult | undefined;
+  let answering: Dialled | undefined;
+  if ((step.strategy ?? 'simultaneous') === 'simultaneous' && step.targets.length > 1) {
+    // Several targets at once: extensions only (unavailableFeature refuses anything else among them).
+    const members = attempts.flatMap((each) => (each.party.kind === 'extension' ? [each.party] : []));
+    const seconds = step.timeoutSeconds ?? Math.max(...attempts.map((each) => each.ringSeconds));
+    result = await run.live.ring({ kind: 'extensions', members }, seconds);
+  } else {
+    for (const attempt of attempts) {
+      answering = attempt;
+      result = await run.live.ring(attempt.party, step.timeoutSeconds ?? attempt.ringSeconds);
+      if (result.outcome === 'answered' || result.outcome === 'canceled') break;
+    }
+  }
+  if (!result) return flow.finishWith(run, 'failed', 'no_route');
+  if (result.outcome === 'canceled') return flow.callerGone(run, { at: result.at, cause: result.cause });
+  if (result.outcome === 'answered') {
+    if (result.answeredBy && !run.live.row.extension_id)
+      await run.live.note({ extension_id: result.answeredBy });
+    if (answering?.ringGroupId && result.answeredBy) {
+      await flow.deps.ringGroups()?.answeredBy(answering.ringGroupId, result.answeredBy);
+    }
+    await run.live.answered(result.at);
+    const record = Boolean(step.record) || run.live.row.record;
+    const talk = await run.live.engine.converse(run.live.leg, { record });
+    await run.live.finish(
+      { status: 'completed', at: talk.at, cause: talk.cause },
+      { recording: talk.recording },
+    );
+    return 'over';
+  }
+  run.lastRing = result;
+  const next = result.outcome === 'busy' ? (step.onBusy ?? step.onNoAnswer) : step.onNoAnswer;
+  return next ? flow.steps(run, next) : 'continue';
+}
+
+/**
+ * What a dial target rings, attempt by attempt: an extension or a number once; a ring group as its strategy
+ * says (all members at once, or one after another: ring-groups/ring-order.ts). A target that is gone (an
+ * extension or group deleted since the flow was saved) rings nothing.
+ */
+async function attemptsOf(
+  flow: FlowControl,
+  run: Run,
+  target: DialStep['targets'][number],
+): Promise<Dialled[]> {
+  const { db, extensions, ringGroups, log } = flow.deps;
+  const organizationId = run.live.row.organization_id;
+  if (target.type === 'number') {
+    return [{ party: { kind: 'phone', number: target.target }, ringSeconds: DIAL_TIMEOUT_SECONDS }];
+  }
+  if (target.type === 'extension') {
+    const extension = await extensions.store.find(db, organizationId, target.target);
+    if (!extension) return [];
+    // The call is the first extension it reaches for, as a call routed to an extension is.
+    if (!run.live.row.extension_id) await run.live.note({ extension_id: extension.id });
+    return [{ party: extensionParty(extension), ringSeconds: extension.ring_seconds }];
+  }
+  if (target.type === 'ring_group') {
+    const plan = await ringGroups()?.attempts(organizationId, target.target);
+    if (!plan) return [];
+    const attempts: Dialled[] = [];
+    for (const { extensionIds } of plan.attempts) {
+      const members = [];
+      for (const id of extensionIds) {
+        const extension = await extensions.store.find(db, organizationId, id);
+        if (extension) members.push(extensionParty(extension));
+      }
+      if (members.length === 0) continue;
+      const party: Party = members.length === 1 ? members[0]! : { kind: 'extensions', members };
+      attempts.push({ party, ringSeconds: plan.ringSeconds, ringGroupId: target.target });
+    }
+    return attempts;
+  }
+  log.warn({ callId: run.live.id, target: target.type }, 'dial target not available yet');
+  return [];
+}
+
+export function extensionParty(extension: ExtensionRow): Extract<Party, { kind: 'extension' }> {
+  return { kind: 'extension', extensionId: extension.id, extension: extension.extension };
+}
