@@ -27,10 +27,9 @@ function Templates({ onPick }: { onPick: (name: string, steps: Step[]) => void }
             <button
               type="button"
               className="secondary"
-              aria-label={`Use the ${template.name} template`}
               onClick={() => onPick(template.name, template.steps())}
             >
-              Use this template
+              Use this template<span className="visually-hidden"> ({template.name})</span>
             </button>
           </article>
         ))}

@@ -43,11 +43,7 @@ export default function CallFlows() {
   return (
     <>
       <PageHeader title="Call flows">
-        {canManage(me.data) ? (
-          <Link href="/call-flows/new" role="button">
-            New call flow
-          </Link>
-        ) : null}
+        {canManage(me.data) ? <Link href="/call-flows/new">New call flow</Link> : null}
       </PageHeader>
       <p>
         What a call hears and where it rings: menus, business hours, ring groups, queues. Route a number to a

@@ -66,28 +66,25 @@ export function MembersEditor({
                 <button
                   type="button"
                   className="secondary outline"
-                  aria-label={`Move ${labelOf(member)} up`}
                   disabled={index === 0}
                   onClick={() => move(index, -1)}
                 >
-                  Up
+                  Up<span className="visually-hidden"> ({labelOf(member)})</span>
                 </button>
                 <button
                   type="button"
                   className="secondary outline"
-                  aria-label={`Move ${labelOf(member)} down`}
                   disabled={index === value.length - 1}
                   onClick={() => move(index, 1)}
                 >
-                  Down
+                  Down<span className="visually-hidden"> ({labelOf(member)})</span>
                 </button>
                 <button
                   type="button"
                   className="secondary outline"
-                  aria-label={`Remove ${labelOf(member)}`}
                   onClick={() => onChange(value.filter((m) => m !== member))}
                 >
-                  Remove
+                  Remove<span className="visually-hidden"> ({labelOf(member)})</span>
                 </button>
               </span>
             )}

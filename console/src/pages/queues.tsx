@@ -26,13 +26,7 @@ export default function Queues() {
   const { labelOf } = useExtensionChoices();
   return (
     <>
-      <PageHeader title="Queues">
-        {manager ? (
-          <Link href="/queues/new" role="button">
-            New queue
-          </Link>
-        ) : null}
-      </PageHeader>
+      <PageHeader title="Queues">{manager ? <Link href="/queues/new">New queue</Link> : null}</PageHeader>
       <p>Callers wait in line, with hold music, until a member is free; open a queue to see who waits now.</p>
       <ErrorNote error={list.error} />
       <DataTable

@@ -73,10 +73,9 @@ export function DialForm({ step, path, onChange }: FormProps) {
               <button
                 type="button"
                 className="secondary outline"
-                aria-label={`Remove target ${index + 1}`}
                 onClick={() => setTargets(targets.filter((_, i) => i !== index))}
               >
-                Remove target
+                Remove target<span className="visually-hidden"> ({index + 1})</span>
               </button>
             )}
           </li>

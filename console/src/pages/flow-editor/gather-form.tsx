@@ -119,10 +119,9 @@ export function GatherForm({ step, path, onChange }: FormProps) {
                 <button
                   type="button"
                   className="secondary outline"
-                  aria-label={`Remove the branch for ${branch.answer || 'an empty answer'}`}
                   onClick={() => setBranches(branches.filter((_, i) => i !== index))}
                 >
-                  Remove branch
+                  Remove branch<span className="visually-hidden"> ({branch.answer || 'no answer'})</span>
                 </button>
               )}
             </div>

@@ -126,10 +126,9 @@ export function HoursForm({ step, path, onChange }: FormProps) {
               <button
                 type="button"
                 className="secondary outline"
-                aria-label={`Remove open hours ${index + 1}`}
                 onClick={() => setOpen(open.filter((_, i) => i !== index))}
               >
-                Remove
+                Remove<span className="visually-hidden"> ({`open hours ${index + 1}`})</span>
               </button>
             )}
           </div>
@@ -161,10 +160,9 @@ export function HoursForm({ step, path, onChange }: FormProps) {
             <button
               type="button"
               className="secondary outline"
-              aria-label={`Remove holiday ${index + 1}`}
               onClick={() => setHolidays(holidays.filter((_, i) => i !== index))}
             >
-              Remove
+              Remove<span className="visually-hidden"> ({`holiday ${index + 1}`})</span>
             </button>
           )}
         </div>

@@ -39,28 +39,21 @@ function StepCard({
             <button
               type="button"
               className="secondary outline"
-              aria-label={`Move ${name} up`}
               disabled={index === 0}
               onClick={() => onMove(-1)}
             >
-              Up
+              Up<span className="visually-hidden"> ({name})</span>
             </button>
             <button
               type="button"
               className="secondary outline"
-              aria-label={`Move ${name} down`}
               disabled={index === count - 1}
               onClick={() => onMove(1)}
             >
-              Down
+              Down<span className="visually-hidden"> ({name})</span>
             </button>
-            <button
-              type="button"
-              className="secondary outline"
-              aria-label={`Remove ${name}`}
-              onClick={onRemove}
-            >
-              Remove
+            <button type="button" className="secondary outline" onClick={onRemove}>
+              Remove<span className="visually-hidden"> ({name})</span>
             </button>
           </div>
         )}
@@ -90,13 +83,8 @@ function AddStep({ label, onAdd }: { label: string; onAdd: (type: StepType) => v
           </option>
         ))}
       </select>
-      <button
-        type="button"
-        className="secondary"
-        aria-label={`Add a step to ${label}`}
-        onClick={() => onAdd(type)}
-      >
-        Add step
+      <button type="button" className="secondary" onClick={() => onAdd(type)}>
+        Add step<span className="visually-hidden"> to {label}</span>
       </button>
     </div>
   );
