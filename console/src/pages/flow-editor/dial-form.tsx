@@ -128,12 +128,14 @@ export function DialForm({ step, path, onChange }: FormProps) {
       <NestedSteps
         path={`${path}.onNoAnswer`}
         label="If nobody answers"
+        optional
         steps={(step.onNoAnswer as Step[]) ?? []}
         onChange={(steps) => onChange({ ...step, onNoAnswer: steps })}
       />
       <NestedSteps
         path={`${path}.onBusy`}
         label="If all are busy"
+        optional
         steps={(step.onBusy as Step[]) ?? []}
         onChange={(steps) => onChange({ ...step, onBusy: steps })}
       />

@@ -259,13 +259,27 @@ export interface ListProps {
  */
 export const ListContext = createContext<ComponentType<ListProps> | null>(null);
 
-/** A list of steps inside a step, under its title: "When open", "If nobody answers". */
-export function NestedSteps(props: ListProps) {
+/**
+ * A list of steps inside a step, under its title: "When open", "If nobody answers". An optional one that is
+ * empty stays folded, so a dial does not show two empty lists every time.
+ */
+export function NestedSteps({ optional, ...props }: ListProps & { optional?: boolean }) {
   const List = useContext(ListContext);
+  const list = List ? <List {...props} /> : null;
+  if (optional) {
+    return (
+      <details className="nested" open={props.steps.length > 0}>
+        <summary>
+          {props.label} ({props.steps.length === 0 ? 'no steps' : `${props.steps.length} steps`})
+        </summary>
+        {list}
+      </details>
+    );
+  }
   return (
     <section className="nested" aria-label={props.label}>
       <h4>{props.label}</h4>
-      {List ? <List {...props} /> : null}
+      {list}
     </section>
   );
 }

@@ -148,6 +148,7 @@ export function GatherForm({ step, path, onChange }: FormProps) {
       <NestedSteps
         path={`${path}.otherwise`}
         label="Otherwise (no answer, or no branch matches)"
+        optional
         steps={(step.otherwise as Step[]) ?? []}
         onChange={(steps) => onChange({ ...step, otherwise: steps })}
       />

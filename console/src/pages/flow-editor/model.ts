@@ -214,11 +214,6 @@ export function withoutSelf(steps: Step[]): Step[] {
   });
 }
 
-/** A path segment as the server writes it: bare when a plain word or number, JSON-quoted otherwise. */
-export function keyPath(path: string, key: string): string {
-  return /^[A-Za-z0-9_*#]+$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`;
-}
-
 /**
  * One spelling of a path, whichever the server used: `steps[2].branches.1[0].text` and
  * `steps.2.branches.1.0.text` are the same field, and so are `branches["yes please"]` and `branches.yes please`.
