@@ -287,16 +287,33 @@ describe('call flows, ring groups and queues in the console (Chromium)', { skip 
     await page.getByRole('button', { name: 'Use this template (Sales/support menu)' }).click();
     await choose('steps.0.branches.1.0.targets.0.target', 'Sales');
     await choose('steps.0.branches.2.0.targets.0.target', 'Support');
+    // A greeting added at the end and moved to the top; the focus goes into it, then follows it.
+    await page.getByLabel('Type of a new step in the flow', { exact: true }).selectOption('say');
+    await page.getByRole('button', { name: 'Add step to the flow', exact: true }).click();
+    assert.equal(
+      await page.evaluate(() => document.activeElement?.getAttribute('data-path')),
+      'steps.1.text',
+    );
+    await page.keyboard.type('Thank you for calling Acme.');
+    await page.getByRole('button', { name: 'Up (step 2 of the flow)' }).click();
+    await at('steps.0.text').and(page.locator('textarea')).waitFor();
+    assert.equal(await at('steps.0.text').inputValue(), 'Thank you for calling Acme.');
+    assert.equal(
+      await page.evaluate(() => document.activeElement?.textContent),
+      'Down (step 1 of the flow)',
+      'the focus follows the step it moved (Up is disabled at the top)',
+    );
     await page.getByRole('button', { name: 'Create flow' }).click();
     await page.waitForURL(/\/call-flows\/flow_[a-z0-9]+$/);
     const id = page.url().split('/').pop()!;
     const menu = (await api('GET', `/call-flows/${id}`)).body.data;
     assert.equal(menu.name, 'Sales/support menu');
-    assert.deepEqual(menu.steps[0].branches, {
+    assert.deepEqual(menu.steps[0], { type: 'say', text: 'Thank you for calling Acme.' });
+    assert.deepEqual(menu.steps[1].branches, {
       '1': [{ type: 'dial', targets: [{ type: 'ring_group', target: group.id }] }],
       '2': [{ type: 'dial', targets: [{ type: 'ring_group', target: support.body.data.id }] }],
     });
-    assert.deepEqual(menu.steps[0].otherwise[1], { type: 'redirect', flowId: id });
+    assert.deepEqual(menu.steps[1].otherwise[1], { type: 'redirect', flowId: id });
   });
 
   test('creates a queue with steps after the longest wait; its page shows the live state and follows it', async () => {

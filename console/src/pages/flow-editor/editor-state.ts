@@ -47,7 +47,7 @@ export function useEditorState(problems: Problems, options: { readOnly: boolean;
     server,
     shown: (path) => submitted || touched.has(path),
     touch: (path) => {
-      if (!touched.has(path)) setTouched(new Set(touched).add(path));
+      if (!touched.has(path)) setTouched((current) => new Set(current).add(path));
     },
     pickers,
     selfId: options.selfId,

@@ -1,7 +1,7 @@
 // An ordered list of steps: each step a card with its form, moved up or down or removed, and a new step added at
 // the end. Lists nest (a menu's branches, what runs when nobody answers, open and closed hours): the forms reach
-// this component through ListContext.
-import { useState } from 'react';
+// this component through ListContext. The focus follows a moved step, and goes into a new one.
+import { useEffect, useRef, useState } from 'react';
 import { ListContext, type ListProps, useEditor } from './fields.tsx';
 import { newStep, STEP_LABELS, STEP_TYPES, type Step, type StepType } from './model.ts';
 import { StepForm } from './step-forms.tsx';
@@ -30,7 +30,12 @@ function StepCard({
   const name = `step ${index + 1} of ${listLabel}`;
   return (
     <li>
-      <fieldset className="step" data-step-path={path} aria-invalid={own ? true : undefined}>
+      <fieldset
+        className="step"
+        data-step-path={path}
+        data-step-key={step.$key}
+        aria-invalid={own ? true : undefined}
+      >
         <legend>
           {index + 1}. {STEP_LABELS[step.type] ?? step.type}
         </legend>
@@ -39,6 +44,7 @@ function StepCard({
             <button
               type="button"
               className="secondary outline"
+              data-move="up"
               disabled={index === 0}
               onClick={() => onMove(-1)}
             >
@@ -47,6 +53,7 @@ function StepCard({
             <button
               type="button"
               className="secondary outline"
+              data-move="down"
               disabled={index === count - 1}
               onClick={() => onMove(1)}
             >
@@ -92,15 +99,34 @@ function AddStep({ label, onAdd }: { label: string; onAdd: (type: StepType) => v
 
 export function StepList({ steps, path, label, onChange }: ListProps) {
   const editor = useEditor();
+  const container = useRef<HTMLDivElement>(null);
+  // Where the focus goes after the render that moved or added a step: that step's own button or first field.
+  const [focus, setFocus] = useState<{ key: string; move?: 'up' | 'down' }>();
+  useEffect(() => {
+    if (!focus) return;
+    const card = container.current?.querySelector<HTMLElement>(`[data-step-key="${focus.key}"]`);
+    if (!card) return;
+    const target = focus.move
+      ? (card.querySelector<HTMLButtonElement>(`[data-move="${focus.move}"]:not(:disabled)`) ??
+        card.querySelector<HTMLButtonElement>('[data-move]:not(:disabled)'))
+      : card.querySelector<HTMLElement>('input, select, textarea');
+    target?.focus();
+  }, [focus]);
   const move = (index: number, by: -1 | 1) => {
     const next = [...steps];
     const [moved] = next.splice(index, 1);
     next.splice(index + by, 0, moved!);
     onChange(next);
+    setFocus({ key: moved!.$key, move: by === -1 ? 'up' : 'down' });
+  };
+  const add = (type: StepType) => {
+    const step = newStep(type);
+    onChange([...steps, step]);
+    setFocus({ key: step.$key });
   };
   return (
     <ListContext.Provider value={StepList}>
-      <div className="step-list" data-list-path={path}>
+      <div className="step-list" data-list-path={path} ref={container}>
         {steps.length === 0 ? <p className="empty">No steps in {label}.</p> : null}
         <ol>
           {steps.map((step, index) => (
@@ -117,9 +143,7 @@ export function StepList({ steps, path, label, onChange }: ListProps) {
             />
           ))}
         </ol>
-        {editor.readOnly ? null : (
-          <AddStep label={label} onAdd={(type) => onChange([...steps, newStep(type)])} />
-        )}
+        {editor.readOnly ? null : <AddStep label={label} onAdd={add} />}
       </div>
     </ListContext.Provider>
   );
