@@ -70,7 +70,10 @@ export function StepForm({ step, path, onChange }: FormProps) {
       );
     case 'redirect':
       return <RedirectForm {...props} />;
-    default:
+    case 'hangup':
       return <p>Ends the call.</p>;
+    default:
+      // A type this console does not know (a newer server's): its fields are kept and saved as they are.
+      return <p>This console has no form for {String(step.type)} steps; the step is kept as it is.</p>;
   }
 }
