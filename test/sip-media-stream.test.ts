@@ -327,7 +327,10 @@ describe('a media stream on SIP: the caller, a Twilio Media Streams app, and the
       ).equals(Buffer.concat(short)),
       'the outbound track is the audio played',
     );
-    outbound.forEach((message, index) => assert.equal(message.media.chunk, String(index + 1)));
+    assert.deepEqual(
+      outbound.map((message) => message.media.chunk),
+      outbound.map((_, index) => String(index + 1)),
+    );
   });
 
   test('the caller hangs up mid-stream: the app gets stop and the socket closes; the call ends', async () => {
