@@ -155,7 +155,7 @@ describe('a media stream on SIP: the caller, a Twilio Media Streams app, and the
         `SELECT type, data FROM events WHERE type LIKE 'call.stream.%' AND data->>'callId' = $1 ORDER BY created_at, id`,
         [callId],
       )
-    ).map((row) => ({ type: row.type, ...row.data }));
+    ).map((row): Record<string, any> => ({ type: row.type, ...row.data }));
 
   test('an echo app returns the caller’s audio byte for byte; start, dtmf and a mark; closing moves the flow on', async () => {
     await routeToStream();
