@@ -174,8 +174,9 @@ export const CallStreamStopped = defineEvent(
       callId: call.id,
       streamSid: 'stream_0mf3k2a9x4q8w7e6r5t4y3u2',
       url: 'wss://bot.example.com/media',
-      reason: 'app_closed',
-      at: '2026-06-10T12:01:35.000Z',
+      reason: 'connect_failed',
+      error: 'Unexpected server response: 503',
+      at: '2026-06-10T12:00:05.000Z',
     },
   },
 );
