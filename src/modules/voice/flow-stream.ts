@@ -44,17 +44,18 @@ export async function stream(flow: FlowControl, run: Run, step: StreamStep): Pro
     });
     return 'continue';
   }
-  await record(flow, run, CallStreamStarted, {
-    callId: row.id,
-    streamSid,
-    url: step.url,
-    tracks,
-    at: clock.now().toISOString(),
-  });
   let ended: Awaited<ReturnType<MediaStream['run']>>;
   try {
+    await record(flow, run, CallStreamStarted, {
+      callId: row.id,
+      streamSid,
+      url: step.url,
+      tracks,
+      at: clock.now().toISOString(),
+    });
     ended = await media.run(line);
   } finally {
+    // Whatever failed (the record's write, the line), the socket is not left open.
     media.stop();
   }
   await record(flow, run, CallStreamStopped, {
