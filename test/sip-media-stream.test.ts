@@ -316,7 +316,7 @@ describe('a media stream on SIP: the caller, a Twilio Media Streams app, and the
     assert.ok(afterClear <= 1, `after the clear the phone heard ${afterClear} more frames of the long audio`);
     assert.ok(loudAtClear - heardShort.length >= 10, 'the long audio was playing when cleared');
     assert.deepEqual(longMark.mark, { name: 'long' });
-    assert.ok(markDelayMs < 100, `the cleared mark came back at once: ${Math.round(markDelayMs)} ms`);
+    assert.ok(markDelayMs < 250, `the cleared mark came back at once: ${Math.round(markDelayMs)} ms`);
     // Both tracks: what was played comes back as outbound media, frame for frame.
     const outbound = app.messages.filter(
       (message) => message.event === 'media' && message.media.track === 'outbound',

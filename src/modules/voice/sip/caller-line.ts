@@ -8,7 +8,7 @@
 // has nothing queued (the caller's phone keeps hearing a stream, a NAT keeps its binding), and the caller's
 // RTP payload goes to it as it arrives (PCMU byte for byte, PCMA transcoded: RtpSession.onMulaw). The rules of steps and keys (type-ahead, barge-in, timeouts) are line-steps.ts's, shared with the
 // simulated PBX.
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../../../platform/clock.ts';
 import { silence, synthesise, tone } from '../audio.ts';
 import { clockTime, type LineMedia, LineSteps, type StreamIo } from '../line-steps.ts';
@@ -140,6 +140,8 @@ async function paceFrames(io: StreamIo, signal: AbortSignal, send: (frame: Uint8
     const wait = due - performance.now();
     // Far behind (the process stalled): start the schedule again rather than send the missed frames in a burst.
     if (wait < -MAX_LATE_MS) due = performance.now();
-    else if (wait > 0) await sleep(wait, undefined, { signal }).catch(() => undefined);
+    if (wait > 0) await sleep(wait, undefined, { signal }).catch(() => undefined);
+    // Behind: the next frame goes at once, but after what has arrived meanwhile (a `clear` holds at once).
+    else await nextTurn();
   }
 }
