@@ -3,9 +3,10 @@
 // keys pressed while nothing gathers kept for the next gather (a caller who knows the menu types ahead); a key
 // during a gather's prompt stops the prompt and counts (barge-in); the caller gone (or the API's hang-up) ends
 // whatever is in progress. A media stream (`stream`) hands the caller's audio and keys to the stream and plays
-// what its app queues (stream-playback.ts), until the stream ends or the caller goes. What a step sounds like and how long it takes belongs to the PBX (LineMedia): the
-// simulated PBX takes a step's time or none (simulated-line.ts), the SIP PBX plays it into RTP
-// (sip/caller-line.ts). Keeping the rules here means the two PBXs cannot disagree on what a gather returns.
+// what its app queues (stream-playback.ts), until the stream ends or the caller goes. What a step sounds like
+// and how long it takes belongs to the PBX (LineMedia): the simulated PBX takes a step's time or none
+// (simulated-line.ts), the SIP PBX plays it into RTP (sip/caller-line.ts). Keeping the rules here means the
+// two PBXs cannot disagree on what a gather returns.
 import type { Clock } from '../../platform/clock.ts';
 import type {
   CallerLine,

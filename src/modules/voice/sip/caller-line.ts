@@ -6,8 +6,8 @@
 // caller's dialog (dialog-requests.ts; phones and trunks that send keys out of band). In-band tones are not
 // detected. A media stream's frames (`stream`) go out one each 20 ms at real-time pace, silence while its app
 // has nothing queued (the caller's phone keeps hearing a stream, a NAT keeps its binding), and the caller's
-// RTP payload goes to it as it arrives (PCMU byte for byte, PCMA transcoded: RtpSession.onMulaw). The rules of steps and keys (type-ahead, barge-in, timeouts) are line-steps.ts's, shared with the
-// simulated PBX.
+// RTP payload goes to it as it arrives (PCMU byte for byte, PCMA transcoded: RtpSession.onMulaw). The rules of
+// steps and keys (type-ahead, barge-in, timeouts) are line-steps.ts's, shared with the simulated PBX.
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../../../platform/clock.ts';
 import { silence, synthesise, tone } from '../audio.ts';
