@@ -8,6 +8,7 @@ import { newId } from '../../../platform/ids.ts';
 import type { PageQueryInput, Paginator } from '../../../platform/pagination.ts';
 import type { NumberService } from '../../numbers/index.ts';
 import type { ExtensionService } from '../extensions.ts';
+import { checkStreamTarget, type StreamTargetOptions, StreamTargetRefused } from '../stream-target.ts';
 import type { CallFlowCreateInput, CallFlowPatchInput, PublicCallFlow } from './schemas.ts';
 import { checkFlowSteps, type FlowReference } from './step-check.ts';
 import type { FlowStep } from './steps.ts';
@@ -41,6 +42,8 @@ export class CallFlowService {
   private readonly numbers: NumberService;
   /** Whether a ring group exists (ring-groups/, built after this service: useRingGroups). */
   private ringGroupExists?: (organizationId: string, id: string) => Promise<boolean>;
+  /** Where a stream step may go (production: wss to public addresses only). */
+  private readonly streams: StreamTargetOptions;
   readonly store = new CallFlowStore();
 
   constructor(deps: {
@@ -49,12 +52,15 @@ export class CallFlowService {
     pagination: Paginator;
     extensions: ExtensionService;
     numbers: NumberService;
+    /** Production's rules for stream urls when absent. */
+    streams?: StreamTargetOptions;
   }) {
     this.db = deps.db;
     this.clock = deps.clock;
     this.pagination = deps.pagination;
     this.extensions = deps.extensions;
     this.numbers = deps.numbers;
+    this.streams = deps.streams ?? { guarded: true };
   }
 
   /** Lets saved flows' ring-group targets be looked up in the organization. */
@@ -151,6 +157,15 @@ export class CallFlowService {
   private async checked(organizationId: string, input: unknown, self: string): Promise<FlowStep[]> {
     const result = checkFlowSteps(input);
     if ('problem' in result) throw invalidStep(result.problem.path, result.problem.message);
+    // A stream's WebSocket by the webhooks' SSRF rules, as the call will check it again when it connects.
+    for (const { path, url } of result.streamUrls) {
+      try {
+        await checkStreamTarget(url, this.streams);
+      } catch (error) {
+        if (error instanceof StreamTargetRefused) throw invalidStep(path, error.message);
+        throw error;
+      }
+    }
     const flowIds = [
       ...new Set(result.references.filter((r) => r.kind === 'flow' && r.id !== self).map((r) => r.id)),
     ];
