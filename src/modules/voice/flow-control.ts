@@ -11,6 +11,7 @@ import type { ExtensionService } from './extensions.ts';
 import type { FlowStep } from './flows/index.ts';
 import type { LiveCall } from './live-call.ts';
 import type { CallerLine, RingResult } from './pbx.ts';
+import type { QueueRuntime } from './queues/index.ts';
 
 /** Where stored flows come from (the flows module). */
 export interface FlowSource {
@@ -38,6 +39,8 @@ export interface FlowRunnerDeps {
   plan: DialPlan;
   flows: () => FlowSource | undefined;
   ringGroups: () => RingGroupSource | undefined;
+  /** The queue runtime (queues/runtime.ts): a queue step's callers wait there. */
+  queues: () => QueueRuntime | undefined;
   log: FastifyBaseLogger;
 }
 

@@ -29,6 +29,8 @@ export interface SimulatedLineOptions {
   script?: { now(): Date; elapse(seconds: number): void };
   /** A gather starts waiting for keys (the PBX's test control may then drive it); returns its end. */
   onGather?: () => () => void;
+  /** Each text the line speaks, as it starts (what a test reads back: SimulatedPbx.said). */
+  onSay?: (text: string) => void;
 }
 
 /** The seconds a step would take on a phone. */
@@ -41,7 +43,10 @@ export function simulatedLine(options: SimulatedLineOptions): LineSteps {
   const take = stepTime(options, time);
   const media: LineMedia = {
     answer: async () => {},
-    say: (text, _voice, signal) => take(sayingSeconds(text), signal),
+    say: (text, _voice, signal) => {
+      options.onSay?.(text);
+      return take(sayingSeconds(text), signal);
+    },
     play: (audio, loop, signal) => take((audio.length / SAMPLE_RATE) * loop, signal),
     pause: (seconds, signal) => take(seconds, signal),
     close: () => {},
