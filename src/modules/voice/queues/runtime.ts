@@ -269,6 +269,7 @@ export class QueueRuntime {
       if (local.length === 0) return;
       const queue = this.waiters.get(local[0]!.id)!.queue;
       const now = clock.now();
+      for (const [id, until] of this.resting) if (until <= now.getTime()) this.resting.delete(id);
       const facts = await this.entries.memberFacts(tx, queue.organization_id, queueId, now);
       const order = await this.orderFacts(
         tx,
