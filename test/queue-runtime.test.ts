@@ -3,7 +3,7 @@
 // (busy on another call first, then a member who lets a caller ring out, then a member's wrap-up); a caller who
 // waits past the maximum goes to voicemail through onTimeout; a caller who hangs up is abandoned. GET
 // /queues/{id}/live shows the callers' places and the members' states all along, and the queue events are
-// recorded. Last, /live's refusals: another organization's queue, a missing scope, the portal twin.
+// recorded; a caller who hangs up while a member rings is abandoned as well. Last, /live's refusals: another organization's queue, a missing scope, the portal twin.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -323,6 +323,29 @@ describe('queues at run time (simulated PBX)', () => {
     assert.equal(await entryState(f), 'abandoned');
     assert.deepEqual((await live()).waiting, []);
     await drive(busy, 'completed');
+    await until(live, (now) => states(now) === 'available,available');
+
+    // A caller who hangs up while a member rings for them is abandoned too; the member is free again.
+    const g = await arrive('+14155550107');
+    await until(live, (now) => states(now) === 'ringing,available');
+    await drive(g, 'completed');
+    assert.equal(
+      (
+        await until(
+          () => call(g),
+          (now) => now.endedAt !== null,
+        )
+      ).status,
+      'completed',
+    );
+    assert.equal(await entryState(g), 'abandoned');
+    await until(live, (now) => now.waiting.length === 0 && states(now) === 'available,available');
+    assert.deepEqual(
+      (await events('call.queue.abandoned'))
+        .filter((event) => event.callId === g)
+        .map((event) => event.reason),
+      ['hangup'],
+    );
   });
 
   test("GET /queues/{id}/live: another organization's queue is 404; flows:read; the portal twin", async () => {

@@ -14,7 +14,7 @@ import { concatenate, SAMPLE_RATE, silence } from './audio.ts';
 import type { Ended, FlowControl, Run } from './flow-control.ts';
 import { extensionParty } from './flow-dial.ts';
 import type { FlowStep } from './flows/index.ts';
-import type { Party } from './pbx.ts';
+import type { CallerLine, Party } from './pbx.ts';
 import type { Interrupt, QueueRuntime, Waiter } from './queues/index.ts';
 
 /** How often a waiting caller hears their place in line (when the queue announces it): a hold cycle. */
@@ -139,12 +139,15 @@ async function hold(
   runtime: QueueRuntime,
   options: { holdAudio: Int16Array | undefined; greet: boolean },
 ): Promise<Interrupt | Hangup> {
+  // The line first, so that the release on an interrupt closes this one, never one opened after it.
+  const line = await flow.line(run);
+  if (!line) return { kind: 'hangup', at: flow.deps.clock.now(), cause: 'flow_unsupported' };
   let stopped = false;
   const interrupted = waiter.interrupted().then((why) => {
     stopped = true;
     return why;
   });
-  const holding = holdCycles(flow, run, waiter, runtime, options, () => stopped);
+  const holding = holdCycles(flow, line, waiter, runtime, options, () => stopped);
   const first = await Promise.race([interrupted, holding]);
   if (first?.kind === 'hangup') {
     waiter.stopHolding();
@@ -158,15 +161,13 @@ async function hold(
 /** The hold's cycles until `stopped`; a hang-up if the caller goes. */
 async function holdCycles(
   flow: FlowControl,
-  run: Run,
+  line: CallerLine,
   waiter: Waiter,
   runtime: QueueRuntime,
   options: { holdAudio: Int16Array | undefined; greet: boolean },
   stopped: () => boolean,
 ): Promise<Hangup | undefined> {
   const clock = flow.deps.clock;
-  const line = await flow.line(run);
-  if (!line) return { kind: 'hangup', at: clock.now(), cause: 'flow_unsupported' };
   const cycleMs = ANNOUNCE_EVERY_SECONDS * 1000;
   const keyEndsIt = { numDigits: 1, finishOnKey: '' };
   try {
