@@ -3,7 +3,8 @@
 // (busy on another call first, then a member who lets a caller ring out, then a member's wrap-up); a caller who
 // waits past the maximum goes to voicemail through onTimeout; a caller who hangs up is abandoned. GET
 // /queues/{id}/live shows the callers' places and the members' states all along, and the queue events are
-// recorded; a caller who hangs up while a member rings is abandoned as well. Last, /live's refusals: another organization's queue, a missing scope, the portal twin.
+// recorded; a caller who hangs up while a member rings is abandoned as well. Last, /live's refusals: another
+// organization's queue, a missing scope, the portal twin.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
