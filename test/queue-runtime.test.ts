@@ -275,6 +275,11 @@ describe('queues at run time (simulated PBX)', () => {
       (state) => state === 'timed_out',
     );
     assert.deepEqual((await live()).waiting, []);
+    const boxed = await until(
+      () => call(d),
+      (now) => now.extensionId === box,
+    );
+    assert.equal(boxed.status, 'in_progress');
     // The caller talks to the box, then hangs up: the message is the box's.
     await drive(d, 'completed');
     const ended = await until(
