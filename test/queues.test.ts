@@ -2,7 +2,7 @@
 // with defaults, read, list, change, delete; every refusal with nothing written (malformed fields, repeated or
 // foreign members, onTimeout steps that are not valid call-flow steps); another organization's queues; scopes,
 // the product, portal roles; a deleted extension leaving its queues. The queue runtime (waiting callers,
-// members' states, GET /queues/{id}/live) is not built yet, so it has no tests here.
+// members' states, GET /queues/{id}/live) is tested in queue-runtime.test.ts.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { isShapeA, startTestApp, type TestApp } from './helpers/app.ts';

@@ -25,6 +25,7 @@ import { FlowRunner, type FlowSource, type RingGroupSource } from './flow-runner
 import { LiveCall, type LiveCallDeps } from './live-call.ts';
 import type { CallMedia } from './media.ts';
 import type { Pbx } from './pbx.ts';
+import type { QueueRuntime } from './queues/index.ts';
 import type { CallCreateInput, PublicCall } from './schemas.ts';
 import type { StreamTargetOptions } from './stream-target.ts';
 
@@ -56,6 +57,7 @@ export class CallService {
   private agents?: AgentRunner;
   private flows?: FlowSource;
   private ringGroups?: RingGroupSource;
+  private queues?: QueueRuntime;
   private hangups?: Promise<(() => Promise<void>) | undefined>;
 
   constructor(deps: {
@@ -90,6 +92,7 @@ export class CallService {
       plan,
       flows: () => this.flows,
       ringGroups: () => this.ringGroups,
+      queues: () => this.queues,
       log,
       streams: deps.streams,
     });
@@ -131,6 +134,11 @@ export class CallService {
   useFlows(source: FlowSource, ringGroups: RingGroupSource): void {
     this.flows = source;
     this.ringGroups = ringGroups;
+  }
+
+  /** Lets call flows put callers in queues; the runtime hears of each call's end (a member may be free). */
+  useQueues(runtime: QueueRuntime): void {
+    this.queues = runtime;
   }
 
   // How calls begin (call-entry.ts)
@@ -331,6 +339,7 @@ export class CallService {
         this.running.delete(row.id);
         this.engines.delete(row.id);
         if (this.running.size === 0) this.admission.stopLeases();
+        this.queues?.callEnded();
       }
     })();
     this.running.set(row.id, run);

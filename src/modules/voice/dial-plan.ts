@@ -137,7 +137,9 @@ export class DialPlan {
 
   /** The voicemail box answers: the greeting, then the caller's message until they hang up. */
   async voicemail(live: LiveCall, extension: ExtensionRow, at: Date): Promise<void> {
-    await live.answered(at, live.row.extension_id ? {} : { extension_id: extension.id });
+    const box = live.row.extension_id ? {} : { extension_id: extension.id };
+    // A call a flow answered already (a queue's timeout, a menu) is still the box's call from here on.
+    if (!(await live.answered(at, box)) && box.extension_id) await live.note(box);
     const greeting = await this.deps.extensions.greetingOf(extension);
     const message = await live.engine.takeVoicemail(live.leg, greeting);
     await live.finish(

@@ -181,11 +181,87 @@ export const CallStreamStopped = defineEvent(
   },
 );
 
+const queued = {
+  callId: call.id,
+  queueId: 'q_0mf3k2a9x4q8w7e6r5t4y3u2',
+};
+
+/** A caller joined a queue (a call flow's queue step). */
+export const QueueJoinedSchema = Type.Object(
+  {
+    callId: Type.String({ description: 'The waiting call' }),
+    queueId: Type.String({ description: 'The queue (`q_…`)' }),
+    from: Type.String({ description: "The caller's number" }),
+    position: Type.Integer({ description: 'Their place in line when they joined, 1 first' }),
+    at: Type.String({ format: 'date-time', description: 'When they joined' }),
+  },
+  { additionalProperties: false },
+);
+
+export const CallQueueJoined = defineEvent(
+  'call.queue.joined',
+  QueueJoinedSchema,
+  'A caller joined a queue and waits for a member.',
+  { example: { ...queued, from: call.from, position: 2, at: '2026-06-10T12:00:05.000Z' } },
+);
+
+/** A waiting caller was answered by a member. */
+export const QueueAnsweredSchema = Type.Object(
+  {
+    callId: Type.String({ description: 'The call that waited' }),
+    queueId: Type.String({ description: 'The queue (`q_…`)' }),
+    extensionId: Type.String({ description: 'The member who answered' }),
+    waitSeconds: Type.Integer({ description: 'How long the caller waited, joining to answer' }),
+    at: Type.String({ format: 'date-time', description: 'When the member answered' }),
+  },
+  { additionalProperties: false },
+);
+
+export const CallQueueAnswered = defineEvent(
+  'call.queue.answered',
+  QueueAnsweredSchema,
+  'A member answered a caller waiting in a queue.',
+  {
+    example: {
+      ...queued,
+      extensionId: call.extensionId,
+      waitSeconds: 42,
+      at: '2026-06-10T12:00:47.000Z',
+    },
+  },
+);
+
+/** A caller left a queue without an answer. */
+export const QueueAbandonedSchema = Type.Object(
+  {
+    callId: Type.String({ description: 'The call that waited' }),
+    queueId: Type.String({ description: 'The queue (`q_…`)' }),
+    reason: Type.Union([Type.Literal('hangup'), Type.Literal('timeout')], {
+      description:
+        '`hangup`: the caller (or the API) hung up while waiting; `timeout`: maxWaitSeconds passed, and the ' +
+        "queue's onTimeout steps run",
+    }),
+    waitSeconds: Type.Integer({ description: 'How long the caller waited' }),
+    at: Type.String({ format: 'date-time', description: 'When they left the queue' }),
+  },
+  { additionalProperties: false },
+);
+
+export const CallQueueAbandoned = defineEvent(
+  'call.queue.abandoned',
+  QueueAbandonedSchema,
+  'A caller left a queue unanswered: they hung up, or waited the longest the queue allows.',
+  { example: { ...queued, reason: 'hangup', waitSeconds: 95, at: '2026-06-10T12:01:40.000Z' } },
+);
+
 export const VOICE_EVENTS = [
   CallRinging,
   CallAnswered,
   CallCompleted,
   CallGatherCompleted,
+  CallQueueJoined,
+  CallQueueAnswered,
+  CallQueueAbandoned,
   CallStreamStarted,
   CallStreamStopped,
   VoicemailCreated,

@@ -11,6 +11,7 @@ import type { ExtensionService } from './extensions.ts';
 import type { FlowStep } from './flows/index.ts';
 import type { LiveCall } from './live-call.ts';
 import type { CallerLine, RingResult } from './pbx.ts';
+import type { QueueRuntime } from './queues/index.ts';
 import type { StreamTargetOptions } from './stream-target.ts';
 
 /** Where stored flows come from (the flows module). */
@@ -39,6 +40,8 @@ export interface FlowRunnerDeps {
   plan: DialPlan;
   flows: () => FlowSource | undefined;
   ringGroups: () => RingGroupSource | undefined;
+  /** The queue runtime (queues/runtime.ts): a queue step's callers wait there. */
+  queues: () => QueueRuntime | undefined;
   log: FastifyBaseLogger;
   /** Where a stream step's WebSocket may go (stream-target.ts); guarded (production's rules) when absent. */
   streams?: StreamTargetOptions;

@@ -12,7 +12,7 @@ import { ExtensionService } from './extensions.ts';
 import { CallFlowService, callFlowRoutes } from './flows/index.ts';
 import { CallMedia, TRANSCRIBE_QUEUE } from './media.ts';
 import { mediaRoutes } from './media-routes.ts';
-import { QueueService, queueRoutes } from './queues/index.ts';
+import { QueueRuntime, QueueService, queueRoutes } from './queues/index.ts';
 import { RingGroupService, ringGroupRoutes } from './ring-groups/index.ts';
 import { extensionRoutes } from './routes.ts';
 import type { VoiceServices } from './services.ts';
@@ -112,10 +112,30 @@ export const voiceModule = defineModule({
       config.appEnv === 'test',
     );
     const ringGroups = new RingGroupService({ db, clock, pagination });
-    const queues = new QueueService({ db, clock, pagination });
+    // With a SIP listener, members' phones ring over SIP: one with no registered phone is offline.
+    const queues = new QueueService({
+      db,
+      clock,
+      pagination,
+      presence: () => (sipListener?.listening ? 'sip' : 'simulated'),
+    });
+    const queueRuntime = new QueueRuntime({ db, clock, events, log });
     calls.useFlows(flows, ringGroups);
+    calls.useQueues(queueRuntime);
     flows.useRingGroups((organizationId, id) => ringGroups.exists(organizationId, id));
-    return { extensions, calls, media, flows, ringGroups, queues, simulatedPbx, registrar, sipListener };
+    flows.useQueues((organizationId, id) => queues.exists(organizationId, id));
+    return {
+      extensions,
+      calls,
+      media,
+      flows,
+      ringGroups,
+      queues,
+      queueRuntime,
+      simulatedPbx,
+      registrar,
+      sipListener,
+    };
   },
   routes: {
     developer: [extensionRoutes, callRoutes, mediaRoutes, callFlowRoutes, ringGroupRoutes, queueRoutes],

@@ -4,7 +4,7 @@ import type { CallService } from './calls.ts';
 import type { ExtensionService } from './extensions.ts';
 import type { CallFlowService } from './flows/index.ts';
 import type { CallMedia } from './media.ts';
-import type { QueueService } from './queues/index.ts';
+import type { QueueRuntime, QueueService } from './queues/index.ts';
 import type { RingGroupService } from './ring-groups/index.ts';
 import type { SimulatedPbx } from './simulated-pbx.ts';
 import type { SipListener } from './sip/listener.ts';
@@ -19,6 +19,8 @@ export interface VoiceServices {
   /** Ring groups: a call flow's dial step asks it who rings (attempts) and tells it who answered. */
   ringGroups: RingGroupService;
   queues: QueueService;
+  /** Callers waiting in queues, and the dispatcher offering them to members (a flow's queue step). */
+  queueRuntime: QueueRuntime;
   /** The PBX calls run on; its test controls drive it step by step under APP_ENV=test. */
   simulatedPbx: SimulatedPbx;
   /** The SIP listener (the registrar today); started by the server when SIP_PORT is set. */

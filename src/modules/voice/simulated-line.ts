@@ -40,6 +40,8 @@ export interface SimulatedLineOptions {
   onGather?: () => () => void;
   /** A media stream starts (the test control's `completed` may then end the call); returns its end. */
   onStream?: () => () => void;
+  /** Each text the line speaks, as it starts (what a test reads back: SimulatedPbx.said). */
+  onSay?: (text: string) => void;
 }
 
 /** The seconds a step would take on a phone. */
@@ -52,7 +54,10 @@ export function simulatedLine(options: SimulatedLineOptions): LineSteps {
   const take = stepTime(options, time);
   const media: LineMedia = {
     answer: async () => {},
-    say: (text, _voice, signal) => take(sayingSeconds(text), signal),
+    say: (text, _voice, signal) => {
+      options.onSay?.(text);
+      return take(sayingSeconds(text), signal);
+    },
     play: (audio, loop, signal) => take((audio.length / SAMPLE_RATE) * loop, signal),
     pause: (seconds, signal) => take(seconds, signal),
     stream: async (io, signal) => {

@@ -46,10 +46,15 @@ import {
 } from './simulated-calls.ts';
 import { keysWaiter, simulatedLine } from './simulated-line.ts';
 
+/** Calls whose spoken words the simulator keeps for tests (manual play). */
+const SAID_KEPT = 1000;
+
 export class SimulatedPbx implements Pbx {
   readonly name = 'simulated';
   readonly takesVoicemail = true;
   private readonly calls = new Map<string, SimulatedCall>();
+  /** What call flows said on each call, in manual play (tests read it back); the latest SAID_KEPT calls. */
+  private readonly spoken = new Map<string, string[]>();
 
   constructor(
     private readonly clock: Clock,
@@ -209,9 +214,26 @@ export class SimulatedPbx implements Pbx {
       script: { now: () => this.now(simulated), elapse: (seconds) => this.elapse(simulated, seconds) },
       onGather: () => this.waitForKeys(call.id, line),
       onStream: () => this.waitForKeys(call.id, line, 'stream'),
+      onSay: this.mode === 'manual' ? (text) => this.keepSaid(call.id, text) : undefined,
     });
     simulated.line = line;
     return line;
+  }
+
+  /** What call flows said on the call so far, in order (manual play, APP_ENV=test; else nothing). */
+  said(callId: string): string[] {
+    return [...(this.spoken.get(callId) ?? [])];
+  }
+
+  private keepSaid(callId: string, text: string): void {
+    let texts = this.spoken.get(callId);
+    if (!texts) {
+      // A test process runs for minutes: the oldest calls' words go first.
+      if (this.spoken.size >= SAID_KEPT) this.spoken.delete(this.spoken.keys().next().value!);
+      texts = [];
+      this.spoken.set(callId, texts);
+    }
+    texts.push(text);
   }
 
   hangup(callId: string): boolean {

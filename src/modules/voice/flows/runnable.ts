@@ -14,6 +14,7 @@ export function unavailableFeature(step: FlowStep): string | undefined {
     case 'hours':
     case 'voicemail':
     case 'agent':
+    case 'queue':
     case 'hangup':
     case 'stream':
       return undefined;

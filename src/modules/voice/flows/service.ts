@@ -44,6 +44,8 @@ export class CallFlowService {
   private ringGroupExists?: (organizationId: string, id: string) => Promise<boolean>;
   /** Where a stream step may go (production: wss to public addresses only). */
   private readonly streams: StreamTargetOptions;
+  /** Whether a queue exists (queues/, built after this service: useQueues). */
+  private queueExists?: (organizationId: string, id: string) => Promise<boolean>;
   readonly store = new CallFlowStore();
 
   constructor(deps: {
@@ -66,6 +68,11 @@ export class CallFlowService {
   /** Lets saved flows' ring-group targets be looked up in the organization. */
   useRingGroups(exists: (organizationId: string, id: string) => Promise<boolean>): void {
     this.ringGroupExists = exists;
+  }
+
+  /** Lets saved flows' queue steps be looked up in the organization. */
+  useQueues(exists: (organizationId: string, id: string) => Promise<boolean>): void {
+    this.queueExists = exists;
   }
 
   async create(organizationId: string, input: CallFlowCreateInput): Promise<PublicCallFlow> {
@@ -150,8 +157,8 @@ export class CallFlowService {
 
   /**
    * The steps, checked: their shapes and limits, then each id they name found in the organization (ring groups
-   * once ring-groups/ has said how: useRingGroups). Queues (a queue step cannot run yet) and stored audio (no
-   * resource yet) are checked by the shape of their id only. A flow
+   * and queues once their services have said how: useRingGroups, useQueues). Stored audio (no resource yet) is
+   * checked by the shape of its id only. A flow
    * may redirect to itself (`self`): the runner bounds the steps a call runs.
    */
   private async checked(organizationId: string, input: unknown, self: string): Promise<FlowStep[]> {
@@ -199,6 +206,8 @@ export class CallFlowService {
         return reference.id === self || flows.has(reference.id);
       case 'ring_group':
         return this.ringGroupExists ? this.ringGroupExists(organizationId, reference.id) : true;
+      case 'queue':
+        return this.queueExists ? this.queueExists(organizationId, reference.id) : true;
       default:
         return true;
     }

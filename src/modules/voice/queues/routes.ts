@@ -1,13 +1,13 @@
 // Call queues on the developer API and the portal (CONTRACT section 13). Scopes flows:read and flows:write
 // (queues are parts of call flows); the voice product; in the portal any member reads and owners and admins
-// change them. GET /queues/{id}/live waits for the queue runtime, which is not built yet (docs/voice.md).
+// change them. GET /queues/{id}/live: who waits and what each member does, from the queue runtime's records.
 import { Type } from 'typebox';
 import type { App } from '../../../platform/http/app-type.ts';
 import { callerOf, cursorScope } from '../../../platform/http/caller.ts';
 import { envelope, IdParams } from '../../../platform/http/schemas.ts';
 import type { ModuleRoutes } from '../../../platform/module.ts';
 import { OffsetPageQuery, PageEnvelope, pageResponse } from '../../../platform/pagination.ts';
-import { QueueCreate, QueuePatch, QueueSchema } from './schemas.ts';
+import { QueueCreate, QueueLiveSchema, QueuePatch, QueueSchema } from './schemas.ts';
 import type { QueueService } from './service.ts';
 
 const tags = ['Queues'];
@@ -73,6 +73,29 @@ export const queueRoutes: ModuleRoutes<{ queues: QueueService }> =
       async (request) => ({
         success: true as const,
         data: await queues.get(callerOf(request).organizationId, request.params.id),
+      }),
+    );
+
+    app.get(
+      '/queues/:id/live',
+      {
+        config: read,
+        schema: {
+          operationId: 'queues.live',
+          tags,
+          summary: "A queue's live state: who waits, in order, and each member's state",
+          description:
+            'Waiting callers are those in the queue now (waiting, or ringing a member), oldest first, with ' +
+            "their place in line. A member's state is derived from the records: on_call, ringing (offered a " +
+            'caller), wrap_up (wrapUpSeconds after a queue call ended), offline (on a server running SIP: no ' +
+            'registered phone), else available (docs/voice.md "Queues at run time").',
+          params: IdParams,
+          response: { 200: envelope(QueueLiveSchema) },
+        },
+      },
+      async (request) => ({
+        success: true as const,
+        data: await queues.live(callerOf(request).organizationId, request.params.id),
       }),
     );
 

@@ -3,6 +3,7 @@
 // same ways a group rings them).
 import { type Static, Type } from 'typebox';
 import { ExtensionIds, strategyField } from '../ring-groups/index.ts';
+import { MEMBER_STATES } from './member-states.ts';
 
 export const MIN_WAIT_SECONDS = 10;
 /** Two hours: longer than anyone should hold, short enough that a forgotten call does not sit for a day. */
@@ -15,8 +16,9 @@ export const MAX_TIMEOUT_STEPS = 500;
 const TimeoutSteps = Type.Array(Type.Object({ type: Type.String() }, { additionalProperties: true }), {
   maxItems: MAX_TIMEOUT_STEPS,
   description:
-    'Call-flow steps run for a caller who waited maxWaitSeconds (default none: the call ends); each is ' +
-    'checked as a step of a call flow, and a refusal names the path of the bad field',
+    'Call-flow steps run for a caller who waited maxWaitSeconds, then the flow goes on after its queue step ' +
+    '(default none; a flow with nothing after the step hangs up); each is checked as a step of a call flow, ' +
+    'and a refusal names the path of the bad field',
 });
 
 export const QueueCreate = Type.Object(
@@ -26,7 +28,8 @@ export const QueueCreate = Type.Object(
     strategy: Type.Optional(strategyField('longest_idle')),
     holdAudioId: Type.Optional(
       Type.Union([Type.String({ minLength: 1, maxLength: 100 }), Type.Null()], {
-        description: 'The audio a waiting caller hears (null or absent: the default hold music)',
+        description:
+          'The uploaded audio a waiting caller hears, looped (null or absent: "Please hold." spoken once, then silence)',
       }),
     ),
     announcePosition: Type.Optional(
@@ -71,3 +74,30 @@ export const QueueSchema = Type.Object({
   updatedAt: Type.String(),
 });
 export type PublicQueue = Static<typeof QueueSchema>;
+
+/** GET /queues/{id}/live: who waits, in order, and what each member is doing now. */
+export const QueueLiveSchema = Type.Object({
+  waiting: Type.Array(
+    Type.Object({
+      callId: Type.String({ description: 'The waiting call' }),
+      from: Type.String({ description: "The caller's number" }),
+      since: Type.String({ format: 'date-time', description: 'When they joined the queue' }),
+      position: Type.Integer({
+        description: 'Their place in line, 1 first (a caller whose members ring counts)',
+      }),
+    }),
+    { description: 'Callers in the queue, first come first served' },
+  ),
+  members: Type.Array(
+    Type.Object({
+      extensionId: Type.String(),
+      state: Type.Enum([...MEMBER_STATES], {
+        description:
+          'available; ringing (offered a caller); on_call; wrap_up (wrapUpSeconds after a queue call); ' +
+          'offline (on a server running SIP: no registered phone)',
+      }),
+    }),
+    { description: "The queue's members, in its order" },
+  ),
+});
+export type QueueLive = Static<typeof QueueLiveSchema>;

@@ -2,7 +2,7 @@
 // for how long, and the call-flow steps run when the wait is up. The members follow the ring groups' rule (the
 // organization's extensions, checked in the write's transaction); onTimeout is checked as call-flow steps are
 // (their shapes and limits, a refusal naming the path), the ids inside them by their shape only.
-// The runtime (callers waiting, members' states, GET /queues/{id}/live) is not built yet: docs/voice.md.
+// `live` reads the runtime's records (runtime.ts): who waits, and each member's state (member-states.ts).
 import type { Clock } from '../../../platform/clock.ts';
 import type { Database } from '../../../platform/db/index.ts';
 import { ApiError } from '../../../platform/errors.ts';
@@ -10,10 +10,13 @@ import { newId } from '../../../platform/ids.ts';
 import type { PageQueryInput, Paginator } from '../../../platform/pagination.ts';
 import { checkFlowSteps, type FlowStep } from '../flows/index.ts';
 import { checkMembers } from '../ring-groups/index.ts';
+import { EntryStore } from './entry-store.ts';
+import { memberState, type Presence } from './member-states.ts';
 import {
   DEFAULT_MAX_WAIT_SECONDS,
   type PublicQueue,
   type QueueCreateInput,
+  type QueueLive,
   type QueuePatchInput,
 } from './schemas.ts';
 import { type QueueColumns, type QueueRow, QueueStore } from './store.ts';
@@ -22,12 +25,47 @@ export class QueueService {
   private readonly db: Database;
   private readonly clock: Clock;
   private readonly pagination: Paginator;
+  private readonly presence: () => Presence;
   readonly store = new QueueStore();
+  private readonly entries = new EntryStore();
 
-  constructor(deps: { db: Database; clock: Clock; pagination: Paginator }) {
+  constructor(deps: {
+    db: Database;
+    clock: Clock;
+    pagination: Paginator;
+    /** Whether members' phones ring over SIP now (then a member without a registered phone is offline). */
+    presence?: () => Presence;
+  }) {
     this.db = deps.db;
     this.clock = deps.clock;
     this.pagination = deps.pagination;
+    this.presence = deps.presence ?? (() => 'simulated');
+  }
+
+  /** Whether the organization has the queue (a call flow's queue step names one). */
+  async exists(organizationId: string, id: string): Promise<boolean> {
+    return (await this.store.find(this.db, organizationId, id)) !== undefined;
+  }
+
+  /** GET /queues/{id}/live: the callers in the queue in order, and each member's state now. */
+  async live(organizationId: string, id: string): Promise<QueueLive> {
+    if (!(await this.store.find(this.db, organizationId, id))) throw ApiError.notFound('Queue');
+    const now = this.clock.now();
+    const waiting = await this.entries.waiting(this.db, id);
+    const facts = await this.entries.memberFacts(this.db, organizationId, id, now);
+    const presence = this.presence();
+    return {
+      waiting: waiting.map((entry) => ({
+        callId: entry.call_id,
+        from: entry.from_number,
+        since: entry.joined_at.toISOString(),
+        position: entry.position,
+      })),
+      members: facts.map((member) => ({
+        extensionId: member.extension_id,
+        state: memberState(member, now, presence),
+      })),
+    };
   }
 
   async create(organizationId: string, input: QueueCreateInput): Promise<PublicQueue> {
