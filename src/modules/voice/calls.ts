@@ -22,6 +22,7 @@ import { type AgentRunner, DialPlan } from './dial-plan.ts';
 import type { ExtensionRow } from './extension-store.ts';
 import type { ExtensionService } from './extensions.ts';
 import { FlowRunner, type FlowSource, type RingGroupSource } from './flow-runner.ts';
+import type { FlowApps } from './flow-webhook.ts';
 import { LiveCall, type LiveCallDeps } from './live-call.ts';
 import type { CallMedia } from './media.ts';
 import type { Pbx } from './pbx.ts';
@@ -55,6 +56,7 @@ export class CallService {
   private agents?: AgentRunner;
   private flows?: FlowSource;
   private ringGroups?: RingGroupSource;
+  private apps?: FlowApps;
   private hangups?: Promise<(() => Promise<void>) | undefined>;
 
   constructor(deps: {
@@ -87,6 +89,7 @@ export class CallService {
       plan,
       flows: () => this.flows,
       ringGroups: () => this.ringGroups,
+      apps: () => this.apps,
       log,
     });
     this.ending = new CallEnding({ store, media: deps.media, events });
@@ -127,6 +130,11 @@ export class CallService {
   useFlows(source: FlowSource, ringGroups: RingGroupSource): void {
     this.flows = source;
     this.ringGroups = ringGroups;
+  }
+
+  /** Lets numbers routed to a webhook, gathers' actionUrls and redirects' urls reach the customer's apps. */
+  useFlowApps(apps: FlowApps): void {
+    this.apps = apps;
   }
 
   // How calls begin (call-entry.ts)

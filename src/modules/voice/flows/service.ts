@@ -27,6 +27,7 @@ const KIND_NAMES: Record<FlowReference['kind'], string> = {
   queue: 'queue',
   ring_group: 'ring group',
   audio: 'audio',
+  url: 'url',
 };
 
 function invalidStep(path: string, message: string): ApiError {
@@ -41,6 +42,8 @@ export class CallFlowService {
   private readonly numbers: NumberService;
   /** Whether a ring group exists (ring-groups/, built after this service: useRingGroups). */
   private ringGroupExists?: (organizationId: string, id: string) => Promise<boolean>;
+  /** Checks a URL a step POSTs to by the webhooks module's rules (useUrlCheck); throws its 400. */
+  private urlCheck?: (url: string) => Promise<string>;
   readonly store = new CallFlowStore();
 
   constructor(deps: {
@@ -60,6 +63,11 @@ export class CallFlowService {
   /** Lets saved flows' ring-group targets be looked up in the organization. */
   useRingGroups(exists: (organizationId: string, id: string) => Promise<boolean>): void {
     this.ringGroupExists = exists;
+  }
+
+  /** Lets the URLs steps POST to (a gather's actionUrl, a redirect's url) be checked as webhook URLs are. */
+  useUrlCheck(check: (url: string) => Promise<string>): void {
+    this.urlCheck = check;
   }
 
   async create(organizationId: string, input: CallFlowCreateInput): Promise<PublicCallFlow> {
@@ -106,8 +114,11 @@ export class CallFlowService {
   async delete(organizationId: string, id: string): Promise<void> {
     await this.db.transaction(async (tx) => {
       if (!(await this.store.lock(tx, organizationId, id))) throw ApiError.notFound('Call flow');
+      // A webhook route's fallback flow is a route to it too: the app's callers would be left with nothing.
       const routed = (await this.numbers.list(organizationId, tx)).filter(
-        (number) => number.voiceRoute?.type === 'flow' && number.voiceRoute.target === id,
+        (number) =>
+          (number.voiceRoute?.type === 'flow' && number.voiceRoute.target === id) ||
+          number.voiceRoute?.fallbackFlowId === id,
       );
       if (routed.length > 0) {
         const numbers = routed.map((number) => number.number);
@@ -145,11 +156,12 @@ export class CallFlowService {
   /**
    * The steps, checked: their shapes and limits, then each id they name found in the organization (ring groups
    * once ring-groups/ has said how: useRingGroups). Queues (a queue step cannot run yet) and stored audio (no
-   * resource yet) are checked by the shape of their id only. A flow
-   * may redirect to itself (`self`): the runner bounds the steps a call runs.
+   * resource yet) are checked by the shape of their id only; the URLs steps POST to by the webhooks module's
+   * rules (useUrlCheck). A flow may redirect to itself (`self`): the runner bounds the steps a call runs. The
+   * steps an app answers on a call (voice/flow-webhook.ts) are checked here too, with no `self`.
    */
-  private async checked(organizationId: string, input: unknown, self: string): Promise<FlowStep[]> {
-    const result = checkFlowSteps(input);
+  async checked(organizationId: string, input: unknown, self?: string, path = 'steps'): Promise<FlowStep[]> {
+    const result = checkFlowSteps(input, path);
     if ('problem' in result) throw invalidStep(result.problem.path, result.problem.message);
     const flowIds = [
       ...new Set(result.references.filter((r) => r.kind === 'flow' && r.id !== self).map((r) => r.id)),
@@ -173,7 +185,7 @@ export class CallFlowService {
     organizationId: string,
     reference: FlowReference,
     flows: Set<string>,
-    self: string,
+    self: string | undefined,
   ): Promise<boolean> {
     switch (reference.kind) {
       case 'extension':
@@ -184,6 +196,14 @@ export class CallFlowService {
         return reference.id === self || flows.has(reference.id);
       case 'ring_group':
         return this.ringGroupExists ? this.ringGroupExists(organizationId, reference.id) : true;
+      case 'url':
+        try {
+          await this.urlCheck?.(reference.id);
+        } catch (error) {
+          if (error instanceof ApiError) throw invalidStep(reference.path, error.message);
+          throw error;
+        }
+        return true;
       default:
         return true;
     }
