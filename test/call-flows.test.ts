@@ -224,7 +224,6 @@ describe('call flows', () => {
       [{ type: 'stream', url: 'wss://media.example.com/stream' }, /stream steps/],
       [{ type: 'transfer', target: { type: 'number', target: '+14155550102' } }, /transfer steps/],
       [{ type: 'gather', input: ['speech'], otherwise: [say] }, /speech/],
-      [{ type: 'gather', input: ['dtmf'], actionUrl: 'https://app.example.com/x' }, /actionUrl/],
       [
         dial({
           targets: [
@@ -236,7 +235,6 @@ describe('call flows', () => {
       ],
       [dial({ targets: [{ type: 'sip', target: 'sip:desk@pbx.example.com' }] }), /"sip"/],
       [dial({ callerId: '+14155550101' }), /callerId/],
-      [{ type: 'redirect', url: 'https://app.example.com/flow' }, /url/],
       [
         dial({
           targets: [
