@@ -10,8 +10,9 @@ import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
-import { startTestApp, type TestApp } from './helpers/app.ts';
+import { isShapeA, startTestApp, type TestApp } from './helpers/app.ts';
 import { type Sender, sender } from './helpers/messaging.ts';
+import { createUser, signIn } from './helpers/portal.ts';
 
 /** How the test app answers one request: a status, a body, after a delay. */
 interface AppAnswer {
@@ -347,6 +348,37 @@ describe('call flows from an app over a webhook (simulated PBX)', () => {
     const arrived = await arrive();
     await answeredBySales(arrived.id);
     assert.equal(requestsTo('/next', arrived.id).length, 1);
+  });
+
+  test('the signing secret: flows:write on a key, owners and admins in the portal; one per organization', async () => {
+    const reader = await sender(t, {}, { scopes: ['flows:read'], number: null });
+    const byReader = await t.request('GET', '/api/v2/call-flows/signing-secret', { apiKey: reader.key });
+    assert.equal(byReader.status, 403);
+    assert.equal(byReader.body.code, 'insufficient_scope');
+    const rotateByReader = await t.request('POST', '/api/v2/call-flows/signing-secret/rotate', {
+      apiKey: reader.key,
+    });
+    assert.equal(rotateByReader.status, 403);
+    const ours = (await api('GET', '/call-flows/signing-secret')).body.data.secret;
+    const owner = await signIn(t, await createUser(t, { role: 'owner', organizationIds: [who.id] }));
+    const member = await signIn(t, await createUser(t, { role: 'member', organizationIds: [who.id] }));
+    const inPortal = await t.request('GET', '/v2/portal/call-flows/signing-secret', { token: owner });
+    assert.equal(inPortal.status, 200, inPortal.text);
+    assert.equal(inPortal.body.data.secret, ours, 'the portal twin reads the same secret');
+    const byMember = await t.request('GET', '/v2/portal/call-flows/signing-secret', { token: member });
+    assert.equal(byMember.status, 403);
+    assert.ok(isShapeA(byMember.body));
+    // Another organization has a secret of its own; it is sealed at rest, never stored in the clear.
+    const other = await sender(t, {}, { number: null });
+    const theirs = await t.request('GET', '/api/v2/call-flows/signing-secret', { apiKey: other.key });
+    assert.match(theirs.body.data.secret, /^whsec_/);
+    assert.notEqual(theirs.body.data.secret, ours);
+    const stored = await t.ctx.db.query<{ secret_sealed: string }>(
+      'SELECT secret_sealed FROM flow_app_secrets WHERE organization_id = $1',
+      [who.id],
+    );
+    assert.equal(stored.length, 1);
+    assert.ok(!stored[0]!.secret_sealed.includes(ours.slice('whsec_'.length)));
   });
 
   test('rotating the signing secret: requests carry both signatures for 24 hours', async () => {

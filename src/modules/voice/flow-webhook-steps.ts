@@ -10,6 +10,7 @@
 // that answers a redirect to itself forever is stopped.
 // When a call a webhook route took ends, its end (the same body, `status` the final one) is POSTed to the
 // route's URL once, its answer unread: the app's URLs hear the call's status change the same way.
+import { isEnded } from './call-states.ts';
 import type { Ended, FlowControl, Run } from './flow-control.ts';
 import type { FlowAppRequest } from './flow-webhook.ts';
 import type { FlowStep } from './flows/index.ts';
@@ -68,6 +69,8 @@ async function fromApp(
   const answer = apps
     ? await apps.ask(run.live.row.organization_id, url, { ...requestOf(run.live), ...extra })
     : { kind: 'failed' as const, reason: 'no app client' };
+  // The call may have ended while the app was asked (the API's hang-up): nothing more runs on it.
+  if (isEnded(run.live.state)) return 'over';
   if (answer.kind === 'steps') return instead(flow, run, answer.steps);
   if (otherwise) return flow.steps(run, otherwise);
   return fallBack(flow, run);
