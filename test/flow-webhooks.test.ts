@@ -303,6 +303,21 @@ describe('call flows from an app over a webhook (simulated PBX)', () => {
     }
   });
 
+  test('POST /calls/{id}/hangup while the app is being asked ends the call once it answers', async () => {
+    app.routes.set('/thinking', () => ({ delayMs: 150, body: { steps: [dialSales()] } }));
+    await routeToApp('/thinking');
+    const arriving = t.admin('POST', '/test/pbx/inbound', { from: '+14155550198', to: who.number });
+    const [asked] = await until(
+      () => app.received.filter((each) => each.path === '/thinking'),
+      (all) => all.length === 1,
+    );
+    const hungUp = await api('POST', `/calls/${asked!.body.callId}/hangup`);
+    assert.equal(hungUp.status, 200, hungUp.text);
+    assert.equal((await arriving).status, 201);
+    const done = await ended(asked!.body.callId);
+    assert.deepEqual([done.status, done.hangupCause], ['canceled', 'hangup_requested']);
+  });
+
   test('without a fallback flow a failing app gets an apology and the call ends failed, webhook_failed', async () => {
     app.routes.set('/down', () => ({ status: 503, raw: 'down' }));
     await routeToApp('/down');
