@@ -221,7 +221,6 @@ describe('call flows', () => {
       [{ type: 'play', audioUrl: 'https://cdn.example.com/menu.wav' }, /play steps/],
       [{ type: 'queue', queueId: 'q_0000000001abcdefabcdefabcd' }, /queue steps/],
       [{ type: 'record', maxSeconds: 60 }, /record steps/],
-      [{ type: 'stream', url: 'wss://media.example.com/stream' }, /stream steps/],
       [{ type: 'transfer', target: { type: 'number', target: '+14155550102' } }, /transfer steps/],
       [{ type: 'gather', input: ['speech'], otherwise: [say] }, /speech/],
       [

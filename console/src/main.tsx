@@ -24,6 +24,15 @@ const Extensions = lazy(() => import('./pages/extensions.tsx'));
 const Calls = lazy(() => import('./pages/calls.tsx'));
 const Voicemail = lazy(() => import('./pages/voicemail.tsx'));
 const Recordings = lazy(() => import('./pages/recordings.tsx'));
+const CallFlows = lazy(() => import('./pages/call-flows.tsx'));
+const CallFlowEdit = lazy(() => import('./pages/call-flow-edit.tsx'));
+const NewCallFlow = lazy(() =>
+  import('./pages/call-flow-edit.tsx').then((page) => ({ default: page.NewCallFlow })),
+);
+const RingGroups = lazy(() => import('./pages/ring-groups.tsx'));
+const Queues = lazy(() => import('./pages/queues.tsx'));
+const QueueEdit = lazy(() => import('./pages/queue-edit.tsx'));
+const NewQueue = lazy(() => import('./pages/queue-edit.tsx').then((page) => ({ default: page.NewQueue })));
 const Agents = lazy(() => import('./pages/agents.tsx'));
 const AgentDetail = lazy(() => import('./pages/agent-detail.tsx'));
 const KnowledgeBases = lazy(() => import('./pages/knowledge-bases.tsx'));
@@ -90,6 +99,13 @@ function App() {
               <Route path="/calls" component={Calls} />
               <Route path="/voicemail" component={Voicemail} />
               <Route path="/recordings" component={Recordings} />
+              <Route path="/call-flows" component={CallFlows} />
+              <Route path="/call-flows/new" component={NewCallFlow} />
+              <Route path="/call-flows/:id" component={CallFlowEdit} />
+              <Route path="/ring-groups" component={RingGroups} />
+              <Route path="/queues" component={Queues} />
+              <Route path="/queues/new" component={NewQueue} />
+              <Route path="/queues/:id" component={QueueEdit} />
               <Route path="/agents" component={Agents} />
               <Route path="/agents/:id" component={AgentDetail} />
               <Route path="/knowledge-bases" component={KnowledgeBases} />

@@ -26,6 +26,9 @@ const NAV: { group: string; product?: string; links: [string, string][] }[] = [
     links: [
       ['/numbers', 'Numbers'],
       ['/extensions', 'Extensions'],
+      ['/call-flows', 'Call flows'],
+      ['/ring-groups', 'Ring groups'],
+      ['/queues', 'Queues'],
       ['/calls', 'Calls'],
       ['/voicemail', 'Voicemail'],
       ['/recordings', 'Recordings'],

@@ -137,10 +137,11 @@ function RouteForm({ number }: { number: PhoneNumber }) {
             <option value="agent">AI agent</option>
             <option value="forward">Forward to a number</option>
             <option value="voicemail">Voicemail of an extension</option>
+            <option value="flow">Call flow</option>
           </select>
         )}
       </Field>
-      <Field label="Target (extension id, agent id or number)">
+      <Field label="Target (extension, agent or call flow id, or a number)">
         {(id) => <input id={id} name="target" defaultValue={number.voiceRoute?.target ?? ''} />}
       </Field>
     </MutationForm>

@@ -27,6 +27,7 @@ import { LiveCall, type LiveCallDeps } from './live-call.ts';
 import type { CallMedia } from './media.ts';
 import type { Pbx } from './pbx.ts';
 import type { CallCreateInput, PublicCall } from './schemas.ts';
+import type { StreamTargetOptions } from './stream-target.ts';
 
 export { LEASE_SECONDS } from './admission.ts';
 export { toCall } from './call-end.ts';
@@ -72,6 +73,8 @@ export class CallService {
     organizations: OrganizationService;
     media: CallMedia;
     log: FastifyBaseLogger;
+    /** Where a call flow's media streams may connect (stream-target.ts); production's rules when absent. */
+    streams?: StreamTargetOptions;
   }) {
     this.db = deps.db;
     this.clock = deps.clock;
@@ -91,6 +94,7 @@ export class CallService {
       ringGroups: () => this.ringGroups,
       apps: () => this.apps,
       log,
+      streams: deps.streams,
     });
     this.ending = new CallEnding({ store, media: deps.media, events });
     this.liveDeps = { db, clock, events, store, ending: this.ending, log };

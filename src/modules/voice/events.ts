@@ -120,11 +120,74 @@ export const CallGatherCompleted = defineEvent(
   { example: { callId: call.id, digits: '1', at: '2026-06-10T12:00:09.000Z' } },
 );
 
+/** A call flow's media stream began: its WebSocket is open and `start` was sent. */
+export const StreamStartedSchema = Type.Object(
+  {
+    callId: Type.String({ description: 'The call whose media is streamed' }),
+    streamSid: Type.String({ description: 'The stream, as its messages name it (`streamSid`)' }),
+    url: Type.String({ description: 'The WebSocket the stream went to (the step’s `url`)' }),
+    tracks: Type.Array(Type.Enum(['inbound', 'outbound']), {
+      description: 'What is streamed: the caller’s audio (inbound), and with `track: "both"` what they hear',
+    }),
+    at: Type.String({ format: 'date-time', description: 'When the stream began' }),
+  },
+  { additionalProperties: false },
+);
+
+export const CallStreamStarted = defineEvent(
+  'call.stream.started',
+  StreamStartedSchema,
+  'A call flow’s stream step connected to its WebSocket and began streaming the call.',
+  {
+    example: {
+      callId: call.id,
+      streamSid: 'stream_0mf3k2a9x4q8w7e6r5t4y3u2',
+      url: 'wss://bot.example.com/media',
+      tracks: ['inbound'],
+      at: '2026-06-10T12:00:05.000Z',
+    },
+  },
+);
+
+/** A call flow's media stream ended, and why. */
+export const StreamStoppedSchema = Type.Object(
+  {
+    callId: Type.String({ description: 'The call whose media was streamed' }),
+    streamSid: Type.String({ description: 'The stream, as its messages named it' }),
+    url: Type.String({ description: 'The WebSocket of the stream' }),
+    reason: Type.Enum(['app_closed', 'caller_hangup', 'line_closed', 'connect_failed'], {
+      description:
+        'app_closed: the app closed the socket (the flow goes on); caller_hangup: the caller or the API hung up; line_closed: the call moved on without the stream; connect_failed: the WebSocket could not be opened (no stream began; the flow goes on)',
+    }),
+    error: Type.Optional(Type.String({ description: 'connect_failed: why' })),
+    at: Type.String({ format: 'date-time', description: 'When the stream ended' }),
+  },
+  { additionalProperties: false },
+);
+
+export const CallStreamStopped = defineEvent(
+  'call.stream.stopped',
+  StreamStoppedSchema,
+  'A call flow’s media stream ended (or could not begin: `reason` says which).',
+  {
+    example: {
+      callId: call.id,
+      streamSid: 'stream_0mf3k2a9x4q8w7e6r5t4y3u2',
+      url: 'wss://bot.example.com/media',
+      reason: 'connect_failed',
+      error: 'Unexpected server response: 503',
+      at: '2026-06-10T12:00:05.000Z',
+    },
+  },
+);
+
 export const VOICE_EVENTS = [
   CallRinging,
   CallAnswered,
   CallCompleted,
   CallGatherCompleted,
+  CallStreamStarted,
+  CallStreamStopped,
   VoicemailCreated,
   RecordingCompleted,
   TranscriptionCompleted,

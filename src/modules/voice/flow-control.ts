@@ -12,6 +12,7 @@ import type { FlowApps } from './flow-webhook.ts';
 import type { FlowStep } from './flows/index.ts';
 import type { LiveCall } from './live-call.ts';
 import type { CallerLine, RingResult } from './pbx.ts';
+import type { StreamTargetOptions } from './stream-target.ts';
 
 /** Where stored flows come from (the flows module). */
 export interface FlowSource {
@@ -42,6 +43,8 @@ export interface FlowRunnerDeps {
   /** The customer's apps that serve steps over HTTP (flow-webhook.ts), once the voice module has built them. */
   apps: () => FlowApps | undefined;
   log: FastifyBaseLogger;
+  /** Where a stream step's WebSocket may go (stream-target.ts); guarded (production's rules) when absent. */
+  streams?: StreamTargetOptions;
 }
 
 /** How a list of steps ended: it ran out (the flow goes on after it), or the call is over. */

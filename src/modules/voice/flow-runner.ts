@@ -9,6 +9,7 @@ import { CallGatherCompleted } from './events.ts';
 import type { Ended, FlowControl, FlowEndStatus, FlowRunnerDeps, FlowSource, Run } from './flow-control.ts';
 import { dial } from './flow-dial.ts';
 import { isOpen } from './flow-hours.ts';
+import { stream } from './flow-stream.ts';
 import { gatherToApp, redirectToApp } from './flow-webhook-steps.ts';
 import type { FlowStep } from './flows/index.ts';
 import type { LiveCall } from './live-call.ts';
@@ -77,6 +78,8 @@ export class FlowRunner implements FlowControl {
       }
       case 'dial':
         return dial(this, run, step);
+      case 'stream':
+        return stream(this, run, step);
       case 'voicemail': {
         const extension = await this.deps.extensions.store.find(
           this.deps.db,

@@ -52,7 +52,9 @@ export const voiceModule = defineModule({
     numbers.useRouteTargets(['extension', 'voicemail'], (organizationId, target) =>
       extensions.exists(organizationId, target),
     );
-    const flows = new CallFlowService({ db, clock, pagination, extensions, numbers });
+    // A stream step's WebSocket: the webhooks module's SSRF rules (wss to public addresses) in production.
+    const streams = { guarded: config.appEnv === 'production' };
+    const flows = new CallFlowService({ db, clock, pagination, extensions, numbers, streams });
     numbers.useRouteTargets(['flow'], (organizationId, target) => flows.exists(organizationId, target));
     let transcriber: Promise<Transcriber | undefined> | undefined;
     const media = new CallMedia({
@@ -82,6 +84,7 @@ export const voiceModule = defineModule({
       organizations: use(organizationsModule).organizations,
       media,
       log,
+      streams,
     });
     const registrar = new Registrar({
       db,

@@ -2,11 +2,21 @@
 // keys gathered by the rules pbx.ts states (a count, a finish key, silence after the prompt or the last key);
 // keys pressed while nothing gathers kept for the next gather (a caller who knows the menu types ahead); a key
 // during a gather's prompt stops the prompt and counts (barge-in); the caller gone (or the API's hang-up) ends
-// whatever is in progress. What a step sounds like and how long it takes belongs to the PBX (LineMedia): the
-// simulated PBX takes a step's time or none (simulated-line.ts), the SIP PBX plays it into RTP
-// (sip/caller-line.ts). Keeping the rules here means the two PBXs cannot disagree on what a gather returns.
+// whatever is in progress. A media stream (`stream`) hands the caller's audio and keys to the stream and plays
+// what its app queues (stream-playback.ts), until the stream ends or the caller goes. What a step sounds like
+// and how long it takes belongs to the PBX (LineMedia): the simulated PBX takes a step's time or none
+// (simulated-line.ts), the SIP PBX plays it into RTP (sip/caller-line.ts). Keeping the rules here means the
+// two PBXs cannot disagree on what a gather returns.
 import type { Clock } from '../../platform/clock.ts';
-import type { CallerLine, GatherPrompt, GatherResult, LineResult } from './pbx.ts';
+import type {
+  CallerLine,
+  GatherPrompt,
+  GatherResult,
+  LineResult,
+  LineStreamControl,
+  LineStreamHandlers,
+} from './pbx.ts';
+import { StreamPlayback } from './stream-playback.ts';
 
 /** The keys a caller can press: RFC 4733 events 0-15. */
 export const KEYS = '0123456789*#ABCD';
@@ -24,18 +34,28 @@ export type LineState =
   | 'prompting'
   /** A gather waits for keys (its timeout runs). */
   | 'collecting'
+  /** A media stream runs: the caller's audio and keys go to it, its app's audio to the caller. */
+  | 'streaming'
   /** The caller hung up, or the API hung up: every step now ends `hangup` at once. */
   | 'gone'
   /** The flow let the line go (close): steps are refused. */
   | 'closed';
 
-export type LineEvent = 'sound' | 'prompt' | 'collect' | 'finish' | 'hangup' | 'close';
+export type LineEvent = 'sound' | 'prompt' | 'collect' | 'stream' | 'finish' | 'hangup' | 'close';
 
 const TRANSITIONS: Record<LineState, Partial<Record<LineEvent, LineState>>> = {
-  idle: { sound: 'sounding', prompt: 'prompting', collect: 'collecting', hangup: 'gone', close: 'closed' },
+  idle: {
+    sound: 'sounding',
+    prompt: 'prompting',
+    collect: 'collecting',
+    stream: 'streaming',
+    hangup: 'gone',
+    close: 'closed',
+  },
   sounding: { finish: 'idle', hangup: 'gone', close: 'closed' },
   prompting: { collect: 'collecting', finish: 'idle', hangup: 'gone', close: 'closed' },
   collecting: { finish: 'idle', hangup: 'gone', close: 'closed' },
+  streaming: { finish: 'idle', hangup: 'gone', close: 'closed' },
   gone: { close: 'closed' },
   closed: {},
 };
@@ -47,8 +67,19 @@ export interface LineMedia {
   say(text: string, options: { voice?: string; language?: string }, signal: AbortSignal): Promise<void>;
   play(audio: Int16Array, loop: number, signal: AbortSignal): Promise<void>;
   pause(seconds: number, signal: AbortSignal): Promise<void>;
+  /**
+   * A media stream: every 20 ms the PBX plays `io.next()` (silence, or nothing, when it is undefined) and hands
+   * the caller's audio to `io.heard` as it arrives (8 kHz µ-law), until `signal` aborts.
+   */
+  stream(io: StreamIo, signal: AbortSignal): Promise<void>;
   /** The line is let go: its media released. */
   close(): Promise<void> | void;
+}
+
+/** What a PBX's media exchanges with a media stream (LineMedia.stream). */
+export interface StreamIo {
+  heard(mulaw: Uint8Array): void;
+  next(): Uint8Array | undefined;
 }
 
 /** The line's time: now, and a timer that fires `seconds` from now (returns its cancel). */
@@ -109,6 +140,8 @@ export class LineSteps implements CallerLine {
     /** Ends the gather with the keys it has. */
     stop(): void;
   };
+  /** The media stream running: the caller's keys go to it. */
+  private streaming?: LineStreamHandlers;
   private gone?: Hangup;
   private readonly goneSignal: Promise<Hangup>;
   private goneNow!: (hangup: Hangup) => void;
@@ -226,11 +259,54 @@ export class LineSteps implements CallerLine {
     });
   }
 
-  /** Keys the caller pressed (RFC 4733, SIP INFO, the test control): to the gather, else kept. */
+  /**
+   * The call's media to a stream (a call flow's `stream` step) until the control's `end` or the caller's
+   * hang-up; keys go to the stream, not to a later gather.
+   */
+  async stream(handlers: LineStreamHandlers): Promise<LineResult> {
+    const gone = await this.answered();
+    if (gone) return gone;
+    this.move('stream');
+    const ended = new AbortController();
+    this.sound = ended;
+    this.streaming = handlers;
+    const playback = new StreamPlayback({
+      mark: (name) => handlers.mark(name),
+      played: handlers.played && ((frame) => handlers.played?.(frame)),
+    });
+    const control: LineStreamControl = {
+      play: (mulaw) => {
+        if (!ended.signal.aborted) playback.play(mulaw);
+      },
+      mark: (name) => {
+        if (!ended.signal.aborted) playback.mark(name);
+      },
+      clear: () => {
+        if (!ended.signal.aborted) playback.clear();
+      },
+      end: () => ended.abort(),
+    };
+    try {
+      handlers.started(control);
+      const io = { heard: (mulaw: Uint8Array) => handlers.audio(mulaw), next: () => playback.next() };
+      const streamed = this.media.stream(io, ended.signal).then(() => undefined);
+      const result = await Promise.race([streamed, this.goneSignal]);
+      if (result) return result;
+    } finally {
+      ended.abort();
+      if (this.streaming === handlers) this.streaming = undefined;
+      if (this.sound === ended) this.sound = undefined;
+      if (this.state === 'streaming') this.move('finish');
+    }
+    return this.gone ?? DONE;
+  }
+
+  /** Keys the caller pressed (RFC 4733, SIP INFO, the test control): to the gather or stream, else kept. */
   press(keys: string): void {
     for (const key of keys) {
       if (!KEYS.includes(key) || !this.open) return;
-      if (this.gathering) this.gathering.key(key);
+      if (this.streaming) this.streaming.key(key);
+      else if (this.gathering) this.gathering.key(key);
       else if (this.typedAhead.length < MAX_TYPED_AHEAD) this.typedAhead += key;
     }
   }

@@ -147,6 +147,45 @@ export interface CallerLine {
     timeoutSeconds: number;
     prompt?: GatherPrompt;
   }): Promise<GatherResult>;
+  /**
+   * Streams the call's media (a call flow's `stream` step, flow-stream.ts): the caller's audio and keys go to
+   * `handlers` as they arrive; `handlers.started` gets the stream's control, to queue audio for the caller,
+   * mark points in it and clear it. Ends `done` when the control's `end` is called, or `hangup` when the
+   * caller (or the API) hangs up.
+   */
+  stream(handlers: LineStreamHandlers): Promise<LineResult>;
   /** The flow is done with the line (the call ends, or goes on to a person): its media is let go. */
   close(): Promise<void>;
+}
+
+/** 20 ms of 8 kHz µ-law: one frame of a media stream, as played to the caller. */
+export const STREAM_FRAME_BYTES = 160;
+
+/** What a media stream hears of the line (CallerLine.stream). */
+export interface LineStreamHandlers {
+  /** The stream is on: its control. Called once, before any other handler. */
+  started(control: LineStreamControl): void;
+  /**
+   * The caller's audio as it arrives, 8 kHz µ-law, one packet at a time (20 ms on most phones): a PCMU caller's
+   * bytes as they came; other laws transcoded. The buffer is only valid during the call.
+   */
+  audio(mulaw: Uint8Array): void;
+  /** A key the caller pressed (RFC 4733, SIP INFO, the simulated PBX's test control). */
+  key(key: string): void;
+  /** Playback reached a mark (the audio queued before it was played), or `clear` dropped the audio before it. */
+  mark(name: string): void;
+  /** A frame of queued audio was sent to the caller (silence between audio is not reported). */
+  played?(mulaw: Uint8Array): void;
+}
+
+/** How a media stream drives the line's playback. */
+export interface LineStreamControl {
+  /** Queues 8 kHz µ-law audio behind what is queued; it is played in 20 ms frames at real-time pace. */
+  play(mulaw: Uint8Array): void;
+  /** A mark behind the audio queued so far: `handlers.mark(name)` once that audio has been played. */
+  mark(name: string): void;
+  /** Drops the queued audio (playback stops within one frame); the marks behind it are reported at once. */
+  clear(): void;
+  /** Ends the stream: `stream` resolves `done`. */
+  end(): void;
 }

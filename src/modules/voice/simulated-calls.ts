@@ -51,7 +51,7 @@ export const DEFAULT_TALK_SECONDS = 30;
 /** A caller without words leaves this much tone. */
 export const WORDLESS_VOICEMAIL_SECONDS = 5;
 
-export type Step = 'ring' | 'converse' | 'voicemail' | 'listen' | 'gather';
+export type Step = 'ring' | 'converse' | 'voicemail' | 'listen' | 'gather' | 'stream';
 
 /** The events each step takes; anything else from a test control is a 409 that says what it takes. */
 export const ACCEPTS: Record<Step, readonly PbxEvent[]> = {
@@ -60,6 +60,7 @@ export const ACCEPTS: Record<Step, readonly PbxEvent[]> = {
   voicemail: ['completed'],
   listen: ['utterance', 'completed'],
   gather: ['digits', 'completed'],
+  stream: ['digits', 'completed'],
 };
 
 export interface Waiter {

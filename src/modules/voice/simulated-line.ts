@@ -10,13 +10,22 @@
 //            the machine's speed; what a test of a flow checks is the order of steps and what the keys chose.
 //   instant  a scripted call played through at once: steps take no real time but move the script's own clock,
 //            and a gather, with nobody to press keys, times out at once (after the keys typed ahead).
+// A media stream (`stream`) runs in real time in every play, as its app does: each 20 ms the simulated caller
+// sends a frame of silence (nobody speaks on a simulated call) and the frame the app queued is taken (and
+// heard by nobody), so marks come back as on a phone; keys come from the test control's `digits`, and the
+// stream waits for its app to close it or for the test control's `completed` (the caller hanging up).
 // The rules of steps and keys are line-steps.ts's, the same as the SIP PBX's.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../../platform/clock.ts';
 import { SAMPLE_RATE } from './audio.ts';
 import { clockTime, type LineMedia, LineSteps, type LineTime } from './line-steps.ts';
+import { STREAM_FRAME_BYTES } from './pbx.ts';
+import { MULAW_SILENCE } from './stream-playback.ts';
 
 /** espeak-ng's pace: about 15 characters a second. */
 const SPEECH_SECONDS_PER_CHARACTER = 0.07;
+/** A media stream's frame time. */
+const STREAM_FRAME_MS = 20;
 /** The longest a simulated say lasts (espeak-ng's longest text takes longer, but no flow should). */
 const LONGEST_SAY_SECONDS = 60;
 
@@ -29,6 +38,8 @@ export interface SimulatedLineOptions {
   script?: { now(): Date; elapse(seconds: number): void };
   /** A gather starts waiting for keys (the PBX's test control may then drive it); returns its end. */
   onGather?: () => () => void;
+  /** A media stream starts (the test control's `completed` may then end the call); returns its end. */
+  onStream?: () => () => void;
 }
 
 /** The seconds a step would take on a phone. */
@@ -44,6 +55,19 @@ export function simulatedLine(options: SimulatedLineOptions): LineSteps {
     say: (text, _voice, signal) => take(sayingSeconds(text), signal),
     play: (audio, loop, signal) => take((audio.length / SAMPLE_RATE) * loop, signal),
     pause: (seconds, signal) => take(seconds, signal),
+    stream: async (io, signal) => {
+      const stopWaiting = options.onStream?.();
+      const silent = new Uint8Array(STREAM_FRAME_BYTES).fill(MULAW_SILENCE);
+      try {
+        while (!signal.aborted) {
+          io.heard(silent);
+          io.next();
+          await sleep(STREAM_FRAME_MS, undefined, { signal }).catch(() => undefined);
+        }
+      } finally {
+        stopWaiting?.();
+      }
+    },
     close: () => {},
   };
   return new LineSteps(media, time, { onGather: options.onGather });
@@ -53,9 +77,9 @@ export function simulatedLine(options: SimulatedLineOptions): LineSteps {
  * What the simulated PBX's test control reaches while a gather waits (a waiter of step `gather`): `digits`
  * go to the line by the PBX's own path; `completed` is the caller hanging up, the API's hang-up the call's.
  */
-export function keysWaiter(line: LineSteps) {
+export function keysWaiter(line: LineSteps, step: 'gather' | 'stream' = 'gather') {
   return {
-    step: 'gather' as const,
+    step,
     deliver: async (_completed: string, at: Date) => line.hungUp('normal_clearing', at),
     hangup: (at: Date) => line.hungUp('hangup_requested', at),
   };

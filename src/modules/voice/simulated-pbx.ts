@@ -197,7 +197,8 @@ export class SimulatedPbx implements Pbx {
 
   /**
    * A call flow's line (simulated-line.ts says how its steps take time). A gather is a waiter of step
-   * `gather`: the test control's `digits` and `completed` reach it. An open line is handed out again.
+   * `gather`, a media stream one of step `stream`: the test control's `digits` and `completed` reach it. An
+   * open line is handed out again.
    */
   callerLine(call: PbxCall): CallerLine {
     const simulated = this.call(call.id);
@@ -207,6 +208,7 @@ export class SimulatedPbx implements Pbx {
       play: simulated.instant ? 'instant' : this.mode,
       script: { now: () => this.now(simulated), elapse: (seconds) => this.elapse(simulated, seconds) },
       onGather: () => this.waitForKeys(call.id, line),
+      onStream: () => this.waitForKeys(call.id, line, 'stream'),
     });
     simulated.line = line;
     return line;
@@ -253,12 +255,15 @@ export class SimulatedPbx implements Pbx {
     await settled;
   }
 
-  /** A line's gather waits for keys: a waiter of step `gather` until it ends (the function returned). */
-  private waitForKeys(callId: string, line: LineSteps): () => void {
+  /**
+   * A line's gather (or media stream) waits for keys: a waiter of step `gather` (`stream`) until it ends (the
+   * function returned).
+   */
+  private waitForKeys(callId: string, line: LineSteps, step: 'gather' | 'stream' = 'gather'): () => void {
     let stop = () => {};
     const waiting = (settle: (done: undefined) => void) => {
       stop = () => settle(undefined);
-      return keysWaiter(line);
+      return keysWaiter(line, step);
     };
     void this.wait<undefined>(callId, waiting, () => []);
     return () => stop();

@@ -15,6 +15,7 @@ export function unavailableFeature(step: FlowStep): string | undefined {
     case 'voicemail':
     case 'agent':
     case 'hangup':
+    case 'stream':
       return undefined;
     case 'gather':
       if (step.input.includes('speech')) return 'gather input "speech" is not available yet (only "dtmf")';

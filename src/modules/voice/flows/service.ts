@@ -8,6 +8,7 @@ import { newId } from '../../../platform/ids.ts';
 import type { PageQueryInput, Paginator } from '../../../platform/pagination.ts';
 import type { NumberService } from '../../numbers/index.ts';
 import type { ExtensionService } from '../extensions.ts';
+import { checkStreamTarget, type StreamTargetOptions, StreamTargetRefused } from '../stream-target.ts';
 import type { CallFlowCreateInput, CallFlowPatchInput, PublicCallFlow } from './schemas.ts';
 import { checkFlowSteps, type FlowReference } from './step-check.ts';
 import type { FlowStep } from './steps.ts';
@@ -44,6 +45,8 @@ export class CallFlowService {
   private ringGroupExists?: (organizationId: string, id: string) => Promise<boolean>;
   /** Checks a URL a step POSTs to by the webhooks module's rules (useUrlCheck); throws its 400. */
   private urlCheck?: (url: string) => Promise<string>;
+  /** Where a stream step may go (production: wss to public addresses only). */
+  private readonly streams: StreamTargetOptions;
   readonly store = new CallFlowStore();
 
   constructor(deps: {
@@ -52,12 +55,15 @@ export class CallFlowService {
     pagination: Paginator;
     extensions: ExtensionService;
     numbers: NumberService;
+    /** Production's rules for stream urls when absent. */
+    streams?: StreamTargetOptions;
   }) {
     this.db = deps.db;
     this.clock = deps.clock;
     this.pagination = deps.pagination;
     this.extensions = deps.extensions;
     this.numbers = deps.numbers;
+    this.streams = deps.streams ?? { guarded: true };
   }
 
   /** Lets saved flows' ring-group targets be looked up in the organization. */
@@ -163,6 +169,15 @@ export class CallFlowService {
   async checked(organizationId: string, input: unknown, self?: string, path = 'steps'): Promise<FlowStep[]> {
     const result = checkFlowSteps(input, path);
     if ('problem' in result) throw invalidStep(result.problem.path, result.problem.message);
+    // A stream's WebSocket by the webhooks' SSRF rules, as the call will check it again when it connects.
+    for (const { path: at, url } of result.streamUrls) {
+      try {
+        await checkStreamTarget(url, this.streams);
+      } catch (error) {
+        if (error instanceof StreamTargetRefused) throw invalidStep(at, error.message);
+        throw error;
+      }
+    }
     const flowIds = [
       ...new Set(result.references.filter((r) => r.kind === 'flow' && r.id !== self).map((r) => r.id)),
     ];

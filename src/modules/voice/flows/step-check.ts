@@ -78,10 +78,17 @@ function isDate(text: string): boolean {
   return !Number.isNaN(day.getTime()) && day.toISOString().slice(0, 10) === text;
 }
 
-/** Walks one flow's steps, counting them and collecting the ids they name. */
+/** A stream step's url: where it may go is checked by the service (in production, on what the name resolves to). */
+export interface FlowStreamUrl {
+  path: string;
+  url: string;
+}
+
+/** Walks one flow's steps, counting them and collecting the ids they name and the stream urls. */
 class Walk {
   count = 0;
   readonly references: FlowReference[] = [];
+  readonly streamUrls: FlowStreamUrl[] = [];
 
   list(value: unknown, path: string, depth: number): void {
     if (!Array.isArray(value)) refuse(path, 'must be a list of steps');
@@ -177,9 +184,13 @@ class Walk {
       case 'agent':
         this.references.push({ path: `${path}.agentId`, kind: 'agent', id: step.agentId });
         return;
-      case 'stream':
+      case 'stream': {
         checkUrl(`${path}.url`, step.url, ['wss:', 'ws:']);
+        const url = new URL(step.url);
+        if (url.username || url.password) refuse(`${path}.url`, 'must not contain a user name or password');
+        this.streamUrls.push({ path: `${path}.url`, url: step.url });
         return;
+      }
       case 'hours':
         if (canonicalTimeZone(step.timezone) === undefined) {
           refuse(`${path}.timezone`, 'is not an IANA time zone name (such as America/New_York)');
@@ -234,7 +245,9 @@ class Walk {
 export function checkFlowSteps(
   steps: unknown,
   path = 'steps',
-): { steps: FlowStep[]; references: FlowReference[] } | { problem: FlowStepProblem } {
+):
+  | { steps: FlowStep[]; references: FlowReference[]; streamUrls: FlowStreamUrl[] }
+  | { problem: FlowStepProblem } {
   const walk = new Walk();
   try {
     walk.list(steps, path, 1);
@@ -242,5 +255,5 @@ export function checkFlowSteps(
     if (error instanceof StepProblem) return { problem: error.problem };
     throw error;
   }
-  return { steps: steps as FlowStep[], references: walk.references };
+  return { steps: steps as FlowStep[], references: walk.references, streamUrls: walk.streamUrls };
 }

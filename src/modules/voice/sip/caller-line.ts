@@ -4,16 +4,26 @@
 // two ways and both count, each key once: RFC 4733 telephone-events in the RTP (the session reports each
 // event once, however many times its end packet is repeated) and SIP INFO `application/dtmf-relay` in the
 // caller's dialog (dialog-requests.ts; phones and trunks that send keys out of band). In-band tones are not
-// detected. The rules of steps and keys (type-ahead, barge-in, timeouts) are line-steps.ts's, shared with the
-// simulated PBX.
+// detected. A media stream's frames (`stream`) go out one each 20 ms at real-time pace, silence while its app
+// has nothing queued (the caller's phone keeps hearing a stream, a NAT keeps its binding), and the caller's
+// RTP payload goes to it as it arrives (PCMU byte for byte, PCMA transcoded: RtpSession.onMulaw). The rules of
+// steps and keys (type-ahead, barge-in, timeouts) are line-steps.ts's, shared with the simulated PBX.
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../../../platform/clock.ts';
 import { silence, synthesise, tone } from '../audio.ts';
-import { clockTime, type LineMedia, LineSteps } from '../line-steps.ts';
+import { clockTime, type LineMedia, LineSteps, type StreamIo } from '../line-steps.ts';
+import { STREAM_FRAME_BYTES } from '../pbx.ts';
+import { MULAW_SILENCE } from '../stream-playback.ts';
 import type { RtpSession } from './rtp.ts';
 import type { SipCall } from './sip-call.ts';
 
 /** Without espeak-ng the caller hears a tone as long as the words would take (about 2.5 words a second). */
 const WORDS_PER_SECOND = 2.5;
+/** A stream's frame time (20 ms: STREAM_FRAME_BYTES at 8 kHz). */
+const FRAME_MS = 20;
+/** A stream this far behind its schedule starts it again. */
+const MAX_LATE_MS = 100;
+const SILENT_FRAME = new Uint8Array(STREAM_FRAME_BYTES).fill(MULAW_SILENCE);
 
 /**
  * The line of `sipCall` (SipPbx.callerLine): the one still held (open, or hung up: its steps then end at once),
@@ -99,6 +109,15 @@ export function rtpCallerLine(deps: {
     pause: async (seconds, signal) => {
       await (await media()).play(silence(seconds), () => signal.aborted);
     },
+    stream: async (io, signal) => {
+      const rtp = await media();
+      rtp.onMulaw = (payload) => io.heard(payload);
+      try {
+        await paceFrames(io, signal, (frame) => rtp.sendMulaw(frame));
+      } finally {
+        rtp.onMulaw = undefined;
+      }
+    },
     close: async () => {
       deps.onClose();
       const opened = await session?.catch(() => undefined);
@@ -107,4 +126,22 @@ export function rtpCallerLine(deps: {
   };
   const line = new LineSteps(sound, clockTime(deps.clock));
   return line;
+}
+
+/**
+ * Sends `io.next()` (silence when nothing is queued) each 20 ms, on a schedule from the start rather than from
+ * each send (a late timer does not slow the stream down: the next frame is due sooner), until `signal` aborts.
+ */
+async function paceFrames(io: StreamIo, signal: AbortSignal, send: (frame: Uint8Array) => void) {
+  let due = performance.now();
+  while (!signal.aborted) {
+    send(io.next() ?? SILENT_FRAME);
+    due += FRAME_MS;
+    const wait = due - performance.now();
+    // Far behind (the process stalled): start the schedule again rather than send the missed frames in a burst.
+    if (wait < -MAX_LATE_MS) due = performance.now();
+    if (wait > 0) await sleep(wait, undefined, { signal }).catch(() => undefined);
+    // Behind: the next frame goes at once, but after what has arrived meanwhile (a `clear` holds at once).
+    else await nextTurn();
+  }
 }

@@ -48,6 +48,13 @@ export class RtpSession {
   onDtmf?: (key: string) => void;
   /** Called with each packet of the caller's audio as it arrives (decoded), recorded or not. */
   onAudio?: (samples: Int16Array, timestamp: number) => void;
+  /**
+   * Called with each packet of the caller's audio as 8 kHz µ-law (a media stream's): PCMU's payload as it came,
+   * byte for byte (a view of the packet, valid during the call); PCMA's transcoded.
+   */
+  onMulaw?: (payload: Uint8Array) => void;
+  /** The next packet sent starts a talkspurt (RFC 3551 section 4.1: the marker bit). */
+  private talkspurt = true;
 
   private constructor(
     private readonly socket: Socket,
@@ -86,6 +93,17 @@ export class RtpSession {
       if (wait > 0) await sleep(wait);
     }
     return Math.min(offset, samples.length);
+  }
+
+  /**
+   * Sends one packet of 8 kHz µ-law audio now (a media stream's frame: the stream paces them): PCMU as it is,
+   * byte for byte; to a PCMA caller transcoded.
+   */
+  sendMulaw(frame: Uint8Array): void {
+    if (this.closed) return;
+    const payload = this.offer.codec === 'PCMU' ? frame : g711.alaw.encode(g711.mulaw.decode(frame));
+    this.send(Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength), this.talkspurt);
+    this.talkspurt = false;
   }
 
   /** `samples` as the caller hears them: through this session's G.711 law and back. */
@@ -140,6 +158,7 @@ export class RtpSession {
     // Only the law we negotiated is audio: telephone events, comfort noise or a codec the caller was not
     // answered with would be decoded as noise.
     if (type !== PAYLOAD_TYPES[this.offer.codec]) return;
+    if (this.onMulaw) this.onMulaw(type === 0 ? payload : g711.mulaw.encode(DECODERS[type]!(payload)));
     const decoded = DECODERS[type]!(payload);
     this.onAudio?.(decoded, timestamp);
     if (!this.recording) return;
