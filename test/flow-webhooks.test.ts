@@ -274,7 +274,7 @@ describe('call flows from an app over a webhook (simulated PBX)', () => {
     assert.ok(t.logs().some((line) => line.includes(arrived.id) && /Timed out after 0.3 s/.test(line)));
   });
 
-  test('invalid JSON, invalid steps, a 500 or a redirect all get the fallback flow', async () => {
+  test('invalid JSON, invalid steps, a 500, a redirect or an answer over 64 KB all get the fallback flow', async () => {
     const fallbackId = await fallbackFlow();
     const answers: [string, AppAnswer, RegExp][] = [
       ['/not-json', { raw: '<Response><Say>TwiML</Say></Response>' }, /the answer is not JSON/],
@@ -289,6 +289,11 @@ describe('call flows from an app over a webhook (simulated PBX)', () => {
         /invalid steps: steps\.0\.targets\.0\.target names no extension/,
       ],
       ['/broken', { status: 500, body: { error: 'boom' } }, /answered HTTP 500/],
+      [
+        '/huge',
+        { body: { steps: [{ type: 'hangup' }], padding: 'x'.repeat(70_000) } },
+        /the answer is longer than 65536 bytes/,
+      ],
       ['/moved', { status: 302, body: {} }, /answered HTTP 302/],
     ];
     for (const [path, answer, reason] of answers) {

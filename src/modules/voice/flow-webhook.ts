@@ -16,7 +16,7 @@ import type { Clock } from '../../platform/clock.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import type { PhoneNumber } from '../numbers/index.ts';
-import { signedHeaders, type WebhookTransport } from '../webhooks/index.ts';
+import { type PostResult, signedHeaders, type WebhookTransport } from '../webhooks/index.ts';
 import type { FlowAppSecrets } from './flow-app-secrets.ts';
 import type { FlowStep } from './flows/index.ts';
 
@@ -116,10 +116,7 @@ export class FlowApps {
     organizationId: string,
     url: string,
     request: FlowAppRequest,
-  ): Promise<
-    | { kind: 'sent'; result: Awaited<ReturnType<WebhookTransport['post']>> }
-    | { kind: 'refused'; reason: string }
-  > {
+  ): Promise<{ kind: 'sent'; result: PostResult } | { kind: 'refused'; reason: string }> {
     let target: string;
     try {
       target = await this.deps.checkUrl(url);
