@@ -81,6 +81,11 @@ export interface Config {
    * answers from the agents' knowledge bases (docs/agents.md).
    */
   agentLlm?: { url: string; apiKey?: string; model: string };
+  /**
+   * The deadline of a call flow's request to the customer's app (docs/voice.md "Flows from your app"); 5000
+   * when unset. Not read from the environment: the contract says 5 s; tests shorten it.
+   */
+  flowAppTimeoutMs?: number;
 }
 
 export class ConfigError extends Error {}

@@ -222,7 +222,6 @@ describe('call flows', () => {
       [{ type: 'record', maxSeconds: 60 }, /record steps/],
       [{ type: 'transfer', target: { type: 'number', target: '+14155550102' } }, /transfer steps/],
       [{ type: 'gather', input: ['speech'], otherwise: [say] }, /speech/],
-      [{ type: 'gather', input: ['dtmf'], actionUrl: 'https://app.example.com/x' }, /actionUrl/],
       [
         dial({
           targets: [
@@ -234,7 +233,6 @@ describe('call flows', () => {
       ],
       [dial({ targets: [{ type: 'sip', target: 'sip:desk@pbx.example.com' }] }), /"sip"/],
       [dial({ callerId: '+14155550101' }), /callerId/],
-      [{ type: 'redirect', url: 'https://app.example.com/flow' }, /url/],
       [
         dial({
           targets: [

@@ -24,7 +24,7 @@ interface PhoneNumber {
   type: string;
   isDefault: boolean;
   friendlyName: string | null;
-  voiceRoute: { type: string; target: string } | null;
+  voiceRoute: { type: string; target: string; fallbackFlowId?: string } | null;
 }
 interface Available {
   number: string;
@@ -112,9 +112,13 @@ function RouteForm({ number }: { number: PhoneNumber }) {
   const save = useAction(
     (form) => {
       const type = text(form, 'routeType');
+      // Only a webhook route has a fallback flow (docs/voice.md "Flows from your app").
+      const fallbackFlowId = type === 'webhook' ? text(form, 'fallbackFlowId') : undefined;
       return data('PATCH', `/v2/portal/numbers/${encodeURIComponent(number.id)}`, {
         friendlyName: text(form, 'friendlyName') ?? null,
-        voiceRoute: type ? { type, target: text(form, 'target') ?? '' } : null,
+        voiceRoute: type
+          ? { type, target: text(form, 'target') ?? '', ...(fallbackFlowId ? { fallbackFlowId } : {}) }
+          : null,
       });
     },
     [['numbers']],
@@ -138,11 +142,17 @@ function RouteForm({ number }: { number: PhoneNumber }) {
             <option value="forward">Forward to a number</option>
             <option value="voicemail">Voicemail of an extension</option>
             <option value="flow">Call flow</option>
+            <option value="webhook">Your app (a webhook URL)</option>
           </select>
         )}
       </Field>
-      <Field label="Target (extension, agent or call flow id, or a number)">
+      <Field label="Target (extension, agent or call flow id, a number, or your app's URL)">
         {(id) => <input id={id} name="target" defaultValue={number.voiceRoute?.target ?? ''} />}
+      </Field>
+      <Field label="Fallback call flow id (your app only: runs when the app fails)">
+        {(id) => (
+          <input id={id} name="fallbackFlowId" defaultValue={number.voiceRoute?.fallbackFlowId ?? ''} />
+        )}
       </Field>
     </MutationForm>
   );

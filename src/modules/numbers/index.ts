@@ -10,7 +10,12 @@ import { numberOperatorRoutes, numberRoutes } from './routes.ts';
 import { NumberService, type NumbersServices } from './service.ts';
 
 export type { PhoneNumber } from './service.ts';
-export { NumberService, type NumbersServices, type RouteTargetExists } from './service.ts';
+export {
+  NumberService,
+  type NumbersServices,
+  type RouteTargetExists,
+  type WebhookRouteCheck,
+} from './service.ts';
 
 export const numbersModule = defineModule({
   name: 'numbers',

@@ -9,16 +9,26 @@ export const NumberCreate = Type.Object(
 export type NumberInput = Static<typeof NumberCreate>;
 
 /** Where a call to the number goes (CONTRACT sections 9 and 13). */
-export const VOICE_ROUTE_TYPES = ['extension', 'agent', 'forward', 'voicemail', 'flow'] as const;
+export const VOICE_ROUTE_TYPES = ['extension', 'agent', 'forward', 'voicemail', 'flow', 'webhook'] as const;
 export const VoiceRouteSchema = Type.Object(
   {
     type: Type.Enum(VOICE_ROUTE_TYPES),
     target: Type.String({
       minLength: 1,
-      maxLength: 100,
+      maxLength: 2048,
       description:
-        'extension and voicemail: an extension id; agent: an agent id; forward: a phone number; flow: a call flow id',
+        'extension and voicemail: an extension id; agent: an agent id; forward: a phone number; flow: a call ' +
+        "flow id; webhook: the URL of the app that answers each call with its steps (docs/voice.md 'Flows from your app')",
     }),
+    fallbackFlowId: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description:
+          'webhook only: a call flow of the organization that runs when the app cannot be reached, times out ' +
+          'or answers anything but valid steps',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -39,6 +39,15 @@ export interface PhoneNumber {
  */
 export type RouteTargetExists = (organizationId: string, target: string) => Promise<boolean>;
 
+/**
+ * Checks a webhook route (the voice module: the app's URL by the webhooks module's rules, the fallback flow in
+ * the organization) and returns it as it is to be stored; throws the 400 that refuses it.
+ */
+export type WebhookRouteCheck = (
+  organizationId: string,
+  route: VoiceRoute & { type: 'webhook' },
+) => Promise<VoiceRoute>;
+
 /** How many candidates a search asks the carrier for at a time, to drop those already owned in one query. */
 const SEARCH_CHUNK = 50;
 
@@ -49,6 +58,7 @@ export class NumberService {
   private readonly pagination: Paginator;
   private readonly store = new NumberStore();
   private readonly targets = new Map<VoiceRoute['type'], RouteTargetExists>();
+  private webhookRoutes?: WebhookRouteCheck;
 
   constructor(deps: { db: Database; clock: Clock; carrier: Carrier; pagination: Paginator }) {
     this.db = deps.db;
@@ -60,6 +70,11 @@ export class NumberService {
   /** Tells the service which targets a voice route of `types` may name (extensions, agents). */
   useRouteTargets(types: VoiceRoute['type'][], exists: RouteTargetExists): void {
     for (const type of types) this.targets.set(type, exists);
+  }
+
+  /** Lets numbers route their calls to an app's URL (the voice module checks such a route). */
+  useWebhookRoutes(check: WebhookRouteCheck): void {
+    this.webhookRoutes = check;
   }
 
   /**
@@ -165,7 +180,8 @@ export class NumberService {
 
   /**
    * Changes the friendly name or the voice route. A route's target must exist in the organization: a phone
-   * number to forward to, an extension (for `extension` and `voicemail`), an agent or a call flow.
+   * number to forward to, an extension (for `extension` and `voicemail`), an agent or a call flow; a webhook's
+   * URL and fallback flow are checked by the voice module (useWebhookRoutes).
    */
   async update(org: Organization, id: string, patch: NumberPatchInput): Promise<PhoneNumber> {
     let voiceRoute = patch.voiceRoute;
@@ -176,6 +192,13 @@ export class NumberService {
   }
 
   private async checkRoute(org: Organization, id: string, route: VoiceRoute): Promise<VoiceRoute> {
+    if (route.type === 'webhook') {
+      if (!this.webhookRoutes) throw ApiError.badRequest('voiceRoute.type: webhook routes are not available');
+      return this.webhookRoutes(org.id, { ...route, type: 'webhook' });
+    }
+    if (route.fallbackFlowId !== undefined) {
+      throw ApiError.badRequest('voiceRoute.fallbackFlowId: only a webhook route has a fallback flow');
+    }
     if (route.type === 'forward') {
       const target = normalisePhone(route.target, org.region);
       if (!target) throw ApiError.badRequest('voiceRoute.target must be a valid phone number to forward to');
@@ -252,7 +275,11 @@ function toPhoneNumber(row: PhoneNumberRow): PhoneNumber {
     friendlyName: row.friendly_name,
     voiceRoute:
       row.voice_route_type && row.voice_route_target
-        ? { type: row.voice_route_type, target: row.voice_route_target }
+        ? {
+            type: row.voice_route_type,
+            target: row.voice_route_target,
+            ...(row.voice_route_fallback_flow_id ? { fallbackFlowId: row.voice_route_fallback_flow_id } : {}),
+          }
         : null,
     createdAt: row.created_at,
   };

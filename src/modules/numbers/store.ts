@@ -14,6 +14,7 @@ export interface PhoneNumberRow {
   friendly_name: string | null;
   voice_route_type: VoiceRoute['type'] | null;
   voice_route_target: string | null;
+  voice_route_fallback_flow_id: string | null;
   created_at: Date;
 }
 
@@ -100,6 +101,7 @@ export class NumberStore {
     if (fields.voiceRoute !== undefined) {
       set('voice_route_type', fields.voiceRoute?.type ?? null);
       set('voice_route_target', fields.voiceRoute?.target ?? null);
+      set('voice_route_fallback_flow_id', fields.voiceRoute?.fallbackFlowId ?? null);
     }
     const [row] = await db.query<PhoneNumberRow>(
       `UPDATE phone_numbers SET ${sets.join(', ')} WHERE id = $1 AND organization_id = $2 RETURNING *`,
@@ -110,7 +112,7 @@ export class NumberStore {
 
   async clearRoutes(db: Queryable, organizationId: string, types: string[], target: string): Promise<void> {
     await db.query(
-      `UPDATE phone_numbers SET voice_route_type = NULL, voice_route_target = NULL
+      `UPDATE phone_numbers SET voice_route_type = NULL, voice_route_target = NULL, voice_route_fallback_flow_id = NULL
         WHERE organization_id = $1 AND voice_route_type = ANY($2::text[]) AND voice_route_target = $3`,
       [organizationId, types, target],
     );

@@ -20,6 +20,7 @@ import type { AgentRunner, DialPlan } from './dial-plan.ts';
 import type { ExtensionRow } from './extension-store.ts';
 import type { ExtensionService } from './extensions.ts';
 import type { FlowRunner } from './flow-runner.ts';
+import { runApp } from './flow-webhook-steps.ts';
 import type { LiveCall } from './live-call.ts';
 import type { Pbx } from './pbx.ts';
 import type { CallCreateInput, PublicCall } from './schemas.ts';
@@ -261,6 +262,7 @@ export class CallEntry {
       async (live) => {
         if (route.type === 'agent') return plan.agentAnswers(live, route.target);
         if (route.type === 'flow') return this.deps.flows.run(live, route.target);
+        if (route.type === 'webhook') return runApp(this.deps.flows, live, route);
         if (route.type === 'forward') return plan.forward(live, route.target);
         if (route.type === 'voicemail') return plan.voicemail(live, extension!, new Date(clock.now()));
         return plan.reachExtension(live, extension!);

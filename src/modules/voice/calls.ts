@@ -22,6 +22,7 @@ import { type AgentRunner, DialPlan } from './dial-plan.ts';
 import type { ExtensionRow } from './extension-store.ts';
 import type { ExtensionService } from './extensions.ts';
 import { FlowRunner, type FlowSource, type RingGroupSource } from './flow-runner.ts';
+import type { FlowApps } from './flow-webhook.ts';
 import { LiveCall, type LiveCallDeps } from './live-call.ts';
 import type { CallMedia } from './media.ts';
 import type { Pbx } from './pbx.ts';
@@ -58,6 +59,7 @@ export class CallService {
   private flows?: FlowSource;
   private ringGroups?: RingGroupSource;
   private queues?: QueueRuntime;
+  private apps?: FlowApps;
   private hangups?: Promise<(() => Promise<void>) | undefined>;
 
   constructor(deps: {
@@ -93,6 +95,7 @@ export class CallService {
       flows: () => this.flows,
       ringGroups: () => this.ringGroups,
       queues: () => this.queues,
+      apps: () => this.apps,
       log,
       streams: deps.streams,
     });
@@ -139,6 +142,11 @@ export class CallService {
   /** Lets call flows put callers in queues; the runtime hears of each call's end (a member may be free). */
   useQueues(runtime: QueueRuntime): void {
     this.queues = runtime;
+  }
+
+  /** Lets numbers routed to a webhook, gathers' actionUrls and redirects' urls reach the customer's apps. */
+  useFlowApps(apps: FlowApps): void {
+    this.apps = apps;
   }
 
   // How calls begin (call-entry.ts)

@@ -8,6 +8,7 @@ import type { Database } from '../../platform/db/index.ts';
 import type { EventOutbox } from '../../platform/events.ts';
 import type { DialPlan } from './dial-plan.ts';
 import type { ExtensionService } from './extensions.ts';
+import type { FlowApps } from './flow-webhook.ts';
 import type { FlowStep } from './flows/index.ts';
 import type { LiveCall } from './live-call.ts';
 import type { CallerLine, RingResult } from './pbx.ts';
@@ -42,6 +43,8 @@ export interface FlowRunnerDeps {
   ringGroups: () => RingGroupSource | undefined;
   /** The queue runtime (queues/runtime.ts): a queue step's callers wait there. */
   queues: () => QueueRuntime | undefined;
+  /** The customer's apps that serve steps over HTTP (flow-webhook.ts), once the voice module has built them. */
+  apps: () => FlowApps | undefined;
   log: FastifyBaseLogger;
   /** Where a stream step's WebSocket may go (stream-target.ts); guarded (production's rules) when absent. */
   streams?: StreamTargetOptions;
@@ -57,6 +60,8 @@ export interface Run {
   stepsRun: number;
   /** The last ring that went unanswered, for the call's end when the flow then runs out. */
   lastRing?: RingResult;
+  /** A call a number's webhook route sent to an app: the flow that runs when an app fails it. */
+  app?: { fallbackFlowId?: string };
 }
 
 /** How a call the flow ends is written: an answered call is completed, an unanswered one as its ring ended. */

@@ -11,6 +11,7 @@ import { dial } from './flow-dial.ts';
 import { isOpen } from './flow-hours.ts';
 import { queue } from './flow-queue.ts';
 import { stream } from './flow-stream.ts';
+import { gatherToApp, redirectToApp } from './flow-webhook-steps.ts';
 import type { FlowStep } from './flows/index.ts';
 import type { LiveCall } from './live-call.ts';
 import type { CallerLine, GatherResult, LineResult } from './pbx.ts';
@@ -26,15 +27,22 @@ export class FlowRunner implements FlowControl {
   constructor(readonly deps: FlowRunnerDeps) {}
 
   /** Runs flow `flowId` (its latest version) on the call until the call ends. */
-  async run(live: LiveCall, flowId: string): Promise<void> {
-    const flow = await this.source().resolve(live.row.organization_id, flowId);
+  run(live: LiveCall, flowId: string): Promise<void> {
+    return this.start(live, async (run) => {
+      const flow = await this.source().resolve(live.row.organization_id, flowId);
+      if (!flow) return this.finishWith(run, 'failed', 'no_route');
+      return this.steps(run, flow.steps);
+    });
+  }
+
+  /**
+   * Runs on the call what `first` runs (a stored flow, or an app's steps: flow-webhook-steps.ts) until the call
+   * ends; steps that run out hang up.
+   */
+  async start(live: LiveCall, first: (run: Run) => Promise<Ended>): Promise<void> {
     const run: Run = { live, stepsRun: 0 };
     try {
-      if (!flow) {
-        await this.finishWith(run, 'failed', 'no_route');
-        return;
-      }
-      const ended = await this.steps(run, flow.steps);
+      const ended = await first(run);
       if (ended === 'continue') await this.hangUp(run, 'flow_ended');
     } finally {
       await run.line?.close();
@@ -91,6 +99,7 @@ export class FlowRunner implements FlowControl {
         await this.deps.plan.agentAnswers(run.live, step.agentId);
         return 'over';
       case 'redirect': {
+        if (step.url) return redirectToApp(this, run, step.url);
         if (!step.flowId) return this.unavailable(run, step);
         const next = await this.source().resolve(run.live.row.organization_id, step.flowId);
         if (!next) return this.finishWith(run, 'failed', 'no_route');
@@ -128,6 +137,7 @@ export class FlowRunner implements FlowControl {
     if (result.kind === 'hangup') return this.callerGone(run, result);
     const digits = result.kind === 'digits' ? result.digits : '';
     await this.record(run, digits);
+    if (step.actionUrl) return gatherToApp(this, run, { ...step, actionUrl: step.actionUrl }, digits);
     const branch = digits ? step.branches?.[digits] : undefined;
     if (branch) return this.steps(run, branch);
     if (step.otherwise) return this.steps(run, step.otherwise);

@@ -5,10 +5,14 @@ import { defineModule } from '../../platform/module.ts';
 import { identityModule } from '../identity/index.ts';
 import { numbersModule } from '../numbers/index.ts';
 import { organizationsModule } from '../organizations/index.ts';
+import { WebhookTransport, webhooksModule } from '../webhooks/index.ts';
 import { callRoutes, pbxTestControls, regionOperatorRoutes } from './call-routes.ts';
 import { CallService } from './calls.ts';
 import { VOICE_EVENTS } from './events.ts';
 import { ExtensionService } from './extensions.ts';
+import { flowAppRoutes } from './flow-app-routes.ts';
+import { FlowAppSecrets } from './flow-app-secrets.ts';
+import { FLOW_APP_ANSWER_BYTES, FLOW_APP_TIMEOUT_MS, FlowApps, webhookRouteCheck } from './flow-webhook.ts';
 import { CallFlowService, callFlowRoutes } from './flows/index.ts';
 import { CallMedia, TRANSCRIBE_QUEUE } from './media.ts';
 import { mediaRoutes } from './media-routes.ts';
@@ -124,6 +128,29 @@ export const voiceModule = defineModule({
     calls.useQueues(queueRuntime);
     flows.useRingGroups((organizationId, id) => ringGroups.exists(organizationId, id));
     flows.useQueues((organizationId, id) => queues.exists(organizationId, id));
+    // The customer's apps serve steps over signed HTTP (flow-webhook.ts), by the webhooks module's URL rules.
+    const { webhooks } = use(webhooksModule);
+    const checkUrl = (url: string) => webhooks.checkUrl(url);
+    const flowAppSecrets = new FlowAppSecrets({ db, clock, box: platform.secretBox('flow-app-secret') });
+    calls.useFlowApps(
+      new FlowApps({
+        clock,
+        log,
+        transport: new WebhookTransport({
+          guarded: config.appEnv === 'production',
+          timeoutMs: config.flowAppTimeoutMs ?? FLOW_APP_TIMEOUT_MS,
+          // One byte past the limit, so that a longer answer shows as one.
+          excerptBytes: FLOW_APP_ANSWER_BYTES + 1,
+        }),
+        secrets: flowAppSecrets,
+        checkUrl,
+        checkSteps: (organizationId, steps) => flows.checked(organizationId, steps),
+      }),
+    );
+    flows.useUrlCheck(checkUrl);
+    numbers.useWebhookRoutes(
+      webhookRouteCheck({ checkUrl, flowExists: (organizationId, id) => flows.exists(organizationId, id) }),
+    );
     return {
       extensions,
       calls,
@@ -132,14 +159,31 @@ export const voiceModule = defineModule({
       ringGroups,
       queues,
       queueRuntime,
+      flowAppSecrets,
       simulatedPbx,
       registrar,
       sipListener,
     };
   },
   routes: {
-    developer: [extensionRoutes, callRoutes, mediaRoutes, callFlowRoutes, ringGroupRoutes, queueRoutes],
-    portal: [extensionRoutes, callRoutes, mediaRoutes, callFlowRoutes, ringGroupRoutes, queueRoutes],
+    developer: [
+      extensionRoutes,
+      callRoutes,
+      mediaRoutes,
+      flowAppRoutes,
+      callFlowRoutes,
+      ringGroupRoutes,
+      queueRoutes,
+    ],
+    portal: [
+      extensionRoutes,
+      callRoutes,
+      mediaRoutes,
+      flowAppRoutes,
+      callFlowRoutes,
+      ringGroupRoutes,
+      queueRoutes,
+    ],
     operator: [regionOperatorRoutes],
   },
   testControls: [pbxTestControls],
@@ -162,6 +206,14 @@ export const voiceModule = defineModule({
       columns: ['sip_password_sealed'],
       purpose: 'sip-password',
       associatedData: 'id',
+    },
+    // The secrets an organization's requests to its apps are signed with (flow-app-secrets.ts).
+    {
+      table: 'flow_app_secrets',
+      key: 'organization_id',
+      columns: ['secret_sealed', 'previous_secret_sealed'],
+      purpose: 'flow-app-secret',
+      associatedData: 'organization_id',
     },
   ],
 });

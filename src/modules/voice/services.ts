@@ -2,6 +2,7 @@
 // the routes can name it without importing the index that imports them.
 import type { CallService } from './calls.ts';
 import type { ExtensionService } from './extensions.ts';
+import type { FlowAppSecrets } from './flow-app-secrets.ts';
 import type { CallFlowService } from './flows/index.ts';
 import type { CallMedia } from './media.ts';
 import type { QueueRuntime, QueueService } from './queues/index.ts';
@@ -16,6 +17,8 @@ export interface VoiceServices {
   media: CallMedia;
   /** Call flows and their versions; the flow runner resolves a call's steps from it. */
   flows: CallFlowService;
+  /** The secret requests to the customer's apps are signed with (GET /call-flows/signing-secret). */
+  flowAppSecrets: FlowAppSecrets;
   /** Ring groups: a call flow's dial step asks it who rings (attempts) and tells it who answered. */
   ringGroups: RingGroupService;
   queues: QueueService;

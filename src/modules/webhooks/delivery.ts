@@ -21,7 +21,6 @@
 //             pending with nothing to run it, and it can be redelivered.
 // The schedule lives in the job row (RetryAt), so a delivery mid-retry survives a restart, and any instance
 // may make the next attempt.
-import { Webhook } from 'standardwebhooks';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
 import type { DomainEvent, EventConsumer, EventOutbox } from '../../platform/events.ts';
@@ -31,6 +30,7 @@ import type { JobSpec } from '../../platform/module.ts';
 import { EndpointDisabled } from './events.ts';
 import type { DeliveryStatus } from './schemas.ts';
 import { DELIVER_QUEUE, type Enqueue, type WebhookService } from './service.ts';
+import { signedHeaders } from './signature.ts';
 import { type DeliveryWithEndpoint, type EndpointRow, WebhookStore } from './store.ts';
 import { type PostResult, retryAfterSeconds, type WebhookTransport } from './transport.ts';
 
@@ -192,13 +192,7 @@ export class WebhookDelivery {
 
     const now = this.clock.now();
     const secrets = this.signingSecrets(delivery, now);
-    const headers = {
-      'webhook-id': delivery.event_id,
-      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-      'webhook-signature': secrets
-        .map((secret) => new Webhook(secret).sign(delivery.event_id, now, delivery.body))
-        .join(' '),
-    };
+    const headers = signedHeaders(delivery.event_id, now, delivery.body, secrets);
     const result = await this.transport.post(delivery.url, headers, delivery.body);
     const nextAt = await this.record(delivery, result, job.manual === true);
     if (nextAt) throw new RetryAt(nextAt, `webhook delivery failed: ${result.error ?? result.statusCode}`);

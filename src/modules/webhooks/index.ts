@@ -7,8 +7,11 @@ import { type WebhooksServices, webhookListRoute, webhookRoutes } from './routes
 import { DELIVER_QUEUE, WebhookService } from './service.ts';
 import { WebhookTransport } from './transport.ts';
 
+/** Signing (Standard Webhooks) and secrets, for what else the platform signs: a call flow's requests to an app. */
+export { newWebhookSecret, ROTATION_OVERLAP_MS, type WebhookService } from './service.ts';
+export { signedHeaders } from './signature.ts';
 /** The guarded HTTP client webhooks are sent with; agents call their tools with it too. */
-export { WebhookTransport } from './transport.ts';
+export { type PostResult, WebhookTransport } from './transport.ts';
 
 /** The delivery log keeps a finished delivery this long after its last attempt (docs/webhooks.md). */
 const DELIVERY_LOG_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;

@@ -20,7 +20,6 @@ export function unavailableFeature(step: FlowStep): string | undefined {
       return undefined;
     case 'gather':
       if (step.input.includes('speech')) return 'gather input "speech" is not available yet (only "dtmf")';
-      if (step.actionUrl) return 'gather actionUrl is not available yet';
       if (step.prompt && step.prompt.type !== 'say')
         return 'a gather prompt other than say is not available yet';
       return undefined;
@@ -34,7 +33,7 @@ export function unavailableFeature(step: FlowStep): string | undefined {
       return undefined;
     }
     case 'redirect':
-      return step.url ? 'redirect to a url is not available yet (flowId is)' : undefined;
+      return undefined;
     default:
       return `${step.type} steps are not available yet`;
   }

@@ -28,6 +28,7 @@ const KIND_NAMES: Record<FlowReference['kind'], string> = {
   queue: 'queue',
   ring_group: 'ring group',
   audio: 'audio',
+  url: 'url',
 };
 
 function invalidStep(path: string, message: string): ApiError {
@@ -42,10 +43,12 @@ export class CallFlowService {
   private readonly numbers: NumberService;
   /** Whether a ring group exists (ring-groups/, built after this service: useRingGroups). */
   private ringGroupExists?: (organizationId: string, id: string) => Promise<boolean>;
-  /** Where a stream step may go (production: wss to public addresses only). */
-  private readonly streams: StreamTargetOptions;
   /** Whether a queue exists (queues/, built after this service: useQueues). */
   private queueExists?: (organizationId: string, id: string) => Promise<boolean>;
+  /** Checks a URL a step POSTs to by the webhooks module's rules (useUrlCheck); throws its 400. */
+  private urlCheck?: (url: string) => Promise<string>;
+  /** Where a stream step may go (production: wss to public addresses only). */
+  private readonly streams: StreamTargetOptions;
   readonly store = new CallFlowStore();
 
   constructor(deps: {
@@ -73,6 +76,11 @@ export class CallFlowService {
   /** Lets saved flows' queue steps be looked up in the organization. */
   useQueues(exists: (organizationId: string, id: string) => Promise<boolean>): void {
     this.queueExists = exists;
+  }
+
+  /** Lets the URLs steps POST to (a gather's actionUrl, a redirect's url) be checked as webhook URLs are. */
+  useUrlCheck(check: (url: string) => Promise<string>): void {
+    this.urlCheck = check;
   }
 
   async create(organizationId: string, input: CallFlowCreateInput): Promise<PublicCallFlow> {
@@ -119,8 +127,11 @@ export class CallFlowService {
   async delete(organizationId: string, id: string): Promise<void> {
     await this.db.transaction(async (tx) => {
       if (!(await this.store.lock(tx, organizationId, id))) throw ApiError.notFound('Call flow');
+      // A webhook route's fallback flow is a route to it too: the app's callers would be left with nothing.
       const routed = (await this.numbers.list(organizationId, tx)).filter(
-        (number) => number.voiceRoute?.type === 'flow' && number.voiceRoute.target === id,
+        (number) =>
+          (number.voiceRoute?.type === 'flow' && number.voiceRoute.target === id) ||
+          number.voiceRoute?.fallbackFlowId === id,
       );
       if (routed.length > 0) {
         const numbers = routed.map((number) => number.number);
@@ -158,18 +169,19 @@ export class CallFlowService {
   /**
    * The steps, checked: their shapes and limits, then each id they name found in the organization (ring groups
    * and queues once their services have said how: useRingGroups, useQueues). Stored audio (no resource yet) is
-   * checked by the shape of its id only. A flow
-   * may redirect to itself (`self`): the runner bounds the steps a call runs.
+   * checked by the shape of its id only; the URLs steps POST to by the webhooks module's rules (useUrlCheck). A
+   * flow may redirect to itself (`self`): the runner bounds the steps a call runs. The steps an app answers on a
+   * call (voice/flow-webhook.ts) are checked here too, with no `self`.
    */
-  private async checked(organizationId: string, input: unknown, self: string): Promise<FlowStep[]> {
-    const result = checkFlowSteps(input);
+  async checked(organizationId: string, input: unknown, self?: string, path = 'steps'): Promise<FlowStep[]> {
+    const result = checkFlowSteps(input, path);
     if ('problem' in result) throw invalidStep(result.problem.path, result.problem.message);
     // A stream's WebSocket by the webhooks' SSRF rules, as the call will check it again when it connects.
-    for (const { path, url } of result.streamUrls) {
+    for (const { path: at, url } of result.streamUrls) {
       try {
         await checkStreamTarget(url, this.streams);
       } catch (error) {
-        if (error instanceof StreamTargetRefused) throw invalidStep(path, error.message);
+        if (error instanceof StreamTargetRefused) throw invalidStep(at, error.message);
         throw error;
       }
     }
@@ -195,7 +207,7 @@ export class CallFlowService {
     organizationId: string,
     reference: FlowReference,
     flows: Set<string>,
-    self: string,
+    self: string | undefined,
   ): Promise<boolean> {
     switch (reference.kind) {
       case 'extension':
@@ -208,6 +220,14 @@ export class CallFlowService {
         return this.ringGroupExists ? this.ringGroupExists(organizationId, reference.id) : true;
       case 'queue':
         return this.queueExists ? this.queueExists(organizationId, reference.id) : true;
+      case 'url':
+        try {
+          await this.urlCheck?.(reference.id);
+        } catch (error) {
+          if (error instanceof ApiError) throw invalidStep(reference.path, error.message);
+          throw error;
+        }
+        return true;
       default:
         return true;
     }

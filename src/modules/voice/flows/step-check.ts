@@ -25,10 +25,13 @@ export interface FlowStepProblem {
   message: string;
 }
 
-/** An id a step names; whether it exists in the organization is the service's question. */
+/**
+ * An id a step names, or the URL of an app a step POSTs to (`url`: a gather's actionUrl, a redirect's url);
+ * whether it exists in the organization, or the URL may be reached, is the service's question.
+ */
 export interface FlowReference {
   path: string;
-  kind: 'extension' | 'agent' | 'flow' | 'queue' | 'ring_group' | 'audio';
+  kind: 'extension' | 'agent' | 'flow' | 'queue' | 'ring_group' | 'audio' | 'url';
   id: string;
 }
 
@@ -157,6 +160,8 @@ class Walk {
         }
         if (step.otherwise !== undefined) this.list(step.otherwise, `${path}.otherwise`, depth + 1);
         checkUrl(`${path}.actionUrl`, step.actionUrl, ['https:', 'http:']);
+        if (step.actionUrl)
+          this.references.push({ path: `${path}.actionUrl`, kind: 'url', id: step.actionUrl });
         return;
       }
       case 'dial':
@@ -204,6 +209,7 @@ class Walk {
           refuse(path, 'must have exactly one of flowId and url');
         }
         checkUrl(`${path}.url`, step.url, ['https:', 'http:']);
+        if (step.url) this.references.push({ path: `${path}.url`, kind: 'url', id: step.url });
         if (step.flowId) this.references.push({ path: `${path}.flowId`, kind: 'flow', id: step.flowId });
         return;
       default:
