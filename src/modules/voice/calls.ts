@@ -18,14 +18,15 @@ import { CallAdmission } from './admission.ts';
 import { CallEnding, toCall } from './call-end.ts';
 import { CallEntry } from './call-entry.ts';
 import { type CallRow, CallStore } from './call-store.ts';
+import { CallTransfers, type PhoneTransferRefusal } from './call-transfer.ts';
 import { type AgentRunner, DialPlan } from './dial-plan.ts';
 import type { ExtensionRow } from './extension-store.ts';
 import type { ExtensionService } from './extensions.ts';
 import { FlowRunner, type FlowSource, type RingGroupSource } from './flow-runner.ts';
 import { LiveCall, type LiveCallDeps } from './live-call.ts';
 import type { CallMedia } from './media.ts';
-import type { Pbx } from './pbx.ts';
-import type { CallCreateInput, PublicCall } from './schemas.ts';
+import type { Pbx, RingResult } from './pbx.ts';
+import type { CallCreateInput, CallTransferInput, PublicCall } from './schemas.ts';
 
 export { LEASE_SECONDS } from './admission.ts';
 export { toCall } from './call-end.ts';
@@ -47,6 +48,10 @@ export class CallService {
   /** The programs of the calls this process holds, by call id, with the PBX carrying each. */
   private readonly running = new Map<string, Promise<void>>();
   private readonly engines = new Map<string, Pbx>();
+  /** The live calls of those programs (a transfer acts on one). */
+  private readonly lives = new Map<string, LiveCall>();
+  /** Transfers of the calls this process holds (call-transfer.ts). */
+  readonly transfers: CallTransfers;
   private readonly ending: CallEnding;
   /** What each live call writes its steps with. */
   private readonly liveDeps: LiveCallDeps;
@@ -79,6 +84,13 @@ export class CallService {
     const store = this.store;
     const agents = () => this.agents;
     const plan = new DialPlan({ db, clock, extensions: deps.extensions, log, agents });
+    this.transfers = new CallTransfers({
+      db,
+      store,
+      extensions: deps.extensions,
+      log,
+      live: (callId) => this.lives.get(callId),
+    });
     const flows = new FlowRunner({
       db,
       clock,
@@ -87,6 +99,7 @@ export class CallService {
       plan,
       flows: () => this.flows,
       ringGroups: () => this.ringGroups,
+      transfers: this.transfers,
       log,
     });
     this.ending = new CallEnding({ store, media: deps.media, events });
@@ -287,6 +300,18 @@ export class CallService {
     this.admission.stopLeases();
   }
 
+  // Transfers (call-transfer.ts)
+
+  /** POST /calls/{id}/transfer: 202 with the call; the target rings from here. */
+  transfer(organizationId: string, id: string, input: CallTransferInput): Promise<PublicCall> {
+    return this.transfers.fromApi(organizationId, id, input);
+  }
+
+  /** A phone's blind transfer (SIP REFER) of call `callId` to what it dialled. */
+  transferFromPhone(callId: string, dialled: string): Promise<RingResult | PhoneTransferRefusal> {
+    return this.transfers.fromPhone(callId, dialled);
+  }
+
   // Capacity (admission.ts)
 
   regions(): Promise<{ region: string; maxConcurrentCalls: number; activeCalls: number }[]> {
@@ -310,6 +335,7 @@ export class CallService {
   /** Runs a call's program in the background; whatever it leaves unfinished ends the call `failed`. */
   private start(row: CallRow, program: (live: LiveCall) => Promise<void>, engine: Pbx): Promise<void> {
     const live = new LiveCall(row, engine, this.liveDeps);
+    this.lives.set(row.id, live);
     const run = (async () => {
       try {
         await program(live);
@@ -326,6 +352,7 @@ export class CallService {
         engine.release(row.id);
         this.running.delete(row.id);
         this.engines.delete(row.id);
+        this.lives.delete(row.id);
         if (this.running.size === 0) this.admission.stopLeases();
       }
     })();

@@ -6,6 +6,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import type { EventOutbox } from '../../platform/events.ts';
+import type { CallTransfers } from './call-transfer.ts';
 import type { DialPlan } from './dial-plan.ts';
 import type { ExtensionService } from './extensions.ts';
 import type { FlowStep } from './flows/index.ts';
@@ -38,6 +39,8 @@ export interface FlowRunnerDeps {
   plan: DialPlan;
   flows: () => FlowSource | undefined;
   ringGroups: () => RingGroupSource | undefined;
+  /** What a transfer step's target rings, and the record of a transfer (call-transfer.ts). */
+  transfers: CallTransfers;
   log: FastifyBaseLogger;
 }
 

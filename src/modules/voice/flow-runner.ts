@@ -9,6 +9,7 @@ import { CallGatherCompleted } from './events.ts';
 import type { Ended, FlowControl, FlowEndStatus, FlowRunnerDeps, FlowSource, Run } from './flow-control.ts';
 import { dial } from './flow-dial.ts';
 import { isOpen } from './flow-hours.ts';
+import { transfer } from './flow-transfer.ts';
 import type { FlowStep } from './flows/index.ts';
 import type { LiveCall } from './live-call.ts';
 import type { CallerLine, GatherResult, LineResult } from './pbx.ts';
@@ -69,6 +70,8 @@ export class FlowRunner implements FlowControl {
       }
       case 'dial':
         return dial(this, run, step);
+      case 'transfer':
+        return transfer(this, run, step);
       case 'voicemail': {
         const extension = await this.deps.extensions.store.find(
           this.deps.db,
