@@ -62,6 +62,7 @@ export class CallSignalling {
   }
 
   sendBye(dialog: Dialog, outcome = 'BYE from us'): void {
+    dialog.ended = true;
     this.dialogEnded(dialog.callId, undefined, outcome);
     dialog.leg?.move('bye');
     this.deps.stack()?.send(inDialogRequest(dialog, 'BYE'));

@@ -35,6 +35,18 @@ export interface SipCall {
   /** What the current step waits for. */
   onCancel?: (cause: string) => void;
   onBye?: (from: 'caller' | 'callee' | 'api') => void;
+  /** The conversation in progress (SipPbx.converse): ends it, each side still there sent a BYE, with `cause`. */
+  talk?: { end(cause: string): void };
+  /**
+   * A transfer under way (transfers.ts): the side being replaced, and whether that side hung up already (a
+   * transferring phone may hang up before the target answers; the call goes on without it).
+   */
+  transfer?: { side: Side; gone: boolean };
+  /**
+   * Dialogs that are no longer a side of the call but still open: a transferring phone's, until its BYE (ours
+   * or theirs). A BYE in one is answered 200 and ends only that dialog.
+   */
+  leaving: Dialog[];
 }
 
 export function newCall(invite?: SipMessage): SipCall {
@@ -46,6 +58,7 @@ export function newCall(invite?: SipMessage): SipCall {
     lastOutcome: 'failed',
     remoteSdp: invite?.content ? { caller: invite.content } : {},
     localSdp: {},
+    leaving: [],
   };
 }
 
@@ -82,6 +95,27 @@ export class SipCallTable {
   /** A leg's Call-ID forgotten: a late request on it gets 481. */
   dropLeg(sipCallId: string): void {
     this.legs.delete(sipCallId);
+  }
+
+  /**
+   * The call and side holding a dialog named by its Call-ID and our and their tags (RFC 3891's Replaces names
+   * a dialog so: its Call-ID, our tag as to-tag, theirs as from-tag), or undefined.
+   */
+  byDialog(
+    sipCallId: string,
+    ourTag: string,
+    theirTag: string,
+    dialogOf: (call: SipCall, side: Side) => Dialog | undefined,
+  ): { callId: string; call: SipCall; side: Side; dialog: Dialog } | undefined {
+    const callId = this.legs.get(sipCallId);
+    const call = callId ? this.calls.get(callId) : undefined;
+    if (!callId || !call) return undefined;
+    for (const side of ['caller', 'callee'] as const) {
+      const dialog = dialogOf(call, side);
+      if (dialog?.callId === sipCallId && dialog.localTag === ourTag && dialog.remoteTag === theirTag)
+        return { callId, call, side, dialog };
+    }
+    return undefined;
   }
 
   callIdOf(sipCallId: string): string | undefined {
