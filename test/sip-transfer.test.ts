@@ -139,9 +139,16 @@ describe('transfers by SIP phones (REFER)', {
       (await transferredEvents(callId)).map(({ mode, by, target }) => ({ mode, by, target })),
       [{ mode: 'blind', by: 'phone', target: { type: 'extension', target: sales.id } }],
     );
-    // The relay now sends the caller's side to sales: its RTP goes to the port sales' SDP named.
-    const media = t.ctx.sipListener.pbx.mediaOf(callId);
-    assert.ok(media, 'the call is on the relay');
+    // Sales is the call's other side on the relay now: its audio, sent where our INVITE's SDP said, is passed
+    // on to the caller.
+    const relayPort = Number(/m=audio (\d+)/.exec(invite.body)?.[1]);
+    const before = t.ctx.sipListener.pbx.mediaOf(callId)!.fromCallee;
+    await salesPhone.sendRtp(relayPort, 10);
+    await sleep(100);
+    assert.ok(
+      t.ctx.sipListener.pbx.mediaOf(callId)!.fromCallee >= before + 10,
+      'sales’ audio reaches the caller through the relay',
+    );
 
     // Sales hangs up: the trunk gets our BYE and its scenario ends well.
     const hungUp = await salesPhone.inDialogRequest('BYE', salesPhone.answered!);
@@ -174,6 +181,7 @@ describe('transfers by SIP phones (REFER)', {
     const reinvite = await salesPhone.next('INVITE');
     assert.equal(header(reinvite, 'call-id'), salesPhone.answered!.callId);
     assert.match(reinvite.body, /m=audio \d+ RTP\/AVP 0/);
+    const relayPort = Number(/m=audio (\d+)/.exec(reinvite.body)?.[1]);
     await salesPhone.next('ACK');
     assert.equal((await notified(dialog.cseq, true)).line, 'SIP/2.0 200 OK');
     const byes = [await deskPhone.next('BYE'), await deskPhone.next('BYE')];
@@ -196,6 +204,14 @@ describe('transfers by SIP phones (REFER)', {
       salesPhone.received.filter((each) => each.method === 'BYE').length,
       0,
       'sales was not hung up',
+    );
+    // Sales' audio, sent where the re-INVITE said, reaches the first call's caller.
+    const before = t.ctx.sipListener.pbx.mediaOf(callId)!.fromCallee;
+    await salesPhone.sendRtp(relayPort, 10);
+    await sleep(100);
+    assert.ok(
+      t.ctx.sipListener.pbx.mediaOf(callId)!.fromCallee >= before + 10,
+      'joined on the first call’s relay',
     );
 
     const hungUp = await salesPhone.inDialogRequest('BYE', salesPhone.answered!);

@@ -72,6 +72,7 @@ export class SipPhone {
     readonly extension: string,
     /** Where the SDP of this phone says its audio goes. */
     readonly mediaPort: number,
+    private readonly media: Socket,
   ) {
     socket.on('message', (data) => this.onMessage(parseSip(data.toString('latin1'))));
   }
@@ -94,6 +95,7 @@ export class SipPhone {
       who.sip.password,
       who.extension,
       mediaPort,
+      media,
     );
   }
 
@@ -107,6 +109,19 @@ export class SipPhone {
 
   sdp(version = 1): string {
     return `v=0\r\no=phone 1 ${version} IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio ${this.mediaPort} RTP/AVP 0\r\na=rtpmap:0 PCMU/8000\r\n`;
+  }
+
+  /** Sends `packets` RTP packets of PCMU silence, 20 ms apart, from our media port to `port` on loopback. */
+  async sendRtp(port: number, packets = 10): Promise<void> {
+    for (let sequence = 0; sequence < packets; sequence++) {
+      const header = Buffer.alloc(12);
+      header[0] = 0x80;
+      header.writeUInt16BE(sequence, 2);
+      header.writeUInt32BE(sequence * 160, 4);
+      header.writeUInt32BE(0x5eed, 8);
+      this.media.send(Buffer.concat([header, Buffer.alloc(160, 0xff)]), port, '127.0.0.1');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
   }
 
   /** The next request of `method` received from now on (or already received and not yet taken). */
