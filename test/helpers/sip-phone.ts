@@ -27,7 +27,7 @@ export function parseSip(text: string): SipText {
     const colon = line.indexOf(':');
     if (colon < 0) continue;
     const name = line.slice(0, colon).trim().toLowerCase();
-    (headers[name] ??= []).push(line.slice(colon + 1).trim());
+    headers[name] = [...(headers[name] ?? []), line.slice(colon + 1).trim()];
   }
   const body = end < 0 ? '' : text.slice(end + 4);
   if (start.startsWith('SIP/2.0 ')) return { status: Number(start.split(' ')[1]), headers, body, text };

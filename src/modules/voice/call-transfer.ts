@@ -89,9 +89,9 @@ export class CallTransfers {
    */
   async fromPhone(callId: string, dialled: string): Promise<RingResult | PhoneTransferRefusal> {
     const live = this.deps.live(callId);
-    if (!live || live.state !== 'in_progress') return 'not_talking';
+    if (live?.state !== 'in_progress') return 'not_talking';
     const target = await this.targetOfDialled(live.row.organization_id, dialled);
-    const ring = target && (await this.ringOf(live.row.organization_id, target));
+    const ring = target ? await this.ringOf(live.row.organization_id, target) : undefined;
     if (!target || !ring) return 'unknown_target';
     return this.start(live, target, ring, { mode: 'blind', by: 'phone' }) ?? 'not_talking';
   }

@@ -107,15 +107,26 @@ export class ReferHandler {
     respond: (message: SipMessage) => void,
   ): void {
     const referTo = request.headers['refer-to'] as { uri?: string } | undefined;
-    if (!referTo?.uri) return respond(sip.makeResponse(request, 400, 'Bad Request: no Refer-To'));
-    const wanted = referTarget(referTo.uri);
-    if (!wanted) return respond(sip.makeResponse(request, 416, 'Unsupported URI Scheme'));
-    if (side !== 'callee')
-      return respond(sip.makeResponse(request, 403, 'Only The Answering Phone Transfers'));
-    if (!call.talk) return respond(sip.makeResponse(request, 403, 'Not In A Conversation'));
-    if (call.transfer) return respond(sip.makeResponse(request, 491, 'Request Pending'));
+    const wanted = referTo?.uri ? referTarget(referTo.uri) : undefined;
     const callId = this.deps.table.callIdOf(dialog.callId);
-    if (!callId) return respond(sip.makeResponse(request, 481, 'Call/Transaction Does Not Exist'));
+    const refusal: [number, string] | undefined = !referTo?.uri
+      ? [400, 'Bad Request: no Refer-To']
+      : !wanted
+        ? [416, 'Unsupported URI Scheme']
+        : side !== 'callee'
+          ? [403, 'Only The Answering Phone Transfers']
+          : !call.talk
+            ? [403, 'Not In A Conversation']
+            : call.transfer
+              ? [491, 'Request Pending']
+              : !callId
+                ? [481, 'Call/Transaction Does Not Exist']
+                : undefined;
+    if (refusal || !wanted || !callId) {
+      const [status, reason] = refusal ?? [500, 'Server Internal Error'];
+      respond(sip.makeResponse(request, status, reason));
+      return;
+    }
     respond(
       sip.makeResponse(request, 202, 'Accepted', {
         headers: { contact: this.deps.signalling.contact(), supported: SUPPORTED },
