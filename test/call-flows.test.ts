@@ -11,7 +11,7 @@ import { createUser, signIn } from './helpers/portal.ts';
 
 /**
  * A flow with every step the runner can carry out today, with nested lists, all valid. The other step types
- * (play, queue, record, stream, transfer, …) are refused when saved until the runner can run them: the test
+ * (play, queue, record, stream, …) are refused when saved until the runner can run them: the test
  * "steps the runner cannot run yet" below.
  */
 function everyStep(ids: { extensionId: string; agentId: string }) {
@@ -222,7 +222,14 @@ describe('call flows', () => {
       [{ type: 'queue', queueId: 'q_0000000001abcdefabcdefabcd' }, /queue steps/],
       [{ type: 'record', maxSeconds: 60 }, /record steps/],
       [{ type: 'stream', url: 'wss://media.example.com/stream' }, /stream steps/],
-      [{ type: 'transfer', target: { type: 'number', target: '+14155550102' } }, /transfer steps/],
+      [
+        { type: 'transfer', target: { type: 'sip', target: 'sip:desk@pbx.example.com' } },
+        /transfer targets of type "sip"/,
+      ],
+      [
+        { type: 'transfer', target: { type: 'ring_group', target: 'rg_0000000001abcdefabcdefabcd' } },
+        /transfer targets of type "ring_group"/,
+      ],
       [{ type: 'gather', input: ['speech'], otherwise: [say] }, /speech/],
       [{ type: 'gather', input: ['dtmf'], actionUrl: 'https://app.example.com/x' }, /actionUrl/],
       [
