@@ -12,6 +12,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { parseReplaces, referTarget } from '../src/modules/voice/sip/refer.ts';
 import type { TestApp } from './helpers/app.ts';
 import type { Sender } from './helpers/messaging.ts';
 import { type SipExtension, sipOffice } from './helpers/sip-office.ts';
@@ -221,6 +222,43 @@ describe('transfers by SIP phones (REFER)', {
     assert.equal(ended.status, 'completed');
   });
 
+  test('the API: a blind transfer hangs up the desk at once and rings sales; an attended one keeps the desk until sales answers', async () => {
+    for (const mode of ['blind', 'attended'] as const) {
+      const { trunk, callId, dialog } = await trunkReachesDesk();
+      salesPhone.autoAnswer = false;
+      try {
+        const asked = await t.request('POST', `/api/v2/calls/${callId}/transfer`, {
+          apiKey: office.key,
+          body: { target: { type: 'extension', target: sales.id }, mode },
+        });
+        assert.equal(asked.status, 202, asked.text);
+        await salesPhone.next('INVITE');
+        const deskByes = () => deskPhone.received.filter((each) => each.method === 'BYE').length;
+        if (mode === 'blind') {
+          const bye = await deskPhone.next('BYE');
+          assert.equal(header(bye, 'call-id'), dialog.callId, 'blind: the desk is let go at once');
+        } else {
+          await sleep(200);
+          assert.equal(deskByes(), 0, 'attended: the desk stays while sales rings');
+        }
+        salesPhone.answer();
+        await salesPhone.next('ACK');
+        if (mode === 'attended') await deskPhone.next('BYE');
+        const moved = await until(callId, (call) => call.transferredTo !== null);
+        assert.deepEqual(moved.transferredTo, { type: 'extension', target: sales.id });
+        assert.deepEqual(
+          (await transferredEvents(callId)).map(({ mode, by }) => ({ mode, by })),
+          [{ mode, by: 'api' }],
+        );
+      } finally {
+        salesPhone.autoAnswer = true;
+      }
+      assert.equal((await salesPhone.inDialogRequest('BYE', salesPhone.answered!)).status, 200);
+      assert.equal(await trunk, 0);
+      assert.equal((await until(callId, (call) => call.endedAt !== null)).status, 'completed');
+    }
+  });
+
   test('refusals: no Refer-To 400, no dialog 481, Replaces naming nothing NOTIFY 481, unknown extension NOTIFY 404, busy NOTIFY 486; the call goes on', async () => {
     const { trunk, callId, dialog } = await trunkReachesDesk();
     assert.equal((await refer(dialog)).status, 400);
@@ -264,5 +302,36 @@ describe('transfers by SIP phones (REFER)', {
     const ended = await until(callId, (each) => each.endedAt !== null);
     assert.equal(ended.transferredTo, null);
     assert.deepEqual(await transferredEvents(callId), []);
+  });
+});
+
+describe('what a Refer-To asks for', () => {
+  test('the dialled user part, and an attended transfer’s Replaces (escaped in the URI, RFC 3891)', () => {
+    assert.deepEqual(referTarget('sip:102@pbx.example.com'), { dialled: '102' });
+    assert.deepEqual(referTarget('sips:+14155550100@pbx.example.com;user=phone'), {
+      dialled: '+14155550100',
+    });
+    assert.deepEqual(
+      referTarget('sip:102@pbx.example.com?Replaces=abc%40host%3Bto-tag%3Dours%3Bfrom-tag%3Dtheirs'),
+      {
+        dialled: '102',
+        replaces: { callId: 'abc@host', toTag: 'ours', fromTag: 'theirs' },
+      },
+    );
+    assert.equal(referTarget('tel:+14155550100'), undefined);
+    assert.equal(referTarget('sip:pbx.example.com'), undefined, 'no user part: nothing dialled');
+    assert.equal(referTarget('sip:102@pbx.example.com?Replaces=%E0%A4%A'), undefined, 'bad escaping');
+    assert.equal(
+      referTarget('sip:102@pbx.example.com?Replaces=abc%3Bto-tag%3Dours'),
+      undefined,
+      'no from-tag',
+    );
+    assert.equal(referTarget(`sip:102@pbx.example.com?x=${'a'.repeat(2000)}`), undefined, 'too long');
+    assert.deepEqual(parseReplaces('abc@host;from-tag=b;to-tag=a;early-only'), {
+      callId: 'abc@host',
+      toTag: 'a',
+      fromTag: 'b',
+    });
+    assert.equal(parseReplaces(';to-tag=a;from-tag=b'), undefined);
   });
 });
