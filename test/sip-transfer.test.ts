@@ -222,6 +222,42 @@ describe('transfers by SIP phones (REFER)', {
     assert.equal(ended.status, 'completed');
   });
 
+  test('blind: a phone that hangs up right after the 202 leaves the caller ringing sales, not hung up', async () => {
+    const { trunk, callId, dialog } = await trunkReachesDesk();
+    salesPhone.autoAnswer = false;
+    try {
+      const accepted = refer(dialog, '<sip:102@localhost>');
+      // The desk's BYE goes out as soon as the 202 is in, before our lookup of 102 and before sales rings.
+      assert.equal((await accepted).status, 202);
+      assert.equal((await deskPhone.inDialogRequest('BYE', dialog)).status, 200);
+      await salesPhone.next('INVITE');
+      assert.equal(
+        (await t.ctx.calls.get(office.id, callId)).status,
+        'in_progress',
+        'the caller is still there',
+      );
+      salesPhone.answer();
+      await salesPhone.next('ACK');
+    } finally {
+      salesPhone.autoAnswer = true;
+    }
+    const moved = await until(callId, (call) => call.transferredTo !== null);
+    assert.deepEqual(moved.transferredTo, { type: 'extension', target: sales.id });
+    // The desk, gone, is sent nothing more: no final NOTIFY, no BYE.
+    await sleep(200);
+    const after = deskPhone.received.filter(
+      (each) => each.method === 'BYE' || header(each, 'call-id') === dialog.callId,
+    );
+    assert.ok(
+      after.every((each) => each.method === 'NOTIFY' && each.body.startsWith('SIP/2.0 100')),
+      `nothing but the first NOTIFY: ${after.map((each) => each.method).join(', ')}`,
+    );
+    deskPhone.received.length = 0;
+    assert.equal((await salesPhone.inDialogRequest('BYE', salesPhone.answered!)).status, 200);
+    assert.equal(await trunk, 0);
+    assert.equal((await until(callId, (call) => call.endedAt !== null)).hangupCause, 'normal_clearing');
+  });
+
   test('the API: a blind transfer hangs up the desk at once and rings sales; an attended one keeps the desk until sales answers', async () => {
     for (const mode of ['blind', 'attended'] as const) {
       const { trunk, callId, dialog } = await trunkReachesDesk();

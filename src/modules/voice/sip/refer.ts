@@ -16,7 +16,7 @@ import type { RingOutcome } from '../pbx.ts';
 import { SUPPORTED } from './capabilities.ts';
 import { type Dialog, inDialogRequest } from './dialog.ts';
 import type { CallSignalling } from './signalling.ts';
-import type { Side, SipCall, SipCallTable } from './sip-call.ts';
+import type { Side, SipCall, SipCallTable, SipTransferState } from './sip-call.ts';
 import type { SipMessage, SipStack } from './stack/index.ts';
 import * as sip from './stack/index.ts';
 import type { SipTransfers } from './transfers.ts';
@@ -132,6 +132,10 @@ export class ReferHandler {
         headers: { contact: this.deps.signalling.contact(), supported: SUPPORTED },
       } as never),
     );
+    // The transfer is the call's from now on: a phone that hangs up before the target answers (some do so
+    // right after this 202) leaves the call to go on without it.
+    const held: SipTransferState = { side: 'callee', gone: false, referredIn: dialog };
+    call.transfer = held;
     const event = `refer;id=${request.headers.cseq.seq}`;
     const notices = this.notify(dialog, event, '100 Trying', false);
     this.deps.transfers.referredIn(dialog);
@@ -139,6 +143,9 @@ export class ReferHandler {
       const outcome = wanted.replaces
         ? await this.attended(call, callId, wanted.replaces)
         : await this.blind(callId, wanted.dialled);
+      if (call.transfer === held) call.transfer = undefined;
+      // It never reached anyone, and the phone has gone: nobody is left for the caller.
+      if (outcome !== 'answered' && held.gone) call.talk?.end('transfer_failed');
       await notices;
       await this.notify(dialog, event, FINAL_FRAG[outcome], true);
       // Reached: the phone's dialog has left the call and ends now. Not: the phone still talks with the caller.

@@ -39,14 +39,23 @@ export interface SipCall {
   talk?: { end(cause: string): void };
   /**
    * A transfer under way (transfers.ts): the side being replaced, and whether that side hung up already (a
-   * transferring phone may hang up before the target answers; the call goes on without it).
+   * transferring phone may hang up before the target answers; the call goes on without it). A phone's REFER
+   * holds it from its 202 (`referredIn`, its dialog), before the platform has looked its target up, and the
+   * transfer it asked for takes it over (`claimed`).
    */
-  transfer?: { side: Side; gone: boolean };
+  transfer?: SipTransferState;
   /**
    * Dialogs that are no longer a side of the call but still open: a transferring phone's, until its BYE (ours
    * or theirs). A BYE in one is answered 200 and ends only that dialog.
    */
   leaving: Dialog[];
+}
+
+export interface SipTransferState {
+  side: Side;
+  gone: boolean;
+  referredIn?: Dialog;
+  claimed?: boolean;
 }
 
 export function newCall(invite?: SipMessage): SipCall {
