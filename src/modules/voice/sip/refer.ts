@@ -134,7 +134,7 @@ export class ReferHandler {
     );
     // The transfer is the call's from now on: a phone that hangs up before the target answers (some do so
     // right after this 202) leaves the call to go on without it.
-    const held: SipTransferState = { side: 'callee', gone: false, referredIn: dialog };
+    const held: SipTransferState = { phase: 'held', side: 'callee', gone: false, referredIn: dialog };
     call.transfer = held;
     const event = `refer;id=${request.headers.cseq.seq}`;
     const notices = this.notify(dialog, event, '100 Trying', false);

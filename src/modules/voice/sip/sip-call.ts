@@ -37,12 +37,7 @@ export interface SipCall {
   onBye?: (from: 'caller' | 'callee' | 'api') => void;
   /** The conversation in progress (SipPbx.converse): ends it, each side still there sent a BYE, with `cause`. */
   talk?: { end(cause: string): void };
-  /**
-   * A transfer under way (transfers.ts): the side being replaced, and whether that side hung up already (a
-   * transferring phone may hang up before the target answers; the call goes on without it). A phone's REFER
-   * holds it from its 202 (`referredIn`, its dialog), before the platform has looked its target up, and the
-   * transfer it asked for takes it over (`claimed`).
-   */
+  /** A transfer under way (transfers.ts, refer.ts): its phase, and the side it replaces. */
   transfer?: SipTransferState;
   /**
    * Dialogs that are no longer a side of the call but still open: a transferring phone's, until its BYE (ours
@@ -51,11 +46,50 @@ export interface SipCall {
   leaving: Dialog[];
 }
 
+/**
+ * A transfer's life on a call, one table: `held` from a phone's REFER's 202 (its target is being looked up),
+ * then `ringing` (the target rings as a new callee leg) or `joining` (REFER with Replaces: the phone's second
+ * call's other party is re-INVITEd); a transfer the API or a flow asks for starts `ringing`. `giving` is the
+ * second call of a join, whose other party is being taken. The transfer ends (the call's `transfer` goes) when
+ * its ring or join does; a move the table does not allow is refused (a second transfer, a REFER's transfer
+ * taken twice).
+ */
+export type TransferPhase = 'held' | 'ringing' | 'joining' | 'giving';
+const TRANSFER_MOVES: Record<TransferPhase, Partial<Record<'ring' | 'join', TransferPhase>>> = {
+  held: { ring: 'ringing', join: 'joining' },
+  ringing: {},
+  joining: {},
+  giving: {},
+};
+
 export interface SipTransferState {
+  phase: TransferPhase;
+  /** The side being replaced. */
   side: Side;
+  /** That side hung up already: a transferring phone may, before the target answers; the call goes on. */
   gone: boolean;
+  /** The dialog of the REFER that holds the transfer (`held`). */
   referredIn?: Dialog;
-  claimed?: boolean;
+}
+
+/**
+ * Starts a transfer that replaces the callee `replaced` (`ring` or `join`): the REFER's held in that dialog, or
+ * a new one when none is under way. Undefined when the table refuses it.
+ */
+export function startTransfer(
+  call: SipCall,
+  move: 'ring' | 'join',
+  replaced: Dialog,
+): SipTransferState | undefined {
+  const held = call.transfer;
+  if (!held) {
+    call.transfer = { phase: move === 'ring' ? 'ringing' : 'joining', side: 'callee', gone: false };
+    return call.transfer;
+  }
+  const next = TRANSFER_MOVES[held.phase][move];
+  if (!next || held.referredIn !== replaced) return undefined;
+  held.phase = next;
+  return held;
 }
 
 export function newCall(invite?: SipMessage): SipCall {

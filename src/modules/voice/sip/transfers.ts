@@ -15,13 +15,7 @@ import type { Dialog } from './dialog.ts';
 import { codecsOf, type Ringer } from './forks.ts';
 import { relaySdp } from './sdp.ts';
 import type { CallSignalling } from './signalling.ts';
-import {
-  remoteMoved,
-  type Side,
-  type SipCall,
-  type SipCallTable,
-  type SipTransferState,
-} from './sip-call.ts';
+import { remoteMoved, type Side, type SipCall, type SipCallTable, startTransfer } from './sip-call.ts';
 
 export class SipTransfers {
   /** Dialogs a phone sent REFER in: once the target answers, refer.ts sends the final NOTIFY, then the BYE. */
@@ -53,10 +47,9 @@ export class SipTransfers {
     const { table, signalling, ringer } = this.deps;
     const sipCall = table.get(call.id);
     const replaced = sipCall?.callee;
-    if (!sipCall?.talk || !replaced || !claimable(sipCall.transfer, replaced)) return undefined;
-    const state: SipTransferState = sipCall.transfer ?? { side: 'callee', gone: false };
-    state.claimed = true;
-    sipCall.transfer = state;
+    if (!sipCall?.talk || !replaced) return undefined;
+    const state = startTransfer(sipCall, 'ring', replaced);
+    if (!state) return undefined;
     if (!options.keepCurrent) {
       signalling.sendBye(replaced, 'let go for a blind transfer');
       table.dropLeg(replaced.callId);
@@ -97,12 +90,9 @@ export class SipTransfers {
     const callerSdp = into.remoteSdp.caller;
     const replaced = into.callee;
     if (!target || !relay || !hosts || !callerSdp || !replaced || !into.talk || !from.talk) return false;
-    if (!claimable(into.transfer, replaced) || from.transfer) return false;
+    if (from.transfer || !startTransfer(into, 'join', replaced)) return false;
     const referrerSide: Side = otherSide === 'callee' ? 'caller' : 'callee';
-    const state: SipTransferState = into.transfer ?? { side: 'callee', gone: false };
-    state.claimed = true;
-    into.transfer = state;
-    from.transfer = { side: referrerSide, gone: false };
+    from.transfer = { phase: 'giving', side: referrerSide, gone: false };
     // The target gets the caller's session, on our relay's callee port of the first call.
     const sdp = relaySdp(callerSdp, hosts.advertise, relay.port('callee'));
     const answer = await signalling.sendReinvite(target, sdp);
@@ -157,9 +147,4 @@ export class SipTransfers {
     else if (answer === undefined)
       this.deps.log.warn({ sipCallId: dialog.callId }, 'the caller refused the transfer target’s codec');
   }
-}
-
-/** Whether a transfer may start: none under way, or the one a REFER in `replaced` holds and nothing took yet. */
-function claimable(held: SipTransferState | undefined, replaced: Dialog): boolean {
-  return !held || (held.referredIn === replaced && !held.claimed);
 }
