@@ -11,7 +11,7 @@ import { createUser, signIn } from './helpers/portal.ts';
 
 /**
  * A flow with every step the runner can carry out today, with nested lists, all valid. The other step types
- * (play, record, stream, transfer, …) are refused when saved until the runner can run them: the test
+ * (play, record, …) are refused when saved until the runner can run them: the test
  * "steps the runner cannot run yet" below.
  */
 function everyStep(ids: { extensionId: string; agentId: string }) {
@@ -220,7 +220,14 @@ describe('call flows', () => {
     for (const [step, missing] of [
       [{ type: 'play', audioUrl: 'https://cdn.example.com/menu.wav' }, /play steps/],
       [{ type: 'record', maxSeconds: 60 }, /record steps/],
-      [{ type: 'transfer', target: { type: 'number', target: '+14155550102' } }, /transfer steps/],
+      [
+        { type: 'transfer', target: { type: 'sip', target: 'sip:desk@pbx.example.com' } },
+        /transfer targets of type "sip"/,
+      ],
+      [
+        { type: 'transfer', target: { type: 'ring_group', target: 'rg_0000000001abcdefabcdefabcd' } },
+        /transfer targets of type "ring_group"/,
+      ],
       [{ type: 'gather', input: ['speech'], otherwise: [say] }, /speech/],
       [
         dial({

@@ -70,6 +70,8 @@ describe('calls', () => {
         agentId: null,
         recordingId: null,
         voicemailId: null,
+        transferredTo: null,
+        transferredAt: null,
       },
     );
 

@@ -120,4 +120,38 @@ describe('the strict SIP checker', () => {
     assert.match(check.violations[0]!, /To without a tag/);
     assert.match(check.violations[1]!, /From not copied/);
   });
+  test('NOTIFY of a REFER (RFC 3515, RFC 6665): Event, Subscription-State, Contact, a sipfrag status line, terminated exactly when final', () => {
+    const check = new StrictSipCheck();
+    const contact = [{ uri: 'sip:pbx@127.0.0.1:5060', params: {} }];
+    const notify = (seq: number, fields: Record<string, unknown>, content = 'SIP/2.0 100 Trying\r\n') => ({
+      ...inDialog('NOTIFY', seq, {
+        event: 'refer;id=3',
+        'subscription-state': 'active;expires=60',
+        'content-type': 'message/sipfrag;version=2.0',
+        contact,
+        ...fields,
+      }),
+      content,
+    });
+    check.onSent(notify(1, {}));
+    check.onSent(notify(2, { 'subscription-state': 'terminated;reason=noresource' }, 'SIP/2.0 200 OK\r\n'));
+    assert.deepEqual(check.violations, []);
+    check.onSent(notify(3, { event: undefined }));
+    check.onSent(notify(4, { 'subscription-state': 'waiting' }));
+    check.onSent(notify(5, { contact: undefined }));
+    check.onSent(notify(6, { 'content-type': 'text/plain' }));
+    check.onSent(notify(7, {}, 'Trying'));
+    check.onSent(notify(8, {}, 'SIP/2.0 486 Busy Here\r\n'));
+    check.onSent(notify(9, { 'subscription-state': 'terminated' }));
+    check.onSent(notify(10, { event: 'refer;id=abc' }));
+    assert.equal(check.violations.length, 8, check.violations.join('\n'));
+    assert.match(check.violations[0]!, /without Event/);
+    assert.match(check.violations[1]!, /Subscription-State "waiting"/);
+    assert.match(check.violations[2]!, /without one Contact/);
+    assert.match(check.violations[3]!, /not message\/sipfrag/);
+    assert.match(check.violations[4]!, /does not start with a SIP status line/);
+    assert.match(check.violations[5]!, /status 486 and Subscription-State active/);
+    assert.match(check.violations[6]!, /status 100 and Subscription-State terminated/);
+    assert.match(check.violations[7]!, /id=abc is not a CSeq number/);
+  });
 });

@@ -75,5 +75,10 @@ export function toCall(row: CallRow): PublicCall {
     agentId: row.agent_id,
     recordingId: row.recording_id,
     voicemailId: row.voicemail_id,
+    transferredTo:
+      row.transferred_to_type && row.transferred_to
+        ? { type: row.transferred_to_type, target: row.transferred_to }
+        : null,
+    transferredAt: row.transferred_at?.toISOString() ?? null,
   };
 }

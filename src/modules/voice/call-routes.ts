@@ -13,6 +13,7 @@ import { toCall } from './call-end.ts';
 import {
   CallCreate,
   CallSchema,
+  CallTransfer,
   RegionParams,
   RegionSchema,
   RegionUpdate,
@@ -111,6 +112,28 @@ export const callRoutes: ModuleRoutes<VoiceServices> =
         success: true as const,
         data: await calls.hangup(callerOf(request).organizationId, request.params.id),
       }),
+    );
+
+    app.post(
+      '/calls/:id/transfer',
+      {
+        config: { ...write, errorStatuses: [409] },
+        schema: {
+          operationId: 'calls.transfer',
+          tags,
+          summary:
+            'Transfer a call in progress to an extension or a phone number (blind by default, or attended). ' +
+            '202: the target rings from here; the record says `transferredTo` and call.transferred is sent once ' +
+            'it answers (docs/voice.md "Transfers")',
+          params: IdParams,
+          body: CallTransfer,
+          response: { 202: envelope(CallSchema) },
+        },
+      },
+      async (request, reply) => {
+        const data = await calls.transfer(callerOf(request).organizationId, request.params.id, request.body);
+        return reply.status(202).send({ success: true, data });
+      },
     );
   };
 

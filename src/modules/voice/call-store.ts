@@ -36,6 +36,10 @@ export interface CallRow {
   voicemail_id: string | null;
   record: boolean;
   lease_expires_at: Date | null;
+  /** Where the call was last transferred (migrations/038_call_transfers.sql). */
+  transferred_to_type: 'extension' | 'number' | null;
+  transferred_to: string | null;
+  transferred_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -70,6 +74,9 @@ export interface CallChange {
   recording_id?: string;
   voicemail_id?: string;
   lease_expires_at?: Date | null;
+  transferred_to_type?: 'extension' | 'number';
+  transferred_to?: string;
+  transferred_at?: Date;
 }
 
 export class CallStore {

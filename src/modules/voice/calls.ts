@@ -18,6 +18,7 @@ import { CallAdmission } from './admission.ts';
 import { CallEnding, toCall } from './call-end.ts';
 import { CallEntry } from './call-entry.ts';
 import { type CallRow, CallStore } from './call-store.ts';
+import { CallTransfers, type PhoneTransferRefusal } from './call-transfer.ts';
 import { type AgentRunner, DialPlan } from './dial-plan.ts';
 import type { ExtensionRow } from './extension-store.ts';
 import type { ExtensionService } from './extensions.ts';
@@ -25,9 +26,9 @@ import { FlowRunner, type FlowSource, type RingGroupSource } from './flow-runner
 import type { FlowApps } from './flow-webhook.ts';
 import { LiveCall, type LiveCallDeps } from './live-call.ts';
 import type { CallMedia } from './media.ts';
-import type { Pbx } from './pbx.ts';
+import type { Pbx, RingResult } from './pbx.ts';
 import type { QueueRuntime } from './queues/index.ts';
-import type { CallCreateInput, PublicCall } from './schemas.ts';
+import type { CallCreateInput, CallTransferInput, PublicCall } from './schemas.ts';
 import type { StreamTargetOptions } from './stream-target.ts';
 
 export { LEASE_SECONDS } from './admission.ts';
@@ -50,6 +51,10 @@ export class CallService {
   /** The programs of the calls this process holds, by call id, with the PBX carrying each. */
   private readonly running = new Map<string, Promise<void>>();
   private readonly engines = new Map<string, Pbx>();
+  /** The live calls of those programs (a transfer acts on one). */
+  private readonly lives = new Map<string, LiveCall>();
+  /** Transfers of the calls this process holds (call-transfer.ts). */
+  readonly transfers: CallTransfers;
   private readonly ending: CallEnding;
   /** What each live call writes its steps with. */
   private readonly liveDeps: LiveCallDeps;
@@ -86,6 +91,13 @@ export class CallService {
     const store = this.store;
     const agents = () => this.agents;
     const plan = new DialPlan({ db, clock, extensions: deps.extensions, log, agents });
+    this.transfers = new CallTransfers({
+      db,
+      store,
+      extensions: deps.extensions,
+      log,
+      live: (callId) => this.lives.get(callId),
+    });
     const flows = new FlowRunner({
       db,
       clock,
@@ -96,6 +108,7 @@ export class CallService {
       ringGroups: () => this.ringGroups,
       queues: () => this.queues,
       apps: () => this.apps,
+      transfers: this.transfers,
       log,
       streams: deps.streams,
     });
@@ -307,6 +320,18 @@ export class CallService {
     this.admission.stopLeases();
   }
 
+  // Transfers (call-transfer.ts)
+
+  /** POST /calls/{id}/transfer: 202 with the call; the target rings from here. */
+  transfer(organizationId: string, id: string, input: CallTransferInput): Promise<PublicCall> {
+    return this.transfers.fromApi(organizationId, id, input);
+  }
+
+  /** A phone's blind transfer (SIP REFER) of call `callId` to what it dialled. */
+  transferFromPhone(callId: string, dialled: string): Promise<RingResult | PhoneTransferRefusal> {
+    return this.transfers.fromPhone(callId, dialled);
+  }
+
   // Capacity (admission.ts)
 
   regions(): Promise<{ region: string; maxConcurrentCalls: number; activeCalls: number }[]> {
@@ -330,6 +355,7 @@ export class CallService {
   /** Runs a call's program in the background; whatever it leaves unfinished ends the call `failed`. */
   private start(row: CallRow, program: (live: LiveCall) => Promise<void>, engine: Pbx): Promise<void> {
     const live = new LiveCall(row, engine, this.liveDeps);
+    this.lives.set(row.id, live);
     const run = (async () => {
       try {
         await program(live);
@@ -346,6 +372,7 @@ export class CallService {
         engine.release(row.id);
         this.running.delete(row.id);
         this.engines.delete(row.id);
+        this.lives.delete(row.id);
         if (this.running.size === 0) this.admission.stopLeases();
         this.queues?.callEnded();
       }

@@ -3,7 +3,13 @@
 // (call.gather.completed) carry the call's id and what the step heard.
 import { Type } from 'typebox';
 import { defineEvent } from '../../platform/events.ts';
-import { CallSchema, RecordingSchema, TranscriptionSchema, VoicemailSchema } from './schemas.ts';
+import {
+  CallSchema,
+  RecordingSchema,
+  TranscriptionSchema,
+  TransferTargetSchema,
+  VoicemailSchema,
+} from './schemas.ts';
 
 const call = {
   id: 'call_0mf3k2a9x4q8w7e6r5t4y3u2',
@@ -20,6 +26,8 @@ const call = {
   agentId: null,
   recordingId: null,
   voicemailId: null,
+  transferredTo: null,
+  transferredAt: null,
 };
 
 export const CallRinging = defineEvent('call.ringing', CallSchema, 'A call started to ring a phone.', {
@@ -254,11 +262,45 @@ export const CallQueueAbandoned = defineEvent(
   { example: { ...queued, reason: 'hangup', waitSeconds: 95, at: '2026-06-10T12:01:40.000Z' } },
 );
 
+/** A transfer that reached its target: who, how, asked by whom. */
+export const TransferredSchema = Type.Object(
+  {
+    callId: Type.String({ description: 'The call transferred (it keeps its id and its one record)' }),
+    target: TransferTargetSchema,
+    mode: Type.Enum(['blind', 'attended'], {
+      description:
+        "`blind`: the target was rung for the caller (an API blind transfer, a flow, a phone's REFER); `attended`: the caller was joined to a call the transferring phone had with the target (REFER with Replaces) or kept talking until the target answered (the API's attended mode)",
+    }),
+    by: Type.Enum(['api', 'phone', 'flow'], {
+      description:
+        "`api`: POST /calls/{id}/transfer; `phone`: a SIP phone's REFER; `flow`: a call flow's transfer step",
+    }),
+    at: Type.String({ format: 'date-time', description: 'When the target answered (or was joined)' }),
+  },
+  { additionalProperties: false },
+);
+
+export const CallTransferred = defineEvent(
+  'call.transferred',
+  TransferredSchema,
+  'A call was transferred and the target answered: the caller now talks with them.',
+  {
+    example: {
+      callId: call.id,
+      target: { type: 'extension', target: 'ext_1mf3k2a9x4q8w7e6r5t4y3u2' },
+      mode: 'blind',
+      by: 'api',
+      at: '2026-06-10T12:01:30.000Z',
+    },
+  },
+);
+
 export const VOICE_EVENTS = [
   CallRinging,
   CallAnswered,
   CallCompleted,
   CallGatherCompleted,
+  CallTransferred,
   CallQueueJoined,
   CallQueueAnswered,
   CallQueueAbandoned,

@@ -6,6 +6,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import type { EventOutbox } from '../../platform/events.ts';
+import type { CallTransfers } from './call-transfer.ts';
 import type { DialPlan } from './dial-plan.ts';
 import type { ExtensionService } from './extensions.ts';
 import type { FlowApps } from './flow-webhook.ts';
@@ -45,6 +46,8 @@ export interface FlowRunnerDeps {
   queues: () => QueueRuntime | undefined;
   /** The customer's apps that serve steps over HTTP (flow-webhook.ts), once the voice module has built them. */
   apps: () => FlowApps | undefined;
+  /** What a transfer step's target rings, and the record of a transfer (call-transfer.ts). */
+  transfers: CallTransfers;
   log: FastifyBaseLogger;
   /** Where a stream step's WebSocket may go (stream-target.ts); guarded (production's rules) when absent. */
   streams?: StreamTargetOptions;

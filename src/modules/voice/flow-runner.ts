@@ -11,6 +11,7 @@ import { dial } from './flow-dial.ts';
 import { isOpen } from './flow-hours.ts';
 import { queue } from './flow-queue.ts';
 import { stream } from './flow-stream.ts';
+import { transfer } from './flow-transfer.ts';
 import { gatherToApp, redirectToApp } from './flow-webhook-steps.ts';
 import type { FlowStep } from './flows/index.ts';
 import type { LiveCall } from './live-call.ts';
@@ -83,6 +84,8 @@ export class FlowRunner implements FlowControl {
         return stream(this, run, step);
       case 'queue':
         return queue(this, run, step);
+      case 'transfer':
+        return transfer(this, run, step);
       case 'voicemail': {
         const extension = await this.deps.extensions.store.find(
           this.deps.db,

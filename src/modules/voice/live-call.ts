@@ -10,8 +10,9 @@ import type { EventOutbox } from '../../platform/events.ts';
 import { type CallEnding, type CallOutcome, type Leftovers, toCall } from './call-end.ts';
 import { type CallEvent, CallMachine } from './call-states.ts';
 import type { CallChange, CallRow, CallStatus, CallStore } from './call-store.ts';
-import { CallAnswered, CallRinging } from './events.ts';
+import { CallAnswered, CallRinging, CallTransferred } from './events.ts';
 import type { Party, Pbx, PbxCall, RingOutcome, RingResult } from './pbx.ts';
+import type { TransferTarget } from './schemas.ts';
 
 export interface LiveCallDeps {
   db: Database;
@@ -102,6 +103,57 @@ export class LiveCall {
   /** The call is answered (a person, a voicemail box or an agent): in progress from `at`, with call.answered. */
   answered(at: Date, change: CallChange = {}): Promise<boolean> {
     return this.move('answered', { ...change, status: 'in_progress', answered_at: at }, at, CallAnswered);
+  }
+
+  /**
+   * Rings `party` as a transfer of the conversation (Pbx.transfer), as one more leg of the call; undefined at
+   * once when the PBX cannot (the call is not talking with a person, or a transfer is under way).
+   */
+  transferLeg(
+    party: Party,
+    ringSeconds: number,
+    options: { keepCurrent: boolean },
+  ): Promise<RingResult> | undefined {
+    const pending = this.engine.transfer?.(this.leg, party, ringSeconds, options);
+    if (!pending) return undefined;
+    const rung: RungLeg = { party, startedAt: this.deps.clock.now() };
+    this.legs.push(rung);
+    return pending.then((result) => {
+      rung.outcome = result.outcome;
+      rung.endedAt = result.at;
+      rung.cause = result.cause;
+      return result;
+    });
+  }
+
+  /**
+   * The call was transferred and `target` answered (or was joined): the record says where and when, with
+   * call.transferred. Refused once the call has ended.
+   */
+  async transferred(
+    target: TransferTarget,
+    at: Date,
+    how: { mode: 'blind' | 'attended'; by: 'api' | 'phone' | 'flow' },
+  ): Promise<boolean> {
+    if (this.machine.ended) return false;
+    const { db, store, events } = this.deps;
+    await this.write(() =>
+      db.transaction(async (tx) => {
+        const change = {
+          transferred_to_type: target.type,
+          transferred_to: target.target,
+          transferred_at: at,
+        };
+        const row = await store.change(tx, this.row.id, change, at);
+        if (!row) return;
+        this.row = row;
+        await events.record(tx, CallTransferred, {
+          organizationId: row.organization_id,
+          data: { callId: row.id, target, mode: how.mode, by: how.by, at: at.toISOString() },
+        });
+      }),
+    );
+    return true;
   }
 
   /**

@@ -80,6 +80,21 @@ export interface Pbx {
    * once; a later line reuses the answered call). Absent: the PBX cannot carry call flows.
    */
   callerLine?(call: PbxCall): CallerLine;
+  /**
+   * Moves the caller of an answered call, while it converses, from the person they talk with to `party`
+   * (a transfer: call-transfer.ts). `party` rings for at most `ringSeconds`; answered, the caller talks with
+   * them and the pending converse goes on (it resolves when that conversation ends). With `keepCurrent`, the
+   * person stays with the caller until the answer (and, unanswered, the conversation goes on as it was);
+   * without, they are let go at once and, unanswered, the conversation ends (converse resolves, cause
+   * `transfer_failed`). Undefined at once when the call is not conversing with a person, or a transfer of it is
+   * under way. Absent: the PBX cannot transfer.
+   */
+  transfer?(
+    call: PbxCall,
+    party: Party,
+    ringSeconds: number,
+    options: { keepCurrent: boolean },
+  ): Promise<RingResult> | undefined;
   /** Ends what the call is doing now; the pending step resolves with cause `hangup_requested`. */
   hangup(callId: string): boolean;
   /** The platform is done with the call (it ended): the PBX forgets it. */

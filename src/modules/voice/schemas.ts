@@ -78,6 +78,41 @@ export const ExtensionSchema = Type.Object({
 });
 export type PublicExtension = Static<typeof ExtensionSchema>;
 
+/**
+ * Who a call is transferred to: an extension of the organization (its id), or a phone number (E.164) through
+ * the trunk. The shape of a call flow's dial target, limited to the kinds a transfer reaches.
+ */
+export const TransferTargetSchema = Type.Object(
+  {
+    type: Type.Enum(['extension', 'number'], {
+      description: '`extension`: an extension id (`ext_…`); `number`: a phone number in E.164 form',
+    }),
+    target: Type.String({
+      minLength: 1,
+      maxLength: 100,
+      description: 'The extension id, or the phone number',
+    }),
+  },
+  { additionalProperties: false },
+);
+export type TransferTarget = Static<typeof TransferTargetSchema>;
+
+export const CallTransfer = Type.Object(
+  {
+    target: TransferTargetSchema,
+    mode: Type.Optional(
+      Type.Enum(['blind', 'attended'], {
+        description:
+          '`blind` (default): the person now on the call is let go at once and the caller waits while the target ' +
+          'rings; unanswered, the call ends (`transfer_failed`). `attended`: the caller and that person talk on ' +
+          'while the target rings, and only an answer moves the caller; unanswered, the call goes on as it was',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type CallTransferInput = Static<typeof CallTransfer>;
+
 // Calls, voicemails, recordings, transcriptions. Their descriptions document the webhook events too
 // (events.ts), whose `data` is the same record.
 
@@ -108,6 +143,11 @@ export const CallSchema = Type.Object({
   agentId: nullable('The AI agent that took it, or null'),
   recordingId: nullable('Its recording, or null'),
   voicemailId: nullable('The voicemail the caller left, or null'),
+  transferredTo: Type.Union([TransferTargetSchema, Type.Null()], {
+    description:
+      "Who the call was last transferred to (POST /calls/{id}/transfer, a phone's REFER, a flow's transfer step), or null",
+  }),
+  transferredAt: nullable('When that transfer was answered, or null'),
 });
 export type PublicCall = Static<typeof CallSchema>;
 

@@ -45,6 +45,7 @@ import {
   WORDLESS_VOICEMAIL_SECONDS,
 } from './simulated-calls.ts';
 import { keysWaiter, simulatedLine } from './simulated-line.ts';
+import { simulatedTransfer } from './simulated-transfer.ts';
 
 /** Calls whose spoken words the simulator keeps for tests (manual play). */
 const SAID_KEPT = 1000;
@@ -127,7 +128,9 @@ export class SimulatedPbx implements Pbx {
         step: 'converse',
         deliver: async (event, at) => {
           if (event === 'ringing') return simulated.ringing?.(at);
-          settle(await end(at, 'normal_clearing'));
+          // `failed` is the PBX's own (a blind transfer nobody answered: simulated-transfer.ts), never the test
+          // control's, which ACCEPTS refuses for this step.
+          settle(await end(at, event === 'failed' ? 'transfer_failed' : 'normal_clearing'));
         },
         hangup: (at) => void end(at, 'hangup_requested').then(settle, fail),
       }),
@@ -236,6 +239,27 @@ export class SimulatedPbx implements Pbx {
     texts.push(text);
   }
 
+  /** A transfer of the conversation (simulated-transfer.ts says how it plays out). */
+  transfer(
+    call: PbxCall,
+    party: Party,
+    ringSeconds: number,
+    options: { keepCurrent: boolean },
+  ): Promise<RingResult> | undefined {
+    const simulated = this.calls.get(call.id);
+    if (!simulated) return undefined;
+    return simulatedTransfer(
+      {
+        ring: (ringing, seconds) => this.ring(call, ringing, seconds, async () => {}),
+        resume: (talk) => this.resume(simulated, talk),
+      },
+      simulated,
+      party,
+      ringSeconds,
+      options,
+    );
+  }
+
   hangup(callId: string): boolean {
     const call = this.calls.get(callId);
     if (!call) return false;
@@ -304,6 +328,17 @@ export class SimulatedPbx implements Pbx {
     const settled = this.settled(call);
     line.press(digits);
     if (gather && call.waiter !== gather) await settled;
+  }
+
+  /**
+   * The conversation waits on the PBX again (a transfer's ring is over): the test control's events reach it,
+   * and in auto play it ends by itself after the talk time, as a fresh conversation would.
+   */
+  private resume(call: SimulatedCall, talk: Waiter): void {
+    call.waiter = talk;
+    for (const settled of call.onSettle.splice(0)) settled();
+    if (this.mode === 'auto' && !call.instant)
+      this.playOnTimers(call, talk, [[call.behaviour.durationSeconds ?? DEFAULT_TALK_SECONDS, 'completed']]);
   }
 
   /** Resolves when the platform next waits on the PBX for this call, or releases it. */

@@ -32,6 +32,10 @@ export function unavailableFeature(step: FlowStep): string | undefined {
       if (step.callerId) return 'dial callerId is not available yet';
       return undefined;
     }
+    case 'transfer':
+      if (step.target.type !== 'extension' && step.target.type !== 'number')
+        return `transfer targets of type "${step.target.type}" are not available yet (extension and number are)`;
+      return undefined;
     case 'redirect':
       return undefined;
     default:

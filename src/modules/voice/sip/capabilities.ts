@@ -5,8 +5,15 @@
 // being answered as if we had agreed.
 import type { SipMessage } from './stack/index.ts';
 
-/** Option tags we implement (none yet: 100rel, timer and replaces are not). */
-const SUPPORTED_OPTION_TAGS = new Set<string>();
+/**
+ * Option tags we implement: `replaces` (RFC 3891), as a REFER's Refer-To carries it (refer.ts) and as an INVITE
+ * carries it (invites.ts). Not 100rel, nor timer.
+ */
+const SUPPORTED_OPTION_TAGS = new Set<string>(['replaces']);
+/** What OPTIONS (and a REFER's 202) say we support. */
+export const SUPPORTED = [...SUPPORTED_OPTION_TAGS].join(', ');
+/** The methods we take (OPTIONS says so); anything else is 501. */
+export const ALLOW = 'REGISTER, OPTIONS, INVITE, ACK, BYE, CANCEL, UPDATE, INFO, REFER';
 /** The body types we read: session descriptions, in the requests that carry offers and answers. */
 const ACCEPTED_TYPE = 'application/sdp';
 

@@ -1,8 +1,10 @@
 // The requests a phone sends inside a call we carry: CANCEL of its unanswered INVITE, BYE, re-INVITE and UPDATE
-// (hold, session refreshes, a phone that moved), INFO (a caller's keys), and the ACK of our 2xx. Each must name
+// (hold, session refreshes, a phone that moved), INFO (a caller's keys), REFER (a transfer: refer.ts carries
+// it out), and the ACK of our 2xx. A BYE in a dialog a transfer took out of the call (a transferring phone's)
+// ends that dialog alone. Each must name
 // one of our dialogs by its Call-ID and tags, in order (RFC 3261 section 12.2.2); the answers are ours alone,
 // the other side of the call is not disturbed (the relay hides a side's move).
-import { inDialogRefusal, namesDialog } from './dialog.ts';
+import { type Dialog, inDialogRefusal, namesDialog } from './dialog.ts';
 import { answeringDirection, withDirection } from './sdp.ts';
 import type { CallSignalling } from './signalling.ts';
 import { remoteMoved, type Side, type SipCall, type SipCallTable } from './sip-call.ts';
@@ -34,6 +36,14 @@ export class DialogRequests {
       signalling: CallSignalling;
       /** A key the caller pressed, sent as SIP INFO (their call's flow line takes it, if one is open). */
       keys: (call: SipCall, key: string) => void;
+      /** A REFER inside one of the call's dialogs (refer.ts), its dialog checked. */
+      refer: (
+        call: SipCall,
+        side: Side,
+        dialog: Dialog,
+        request: SipMessage,
+        respond: (message: SipMessage) => void,
+      ) => void;
     },
   ) {}
 
@@ -53,12 +63,15 @@ export class DialogRequests {
 
   /** BYE from either leg. */
   bye(request: SipMessage, respond: (message: SipMessage) => void): void {
+    if (this.leavingBye(request, respond)) return;
     const found = this.inDialog(request, respond);
     if (!found) return;
     const { call, side } = found;
     respond(sip.makeResponse(request, 200, 'OK'));
     this.deps.signalling.dialogEnded(request.headers['call-id'], side, 'BYE from the phone');
-    call[side]?.leg?.move('bye');
+    const dialog = side === 'caller' ? call.caller : call.callee;
+    dialog?.leg?.move('bye');
+    if (dialog) dialog.ended = true;
     if (side === 'caller') call.callerGone = true;
     if (call.onBye) call.onBye(side);
     // The first leg of an API call hung up while the callee still rings.
@@ -87,6 +100,38 @@ export class DialogRequests {
         content: answer,
       } as never),
     );
+  }
+
+  /** REFER inside one of our dialogs (RFC 3515; checked like a BYE: 481 naming no dialog of ours). */
+  refer(request: SipMessage, respond: (message: SipMessage) => void): void {
+    const found = this.inDialog(request, respond);
+    if (!found) return;
+    const { call, side } = found;
+    const dialog = side === 'caller' ? this.deps.signalling.callerDialog(call) : call.callee;
+    if (!dialog) {
+      respond(sip.makeResponse(request, 481, 'Call/Transaction Does Not Exist'));
+      return;
+    }
+    this.deps.refer(call, side, dialog, request, respond);
+  }
+
+  /**
+   * A BYE in a dialog a transfer took out of its call (the transferring phone's, after the target answered):
+   * 200, and that dialog alone ends. False when the BYE names no such dialog.
+   */
+  private leavingBye(request: SipMessage, respond: (message: SipMessage) => void): boolean {
+    const call = this.deps.table.byLeg(request.headers['call-id']);
+    const dialog = call?.leaving.find(
+      (each) => each.callId === request.headers['call-id'] && namesDialog(each, request),
+    );
+    if (!call || !dialog) return false;
+    call.leaving.splice(call.leaving.indexOf(dialog), 1);
+    dialog.ended = true;
+    dialog.leg?.move('bye');
+    respond(sip.makeResponse(request, 200, 'OK'));
+    this.deps.signalling.dialogEnded(dialog.callId, undefined, 'BYE from the phone (transferred)');
+    this.deps.table.dropLeg(dialog.callId);
+    return true;
   }
 
   /**

@@ -25,6 +25,8 @@ export interface Dialog {
   routes: SipAor[];
   /** The life of a leg we placed (none for a caller's INVITE, which we answered). */
   leg?: Leg;
+  /** A BYE ended it (ours or theirs). */
+  ended?: boolean;
 }
 
 /** The dialog a 2xx to our INVITE creates (we are its UAC: section 12.1.2). */

@@ -229,7 +229,8 @@ export class Ringer {
             ringingWritten = onRinging(now()).catch((error) =>
               deps.log.warn({ err: error }, 'ringing not recorded'),
             );
-            if (current.invite) deps.signalling.respondToCaller(current, 180, 'Ringing');
+            // A transfer's ring: the caller's INVITE was answered long ago and hears nothing of it.
+            if (current.invite && !current.answered) deps.signalling.respondToCaller(current, 180, 'Ringing');
           }
         });
       }

@@ -31,6 +31,8 @@ export interface InviteDeps {
   calls: () => CallService;
   /** Ties the caller's INVITE to our call, before its first step. */
   track: (callId: string, invite: SipMessage) => void;
+  /** Whether a Replaces header's value names a dialog of a call we carry (RFC 3891). */
+  replacesDialog: (value: string) => boolean;
 }
 
 export class InviteEntry {
@@ -48,6 +50,14 @@ export class InviteEntry {
       return respond(sip.makeResponse(request, status, reason, { headers }));
     }
     const caller = authenticated.extension;
+    // RFC 3891 section 3: an INVITE with Replaces naming no dialog of ours is 481. Taking a call over this way
+    // (a pickup) is not offered: a phone transfers by REFER (refer.ts), so one naming a live dialog is 403.
+    const replaces = request.headers.replaces;
+    if (typeof replaces === 'string') {
+      return deps.replacesDialog(replaces)
+        ? respond(sip.makeResponse(request, 403, 'Forbidden: Replaces Is Taken By REFER Only'))
+        : respond(sip.makeResponse(request, 481, 'Call/Transaction Does Not Exist'));
+    }
     const target = sip.parseUri(request.uri ?? '')?.user ?? '';
     if (!/^[0-9]{2,6}$/.test(target)) {
       // A phone number: out through the trunk, if there is one; without, nothing to reach it by.

@@ -2,7 +2,8 @@
 // (stack/: the `sip` package vendored, with our parser with limits; docs/architecture.md says why). Today it
 // is the registrar (REGISTER with digest authentication), OPTIONS (phones' keep-alives), and calls between
 // extensions' phones, in from the trunk and placed by the API (INVITE, re-INVITE, UPDATE, ACK, CANCEL, BYE,
-// and INFO carrying a caller's keys: sip-pbx.ts). Other methods are answered 501 Not Implemented. Every
+// INFO carrying a caller's keys, and REFER, a phone's transfer: sip-pbx.ts). Other methods are answered 501 Not
+// Implemented. Every
 // message in and out is one debug line (method or status, Call-ID, CSeq, peer, transport: never a header that
 // could carry a credential), and in test mode every message out is checked by a strict phone's rules
 // (strict-check.ts).
@@ -10,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
-import { capabilityRefusal } from './capabilities.ts';
+import { ALLOW, capabilityRefusal, SUPPORTED } from './capabilities.ts';
 import type { Registrar } from './registrar.ts';
 import type { SipPbx } from './sip-pbx.ts';
 import * as sip from './stack/index.ts';
@@ -153,8 +154,9 @@ export class SipListener {
         case 'OPTIONS':
           stack.send(
             this.respond(request, 200, 'OK', {
-              allow: 'REGISTER, OPTIONS, INVITE, ACK, BYE, CANCEL, UPDATE, INFO',
+              allow: ALLOW,
               accept: 'application/sdp',
+              supported: SUPPORTED,
             }),
           );
           return;
@@ -177,6 +179,9 @@ export class SipListener {
           return;
         case 'INFO':
           this.pbx.info(request, reply);
+          return;
+        case 'REFER':
+          this.pbx.refer(request, reply);
           return;
         default:
           stack.send(this.respond(request, 501, 'Not Implemented'));

@@ -61,7 +61,10 @@ export class CallSignalling {
     this.sendBye(dialog, outcome);
   }
 
+  /** A BYE in `dialog`, once: a dialog that has ended (a BYE either way) gets none. */
   sendBye(dialog: Dialog, outcome = 'BYE from us'): void {
+    if (dialog.ended) return;
+    dialog.ended = true;
     this.dialogEnded(dialog.callId, undefined, outcome);
     dialog.leg?.move('bye');
     this.deps.stack()?.send(inDialogRequest(dialog, 'BYE'));

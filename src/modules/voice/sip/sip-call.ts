@@ -35,6 +35,61 @@ export interface SipCall {
   /** What the current step waits for. */
   onCancel?: (cause: string) => void;
   onBye?: (from: 'caller' | 'callee' | 'api') => void;
+  /** The conversation in progress (SipPbx.converse): ends it, each side still there sent a BYE, with `cause`. */
+  talk?: { end(cause: string): void };
+  /** A transfer under way (transfers.ts, refer.ts): its phase, and the side it replaces. */
+  transfer?: SipTransferState;
+  /**
+   * Dialogs that are no longer a side of the call but still open: a transferring phone's, until its BYE (ours
+   * or theirs). A BYE in one is answered 200 and ends only that dialog.
+   */
+  leaving: Dialog[];
+}
+
+/**
+ * A transfer's life on a call, one table: `held` from a phone's REFER's 202 (its target is being looked up),
+ * then `ringing` (the target rings as a new callee leg) or `joining` (REFER with Replaces: the phone's second
+ * call's other party is re-INVITEd); a transfer the API or a flow asks for starts `ringing`. `giving` is the
+ * second call of a join, whose other party is being taken. The transfer ends (the call's `transfer` goes) when
+ * its ring or join does; a move the table does not allow is refused (a second transfer, a REFER's transfer
+ * taken twice).
+ */
+export type TransferPhase = 'held' | 'ringing' | 'joining' | 'giving';
+const TRANSFER_MOVES: Record<TransferPhase, Partial<Record<'ring' | 'join', TransferPhase>>> = {
+  held: { ring: 'ringing', join: 'joining' },
+  ringing: {},
+  joining: {},
+  giving: {},
+};
+
+export interface SipTransferState {
+  phase: TransferPhase;
+  /** The side being replaced. */
+  side: Side;
+  /** That side hung up already: a transferring phone may, before the target answers; the call goes on. */
+  gone: boolean;
+  /** The dialog of the REFER that holds the transfer (`held`). */
+  referredIn?: Dialog;
+}
+
+/**
+ * Starts a transfer that replaces the callee `replaced` (`ring` or `join`): the REFER's held in that dialog, or
+ * a new one when none is under way. Undefined when the table refuses it.
+ */
+export function startTransfer(
+  call: SipCall,
+  move: 'ring' | 'join',
+  replaced: Dialog,
+): SipTransferState | undefined {
+  const held = call.transfer;
+  if (!held) {
+    call.transfer = { phase: move === 'ring' ? 'ringing' : 'joining', side: 'callee', gone: false };
+    return call.transfer;
+  }
+  const next = TRANSFER_MOVES[held.phase][move];
+  if (!next || held.referredIn !== replaced) return undefined;
+  held.phase = next;
+  return held;
 }
 
 export function newCall(invite?: SipMessage): SipCall {
@@ -46,6 +101,7 @@ export function newCall(invite?: SipMessage): SipCall {
     lastOutcome: 'failed',
     remoteSdp: invite?.content ? { caller: invite.content } : {},
     localSdp: {},
+    leaving: [],
   };
 }
 
@@ -82,6 +138,27 @@ export class SipCallTable {
   /** A leg's Call-ID forgotten: a late request on it gets 481. */
   dropLeg(sipCallId: string): void {
     this.legs.delete(sipCallId);
+  }
+
+  /**
+   * The call and side holding a dialog named by its Call-ID and our and their tags (RFC 3891's Replaces names
+   * a dialog so: its Call-ID, our tag as to-tag, theirs as from-tag), or undefined.
+   */
+  byDialog(
+    sipCallId: string,
+    ourTag: string,
+    theirTag: string,
+    dialogOf: (call: SipCall, side: Side) => Dialog | undefined,
+  ): { callId: string; call: SipCall; side: Side; dialog: Dialog } | undefined {
+    const callId = this.legs.get(sipCallId);
+    const call = callId ? this.calls.get(callId) : undefined;
+    if (!callId || !call) return undefined;
+    for (const side of ['caller', 'callee'] as const) {
+      const dialog = dialogOf(call, side);
+      if (dialog?.callId === sipCallId && dialog.localTag === ourTag && dialog.remoteTag === theirTag)
+        return { callId, call, side, dialog };
+    }
+    return undefined;
   }
 
   callIdOf(sipCallId: string): string | undefined {

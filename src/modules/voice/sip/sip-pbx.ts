@@ -30,11 +30,13 @@ import { DialogRequests } from './dialog-requests.ts';
 import { codecsOf, Ringer } from './forks.ts';
 import { InviteEntry } from './invites.ts';
 import type { SipPbxDeps } from './pbx-deps.ts';
+import { parseReplaces, ReferHandler } from './refer.ts';
 import { RtpSession, rtpAudio } from './rtp.ts';
 import { answerSdp, offerSdp, parseOffer, relaySdp } from './sdp.ts';
 import { CallSignalling } from './signalling.ts';
 import { remoteMoved, type SipCall, SipCallTable } from './sip-call.ts';
 import type { SipMessage, SipRemote } from './stack/index.ts';
+import { SipTransfers } from './transfers.ts';
 
 /** The final answer to the caller's INVITE when the call ended without an answer. */
 const FINAL_RESPONSE: Record<RingOutcome, [number, string]> = {
@@ -53,6 +55,7 @@ export class SipPbx implements Pbx {
   private readonly ringer: Ringer;
   private readonly entry: InviteEntry;
   private readonly requests: DialogRequests;
+  private readonly transfers: SipTransfers;
   /** Each call's open call-flow line: the keys of the caller's SIP INFO go there. */
   private readonly lines = new WeakMap<SipCall, LineSteps>();
   private callService?: CallService;
@@ -61,25 +64,45 @@ export class SipPbx implements Pbx {
     const table = this.table;
     this.signalling = new CallSignalling({ stack: deps.stack, address: deps.address, table, log: deps.log });
     this.ringer = new Ringer({ ...deps, table, signalling: this.signalling });
+    this.transfers = new SipTransfers({ ...deps, table, signalling: this.signalling, ringer: this.ringer });
+    const refers = new ReferHandler({
+      ...deps,
+      table,
+      signalling: this.signalling,
+      transfers: this.transfers,
+      calls: () => this.calls(),
+    });
     this.requests = new DialogRequests({
       table,
       signalling: this.signalling,
       keys: (call, key) => this.lines.get(call)?.press(key),
+      refer: (call, side, dialog, request, respond) => refers.refer(call, side, dialog, request, respond),
     });
     this.entry = new InviteEntry({
       ...deps,
       pbx: this,
-      calls: () => {
-        if (!this.callService) throw new Error('The SIP PBX has no call service yet');
-        return this.callService;
-      },
+      calls: () => this.calls(),
       track: (callId, invite) => table.open(callId, invite),
+      replacesDialog: (value) => {
+        const named = parseReplaces(value);
+        return Boolean(
+          named &&
+            table.byDialog(named.callId, named.toTag, named.fromTag, (each, side) =>
+              side === 'caller' ? this.signalling.callerDialog(each) : each.callee,
+            ),
+        );
+      },
     });
   }
 
   /** The platform's calls (set once both exist: each needs the other). */
   useCalls(calls: CallService): void {
     this.callService = calls;
+  }
+
+  private calls(): CallService {
+    if (!this.callService) throw new Error('The SIP PBX has no call service yet');
+    return this.callService;
   }
 
   // Requests from phones
@@ -109,6 +132,11 @@ export class SipPbx implements Pbx {
   /** INFO inside a call: the caller's keys as `application/dtmf-relay`. */
   info(request: SipMessage, respond: (message: SipMessage) => void): void {
     this.requests.info(request, respond);
+  }
+
+  /** REFER inside a call: a phone's transfer (refer.ts). */
+  refer(request: SipMessage, respond: (message: SipMessage) => void): void {
+    this.requests.refer(request, respond);
   }
 
   unacknowledged(response: SipMessage): void {
@@ -166,17 +194,32 @@ export class SipPbx implements Pbx {
     }
     if (options.record) relay?.startRecording(MAX_SECONDS);
     return new Promise((resolve) => {
-      sipCall.onBye = (from) => {
+      // Ends the conversation: each side still there is sent a BYE (`from` sent its own), a transfer's ring
+      // stops, and the media goes. The relay is read as it is then: after a transfer it carries the target.
+      const end = (from: 'caller' | 'callee' | undefined, cause: string) => {
         sipCall.onBye = undefined;
-        if (from !== 'callee' && sipCall.callee) this.signalling.sendBye(sipCall.callee);
+        sipCall.talk = undefined;
+        if (sipCall.transfer) sipCall.onCancel?.(cause);
+        if (
+          from !== 'callee' &&
+          sipCall.callee &&
+          !(sipCall.transfer?.side === 'callee' && sipCall.transfer.gone)
+        )
+          this.signalling.sendBye(sipCall.callee);
         if (from !== 'caller') this.signalling.hangUpCaller(sipCall);
-        relay?.close();
-        const samples = options.record ? relay?.recorded() : undefined;
-        resolve({
-          at: this.deps.clock.now(),
-          cause: from === 'api' ? 'hangup_requested' : 'normal_clearing',
-          ...(samples ? { recording: rtpAudio(samples) } : {}),
-        });
+        const current = sipCall.relay;
+        current?.close();
+        const samples = options.record ? current?.recorded() : undefined;
+        resolve({ at: this.deps.clock.now(), cause, ...(samples ? { recording: rtpAudio(samples) } : {}) });
+      };
+      sipCall.talk = { end: (cause) => end(undefined, cause) };
+      sipCall.onBye = (from) => {
+        // The side a transfer replaces hung up while the target rings: the call goes on without it.
+        if (from !== 'api' && sipCall.transfer?.side === from) {
+          sipCall.transfer.gone = true;
+          return;
+        }
+        end(from === 'api' ? undefined : from, from === 'api' ? 'hangup_requested' : 'normal_clearing');
       };
     });
   }
@@ -313,6 +356,16 @@ export class SipPbx implements Pbx {
   mediaOf(callId: string): { fromCaller: number; fromCallee: number } | undefined {
     const relay = this.table.get(callId)?.relay;
     return relay && { fromCaller: relay.forwarded.caller, fromCallee: relay.forwarded.callee };
+  }
+
+  /** A transfer of the conversation (transfers.ts). */
+  transfer(
+    call: PbxCall,
+    party: Party,
+    ringSeconds: number,
+    options: { keepCurrent: boolean },
+  ): Promise<RingResult> | undefined {
+    return this.transfers.transfer(call, party, ringSeconds, options);
   }
 
   hangup(callId: string): boolean {

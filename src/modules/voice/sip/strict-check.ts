@@ -66,6 +66,7 @@ export class StrictSipCheck {
     }
     if (!headers.from?.params?.tag) problems.push('From without a tag (section 8.1.1.3)');
     if (problems.length > 0) return problems;
+    if (method === 'NOTIFY') problems.push(...notifyProblems(message));
     if (headers.cseq.method !== method) {
       problems.push(`CSeq method ${headers.cseq.method} is not the request's ${method}`);
     }
@@ -120,6 +121,47 @@ export class StrictSipCheck {
     if (response.cseq !== request.cseq) problems.push("CSeq not copied from the request's");
     return problems;
   }
+}
+
+/**
+ * A NOTIFY's own rules: RFC 6665 (an Event header, section 8.2.1; a Subscription-State of active,
+ * pending or terminated, section 8.2.3; a Contact, as NOTIFY refreshes the target), and for Event `refer` RFC 3515 sections 2.4.4
+ * to 2.4.7 (a `message/sipfrag` body whose first line is a SIP status line; `id` the REFER's CSeq number, when
+ * present; a final status only with the subscription terminated, and terminated only with a final status).
+ */
+function notifyProblems(message: SipMessage): string[] {
+  const problems: string[] = [];
+  const headers = message.headers;
+  const event = typeof headers.event === 'string' ? headers.event.trim() : '';
+  const state = typeof headers['subscription-state'] === 'string' ? headers['subscription-state'].trim() : '';
+  if (!event) problems.push('NOTIFY without Event (RFC 6665 section 8.2.1)');
+  const stateName = state.split(';')[0]!.trim().toLowerCase();
+  if (!['active', 'pending', 'terminated'].includes(stateName))
+    problems.push(`NOTIFY Subscription-State "${state}" (RFC 6665 section 8.2.3)`);
+  if (!Array.isArray(headers.contact) || headers.contact.length !== 1)
+    problems.push('NOTIFY without one Contact (RFC 6665: NOTIFY refreshes the target)');
+  const [package_, ...params] = event.split(';').map((part) => part.trim());
+  if (package_?.toLowerCase() !== 'refer') return problems;
+  const id = params.find((param) => param.toLowerCase().startsWith('id='));
+  if (id !== undefined && !/^id=[0-9]{1,10}$/i.test(id))
+    problems.push(`Event refer ${id} is not a CSeq number`);
+  const type = String(headers['content-type'] ?? '')
+    .split(';')[0]!
+    .trim()
+    .toLowerCase();
+  if (type !== 'message/sipfrag')
+    problems.push(`refer NOTIFY body of type "${type}", not message/sipfrag (RFC 3515 section 2.4.4)`);
+  const statusLine = /^SIP\/2\.0 ([1-6][0-9]{2}) [^\r\n]+(\r\n|$)/.exec(message.content ?? '');
+  if (!statusLine) {
+    problems.push('refer NOTIFY sipfrag does not start with a SIP status line (RFC 3515 section 2.4.5)');
+    return problems;
+  }
+  const final = Number(statusLine[1]) >= 200;
+  if (final !== (stateName === 'terminated'))
+    problems.push(
+      `refer NOTIFY with status ${statusLine[1]} and Subscription-State ${stateName} (RFC 3515 section 2.4.7)`,
+    );
+  return problems;
 }
 
 function transactionKey(message: SipMessage): string | undefined {
