@@ -36,7 +36,7 @@ export interface CallRow {
   voicemail_id: string | null;
   record: boolean;
   lease_expires_at: Date | null;
-  /** Where the call was last transferred (migrations/038_call_transfers.sql). */
+  /** Where the call was last transferred (migrations/040_call_transfers.sql). */
   transferred_to_type: 'extension' | 'number' | null;
   transferred_to: string | null;
   transferred_at: Date | null;
