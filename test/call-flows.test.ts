@@ -218,12 +218,9 @@ describe('call flows', () => {
       ...fields,
     });
     for (const [step, missing] of [
-      [{ type: 'play', audioUrl: 'https://cdn.example.com/menu.wav' }, /play steps/],
       [{ type: 'queue', queueId: 'q_0000000001abcdefabcdefabcd' }, /queue steps/],
-      [{ type: 'record', maxSeconds: 60 }, /record steps/],
       [{ type: 'stream', url: 'wss://media.example.com/stream' }, /stream steps/],
       [{ type: 'transfer', target: { type: 'number', target: '+14155550102' } }, /transfer steps/],
-      [{ type: 'gather', input: ['speech'], otherwise: [say] }, /speech/],
       [{ type: 'gather', input: ['dtmf'], actionUrl: 'https://app.example.com/x' }, /actionUrl/],
       [
         dial({
@@ -234,8 +231,6 @@ describe('call flows', () => {
         }),
         /ring groups at once/,
       ],
-      [dial({ targets: [{ type: 'sip', target: 'sip:desk@pbx.example.com' }] }), /"sip"/],
-      [dial({ callerId: '+14155550101' }), /callerId/],
       [{ type: 'redirect', url: 'https://app.example.com/flow' }, /url/],
       [
         dial({

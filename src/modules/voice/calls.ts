@@ -15,6 +15,7 @@ import type { PageQueryInput, Paginator } from '../../platform/pagination.ts';
 import type { NumberService } from '../numbers/index.ts';
 import type { Organization, OrganizationService } from '../organizations/index.ts';
 import { CallAdmission } from './admission.ts';
+import { AudioFetcher } from './audio-fetch.ts';
 import { CallEnding, toCall } from './call-end.ts';
 import { CallEntry } from './call-entry.ts';
 import { type CallRow, CallStore } from './call-store.ts';
@@ -69,6 +70,8 @@ export class CallService {
     numbers: NumberService;
     organizations: OrganizationService;
     media: CallMedia;
+    /** Fetches a play step's audioUrl (guarded by the SSRF rules in production; by default always). */
+    audio?: AudioFetcher;
     log: FastifyBaseLogger;
   }) {
     this.db = deps.db;
@@ -87,6 +90,8 @@ export class CallService {
       plan,
       flows: () => this.flows,
       ringGroups: () => this.ringGroups,
+      media: deps.media,
+      audio: deps.audio ?? new AudioFetcher({ guarded: true }),
       log,
     });
     this.ending = new CallEnding({ store, media: deps.media, events });

@@ -6,10 +6,12 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import type { EventOutbox } from '../../platform/events.ts';
+import type { AudioFetcher } from './audio-fetch.ts';
 import type { DialPlan } from './dial-plan.ts';
 import type { ExtensionService } from './extensions.ts';
 import type { FlowStep } from './flows/index.ts';
 import type { LiveCall } from './live-call.ts';
+import type { CallMedia } from './media.ts';
 import type { CallerLine, RingResult } from './pbx.ts';
 
 /** Where stored flows come from (the flows module). */
@@ -38,6 +40,10 @@ export interface FlowRunnerDeps {
   plan: DialPlan;
   flows: () => FlowSource | undefined;
   ringGroups: () => RingGroupSource | undefined;
+  /** Recordings: a record step's audio is kept as one, a play step's audioId names one. */
+  media: CallMedia;
+  /** A play step's audioUrl, fetched when the step runs. */
+  audio: AudioFetcher;
   log: FastifyBaseLogger;
 }
 

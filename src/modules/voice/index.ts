@@ -5,6 +5,7 @@ import { defineModule } from '../../platform/module.ts';
 import { identityModule } from '../identity/index.ts';
 import { numbersModule } from '../numbers/index.ts';
 import { organizationsModule } from '../organizations/index.ts';
+import { AudioFetcher } from './audio-fetch.ts';
 import { callRoutes, pbxTestControls, regionOperatorRoutes } from './call-routes.ts';
 import { CallService } from './calls.ts';
 import { VOICE_EVENTS } from './events.ts';
@@ -48,8 +49,6 @@ export const voiceModule = defineModule({
     numbers.useRouteTargets(['extension', 'voicemail'], (organizationId, target) =>
       extensions.exists(organizationId, target),
     );
-    const flows = new CallFlowService({ db, clock, pagination, extensions, numbers });
-    numbers.useRouteTargets(['flow'], (organizationId, target) => flows.exists(organizationId, target));
     let transcriber: Promise<Transcriber | undefined> | undefined;
     const media = new CallMedia({
       db,
@@ -62,6 +61,17 @@ export const voiceModule = defineModule({
         return transcriber;
       },
     });
+    const flows = new CallFlowService({
+      db,
+      clock,
+      pagination,
+      extensions,
+      numbers,
+      recordingExists: async (organizationId, id) =>
+        (await media.store.findRecording(db, organizationId, id)) !== undefined,
+      sipDomain: config.sipDomain,
+    });
+    numbers.useRouteTargets(['flow'], (organizationId, target) => flows.exists(organizationId, target));
     const simulatedPbx = new SimulatedPbx(clock, config.appEnv === 'test' ? 'manual' : 'auto');
     let sipListener: SipListener | undefined;
     let sipPbx: SipPbx | undefined;
@@ -77,6 +87,8 @@ export const voiceModule = defineModule({
       numbers,
       organizations: use(organizationsModule).organizations,
       media,
+      // Outside production a flow may play audio from this machine or the private network (tests, a lab).
+      audio: new AudioFetcher({ guarded: config.appEnv === 'production' }),
       log,
     });
     const registrar = new Registrar({
@@ -97,6 +109,7 @@ export const voiceModule = defineModule({
       address: () => sipListener?.contactAddress ?? config.sipDomain,
       mediaHosts: () => sipListener?.mediaHosts,
       trunk: config.sipTrunk,
+      speechToText: (wav) => media.speechToText(wav),
       log,
     });
     sipPbx.useCalls(calls);

@@ -10,25 +10,21 @@ import type { FlowStep } from './steps.ts';
 export function unavailableFeature(step: FlowStep): string | undefined {
   switch (step.type) {
     case 'say':
+    case 'play':
     case 'pause':
     case 'hours':
     case 'voicemail':
     case 'agent':
+    case 'record':
     case 'hangup':
       return undefined;
     case 'gather':
-      if (step.input.includes('speech')) return 'gather input "speech" is not available yet (only "dtmf")';
       if (step.actionUrl) return 'gather actionUrl is not available yet';
-      if (step.prompt && step.prompt.type !== 'say')
-        return 'a gather prompt other than say is not available yet';
       return undefined;
     case 'dial': {
-      const other = step.targets.find((target) => target.type === 'sip');
-      if (other) return `dial targets of type "${other.type}" are not available yet`;
       const together = (step.strategy ?? 'simultaneous') === 'simultaneous' && step.targets.length > 1;
-      if (together && step.targets.some((target) => target.type !== 'extension'))
+      if (together && step.targets.some((target) => target.type === 'number' || target.type === 'ring_group'))
         return 'ringing phone numbers or ring groups at once with other targets is not available yet (use strategy "sequential", or one ring group)';
-      if (step.callerId) return 'dial callerId is not available yet';
       return undefined;
     }
     case 'redirect':

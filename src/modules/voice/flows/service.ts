@@ -9,6 +9,7 @@ import type { PageQueryInput, Paginator } from '../../../platform/pagination.ts'
 import type { NumberService } from '../../numbers/index.ts';
 import type { ExtensionService } from '../extensions.ts';
 import type { CallFlowCreateInput, CallFlowPatchInput, PublicCallFlow } from './schemas.ts';
+import { sipExtension } from './sip-target.ts';
 import { checkFlowSteps, type FlowReference } from './step-check.ts';
 import type { FlowStep } from './steps.ts';
 import { type CallFlowRow, CallFlowStore } from './store.ts';
@@ -26,7 +27,9 @@ const KIND_NAMES: Record<FlowReference['kind'], string> = {
   flow: 'call flow',
   queue: 'queue',
   ring_group: 'ring group',
-  audio: 'audio',
+  audio: 'recording',
+  number: 'phone number',
+  sip: 'extension',
 };
 
 function invalidStep(path: string, message: string): ApiError {
@@ -39,6 +42,8 @@ export class CallFlowService {
   private readonly pagination: Paginator;
   private readonly extensions: ExtensionService;
   private readonly numbers: NumberService;
+  private readonly recordingExists: (organizationId: string, id: string) => Promise<boolean>;
+  private readonly sipDomain: string;
   /** Whether a ring group exists (ring-groups/, built after this service: useRingGroups). */
   private ringGroupExists?: (organizationId: string, id: string) => Promise<boolean>;
   readonly store = new CallFlowStore();
@@ -49,12 +54,18 @@ export class CallFlowService {
     pagination: Paginator;
     extensions: ExtensionService;
     numbers: NumberService;
+    /** Whether the organization has recording `id` (a play step's audioId). */
+    recordingExists: (organizationId: string, id: string) => Promise<boolean>;
+    /** The platform's SIP domain: a sip dial target must name a phone registered there. */
+    sipDomain: string;
   }) {
     this.db = deps.db;
     this.clock = deps.clock;
     this.pagination = deps.pagination;
     this.extensions = deps.extensions;
     this.numbers = deps.numbers;
+    this.recordingExists = deps.recordingExists;
+    this.sipDomain = deps.sipDomain;
   }
 
   /** Lets saved flows' ring-group targets be looked up in the organization. */
@@ -144,8 +155,9 @@ export class CallFlowService {
 
   /**
    * The steps, checked: their shapes and limits, then each id they name found in the organization (ring groups
-   * once ring-groups/ has said how: useRingGroups). Queues (a queue step cannot run yet) and stored audio (no
-   * resource yet) are checked by the shape of their id only. A flow
+   * once ring-groups/ has said how: useRingGroups), a play step's recording, a dial's caller id among the
+   * organization's numbers, a sip target's extension. Queues (a queue step cannot run yet) are checked by the
+   * shape of their id only. A flow
    * may redirect to itself (`self`): the runner bounds the steps a call runs.
    */
   private async checked(organizationId: string, input: unknown, self: string): Promise<FlowStep[]> {
@@ -162,7 +174,9 @@ export class CallFlowService {
       if (!known.get(key)) {
         throw invalidStep(
           reference.path,
-          `names no ${KIND_NAMES[reference.kind]} ${reference.id} in this organization`,
+          reference.kind === 'sip'
+            ? `names no extension of this organization at sip:<extension>@${this.sipDomain}`
+            : `names no ${KIND_NAMES[reference.kind]} ${reference.id} in this organization`,
         );
       }
     }
@@ -184,6 +198,16 @@ export class CallFlowService {
         return reference.id === self || flows.has(reference.id);
       case 'ring_group':
         return this.ringGroupExists ? this.ringGroupExists(organizationId, reference.id) : true;
+      case 'audio':
+        return this.recordingExists(organizationId, reference.id);
+      case 'number':
+        // The number shown to whom a dial rings must be one the organization owns (no spoofing).
+        return (await this.numbers.list(organizationId)).some((number) => number.number === reference.id);
+      case 'sip': {
+        const extension = sipExtension(reference.id, this.sipDomain);
+        if (extension === undefined) return false;
+        return (await this.extensions.store.findByNumber(this.db, organizationId, extension)) !== undefined;
+      }
       default:
         return true;
     }

@@ -7,6 +7,7 @@ import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { canonicalTimeZone } from '../../../platform/time-zones.ts';
 import { unavailableFeature } from './runnable.ts';
+import { sipExtension } from './sip-target.ts';
 import {
   type DialTarget,
   FLOW_STEP_SCHEMAS,
@@ -28,7 +29,8 @@ export interface FlowStepProblem {
 /** An id a step names; whether it exists in the organization is the service's question. */
 export interface FlowReference {
   path: string;
-  kind: 'extension' | 'agent' | 'flow' | 'queue' | 'ring_group' | 'audio';
+  /** `audio`: a recording; `number`: one of the organization's phone numbers; `sip`: a URI (sip-target.ts). */
+  kind: 'extension' | 'agent' | 'flow' | 'queue' | 'ring_group' | 'audio' | 'number' | 'sip';
   id: string;
 }
 
@@ -154,8 +156,10 @@ class Walk {
       }
       case 'dial':
         for (const [index, target] of step.targets.entries()) this.target(target, `${path}.targets.${index}`);
-        if (step.callerId !== undefined && !E164.test(step.callerId)) {
-          refuse(`${path}.callerId`, 'must be a phone number in E.164 form (+14155550100)');
+        if (step.callerId !== undefined) {
+          if (!E164.test(step.callerId))
+            refuse(`${path}.callerId`, 'must be a phone number in E.164 form (+14155550100)');
+          this.references.push({ path: `${path}.callerId`, kind: 'number', id: step.callerId });
         }
         if (step.onNoAnswer !== undefined) this.list(step.onNoAnswer, `${path}.onNoAnswer`, depth + 1);
         if (step.onBusy !== undefined) this.list(step.onBusy, `${path}.onBusy`, depth + 1);
@@ -208,6 +212,10 @@ class Walk {
         return;
       case 'sip':
         checkUrl(at, target.target, ['sip:', 'sips:']);
+        if (sipExtension(target.target) === undefined) {
+          refuse(at, "must be sip:<extension>@<this platform's SIP domain>: a phone registered here");
+        }
+        this.references.push({ path: at, kind: 'sip', id: target.target });
         return;
       case 'extension':
       case 'ring_group': {

@@ -61,7 +61,7 @@ export class Ringer {
     if (!stack || !hosts) return outcome({ outcome: 'failed', at: now(), cause: 'no_sip' });
     // One INVITE to each phone: an extension's registered phones, or several extensions' at once, each To its
     // own extension, from the caller's number; or the trunk for a phone number, from the call's caller id (one
-    // of our numbers) as the network shows it. The first leg of an API call shows the number it connects to.
+    // of our numbers) as the network shows it, or the one a flow's dial asked to show (also one of ours). The first leg of an API call shows the number it connects to.
     let targets: { uri: string; to: string; extensionId?: string }[];
     let fromUser: string;
     if (party.kind !== 'phone') {
@@ -83,7 +83,7 @@ export class Ringer {
       const host = trunk!.host.includes(':') ? `[${trunk!.host}]` : trunk!.host;
       const uri = `sip:${party.number}@${host}${trunk!.port ? `:${trunk!.port}` : ''}`;
       targets = [{ uri, to: uri }];
-      fromUser = call.from;
+      fromUser = party.callerId ?? call.from;
     }
     // The offer this leg gets: the caller's own, moved to our relay; without one (an API call, a caller who
     // offered nothing), ours, in the codec the caller's leg settled on when there is one. A recorded call
