@@ -312,6 +312,51 @@ describe('call flow steps: play, record, speech, dial callerId and sip (simulate
     assert.deepEqual([ended.status, ended.extensionId], ['completed', sales.id]);
   });
 
+  test('dial at once: an extension, a ring group and a phone number ring together, each phone once', async () => {
+    const third = (await api('POST', '/extensions', { extension: '103', name: 'Billing' })).body.data;
+    const group = await api('POST', '/ring-groups', {
+      name: 'Desk',
+      extensionIds: [support.id, sales.id, third.id],
+      strategy: 'sequential',
+      ringSeconds: 10,
+    });
+    assert.equal(group.status, 201, group.text);
+    await routeTo(
+      [
+        {
+          type: 'dial',
+          targets: [
+            { type: 'extension', target: sales.id },
+            { type: 'ring_group', target: group.body.data.id },
+            { type: 'number', target: '+14155550177' },
+          ],
+          callerId: who.number,
+          timeoutSeconds: 20,
+        },
+      ],
+      'At once',
+    );
+    const arrived = await arrive();
+    await until(arrived.id, (c) => c.extensionId === sales.id);
+    await sleep(50);
+    // One ring: the group's members all at once (its own sequential order yields to the step's), sales once.
+    assert.deepEqual(t.ctx.simulatedPbx.rungParties(arrived.id), [
+      {
+        kind: 'extensions',
+        members: [
+          { extensionId: sales.id, extension: '101' },
+          { extensionId: support.id, extension: '102' },
+          { extensionId: third.id, extension: '103' },
+        ],
+        phones: [{ number: '+14155550177', callerId: who.number }],
+      },
+    ]);
+    await drive(arrived.id, { event: 'answered' });
+    await drive(arrived.id, { event: 'completed' });
+    const ended = await until(arrived.id, (c) => c.endedAt !== null);
+    assert.deepEqual([ended.status, ended.extensionId], ['completed', sales.id]);
+  });
+
   test('refused when saved, naming the path: unknown recording, foreign callerId, sip elsewhere, too long a record', async () => {
     const domain = t.ctx.config.sipDomain;
     const dial = (fields: Record<string, unknown>) => ({

@@ -212,35 +212,12 @@ describe('call flows', () => {
   test('steps the runner cannot run yet are refused when saved, naming the step and what is missing', async () => {
     const acme = await org();
     const say = { type: 'say', text: 'Hi' };
-    const dial = (fields: Record<string, unknown>) => ({
-      type: 'dial',
-      targets: [{ type: 'number', target: '+14155550100' }],
-      ...fields,
-    });
     for (const [step, missing] of [
       [{ type: 'queue', queueId: 'q_0000000001abcdefabcdefabcd' }, /queue steps/],
       [{ type: 'stream', url: 'wss://media.example.com/stream' }, /stream steps/],
       [{ type: 'transfer', target: { type: 'number', target: '+14155550102' } }, /transfer steps/],
       [{ type: 'gather', input: ['dtmf'], actionUrl: 'https://app.example.com/x' }, /actionUrl/],
-      [
-        dial({
-          targets: [
-            { type: 'ring_group', target: 'rg_0000000001abcdefabcdefabcd' },
-            { type: 'number', target: '+14155550100' },
-          ],
-        }),
-        /ring groups at once/,
-      ],
       [{ type: 'redirect', url: 'https://app.example.com/flow' }, /url/],
-      [
-        dial({
-          targets: [
-            { type: 'number', target: '+14155550100' },
-            { type: 'number', target: '+14155550101' },
-          ],
-        }),
-        /sequential/,
-      ],
     ] as const) {
       const res = await api(acme, 'POST', '/call-flows', { name: 'Later', steps: [say, step] });
       assertRefusedB(res, 400, 'INVALID_FLOW_STEP');

@@ -34,10 +34,10 @@ export async function dial(flow: FlowControl, run: Run, step: DialStep): Promise
   let result: RingResult | undefined;
   let answering: Dialled | undefined;
   if ((step.strategy ?? 'simultaneous') === 'simultaneous' && step.targets.length > 1) {
-    // Several targets at once: extensions only (unavailableFeature refuses anything else among them).
-    const members = attempts.flatMap((each) => (each.party.kind === 'extension' ? [each.party] : []));
+    // Several targets at once: one ring of every phone they name (a ring group's members all at once, whatever
+    // its own strategy; an extension named twice rings once), numbers through the trunk beside them.
     const seconds = step.timeoutSeconds ?? Math.max(...attempts.map((each) => each.ringSeconds));
-    result = await run.live.ring({ kind: 'extensions', members }, seconds);
+    result = await run.live.ring(together(attempts.map((each) => each.party)), seconds);
   } else {
     for (const attempt of attempts) {
       answering = attempt;
@@ -117,6 +117,21 @@ async function attemptsOf(
     return attempts;
   }
   return [];
+}
+
+/** Parties as one ring of all of them: their extensions once each, and their phone numbers. */
+function together(parties: Party[]): Extract<Party, { kind: 'extensions' }> {
+  const members = new Map<string, { extensionId: string; extension: string }>();
+  const phones: { number: string; callerId?: string }[] = [];
+  for (const party of parties) {
+    if (party.kind === 'phone')
+      phones.push({ number: party.number, ...(party.callerId ? { callerId: party.callerId } : {}) });
+    else
+      for (const member of party.kind === 'extension' ? [party] : party.members) {
+        members.set(member.extensionId, { extensionId: member.extensionId, extension: member.extension });
+      }
+  }
+  return { kind: 'extensions', members: [...members.values()], ...(phones.length > 0 ? { phones } : {}) };
 }
 
 export function extensionParty(extension: ExtensionRow): Extract<Party, { kind: 'extension' }> {

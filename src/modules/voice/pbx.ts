@@ -21,8 +21,15 @@ export interface PbxCall {
  */
 export type Party =
   | { kind: 'extension'; extensionId: string; extension: string }
-  /** Several extensions rung at once (a ring group, a flow's simultaneous dial): the first to answer takes it. */
-  | { kind: 'extensions'; members: { extensionId: string; extension: string }[] }
+  /**
+   * Several extensions rung at once (a ring group, a flow's simultaneous dial), and with them `phones`
+   * through the trunk (a flow's dial of numbers and extensions at once): the first to answer takes it.
+   */
+  | {
+      kind: 'extensions';
+      members: { extensionId: string; extension: string }[];
+      phones?: { number: string; callerId?: string }[];
+    }
   | { kind: 'phone'; number: string; callerId?: string };
 
 /** How ringing a party ended. `canceled`: the call was hung up (by either side or the API) before an answer. */

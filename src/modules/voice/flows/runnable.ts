@@ -16,17 +16,12 @@ export function unavailableFeature(step: FlowStep): string | undefined {
     case 'voicemail':
     case 'agent':
     case 'record':
+    case 'dial':
     case 'hangup':
       return undefined;
     case 'gather':
       if (step.actionUrl) return 'gather actionUrl is not available yet';
       return undefined;
-    case 'dial': {
-      const together = (step.strategy ?? 'simultaneous') === 'simultaneous' && step.targets.length > 1;
-      if (together && step.targets.some((target) => target.type === 'number' || target.type === 'ring_group'))
-        return 'ringing phone numbers or ring groups at once with other targets is not available yet (use strategy "sequential", or one ring group)';
-      return undefined;
-    }
     case 'redirect':
       return step.url ? 'redirect to a url is not available yet (flowId is)' : undefined;
     default:
