@@ -209,6 +209,27 @@ describe('call flow steps with media on SIP: play, record, speech', {
     );
   });
 
+  test('dial callerId: the trunk leg shows the number the step names in its From', async () => {
+    // The office's own number is shown instead of the caller's (+14155550123, what the trunk leg shows
+    // without a callerId).
+    await routeTo([
+      { type: 'dial', targets: [{ type: 'number', target: '+14155550177' }], callerId: office.number },
+    ]);
+    const trunk = createSocket('udp4');
+    await new Promise<void>((resolve) => trunk.bind(trunkPort, '127.0.0.1', resolve));
+    try {
+      const { outbound, final } = await trunkRoundTrip(trunk, port, office.number);
+      assert.match(outbound, /^INVITE sip:\+14155550177@127\.0\.0\.1:\d+ SIP\/2\.0/);
+      const from = outbound.split('\r\n').find((line) => /^from:/i.test(line));
+      assert.match(from ?? '', new RegExp(`<sip:\\${office.number}@`), 'the From shows the callerId');
+      assert.equal(final, 486, 'the busy callee made the unanswered call busy');
+    } finally {
+      trunk.close();
+    }
+    const call = await endedCall();
+    assert.deepEqual([call.status, call.from], ['busy', '+14155550123']);
+  });
+
   test('speech: espeak-ng says "yes", the gather hears it and takes the yes branch', async (context) => {
     if (!(await PocketsphinxTranscriber.available())) return context.skip('pocketsphinx not installed');
     const yes = await synthesise('yes');
@@ -241,6 +262,88 @@ describe('call flow steps with media on SIP: play, record, speech', {
     assert.ok(call.recordingId, 'the yes branch ran (its record step left a recording)');
   });
 });
+
+/**
+ * The trunk as a raw UDP socket (it must both call us and be called by us, on one address): it sends an
+ * INVITE from `caller` to `number`, answers our INVITE back to it with 486 (keeping that INVITE), and ACKs
+ * our final answer to its own. Resolves with our INVITE to it and the status we finally answered.
+ */
+async function trunkRoundTrip(
+  socket: Socket,
+  sipPort: number,
+  number: string,
+): Promise<{ outbound: string; final: number }> {
+  const local = socket.address().port;
+  const header = (message: string, name: string) =>
+    message.split('\r\n').find((line) => line.toLowerCase().startsWith(`${name.toLowerCase()}:`)) ?? '';
+  const sdp = [
+    'v=0',
+    'o=trunk 1 1 IN IP4 127.0.0.1',
+    's=-',
+    'c=IN IP4 127.0.0.1',
+    't=0 0',
+    `m=audio ${local + 2} RTP/AVP 0 101`,
+    'a=rtpmap:0 PCMU/8000',
+    'a=rtpmap:101 telephone-event/8000',
+    'a=fmtp:101 0-15',
+    'a=sendrecv',
+    '',
+  ].join('\r\n');
+  const invite = [
+    `INVITE sip:${number}@127.0.0.1:${sipPort} SIP/2.0`,
+    `Via: SIP/2.0/UDP 127.0.0.1:${local};branch=z9hG4bKtrunkcaller1;rport`,
+    'Max-Forwards: 70',
+    `To: <sip:${number}@127.0.0.1>`,
+    'From: <sip:+14155550123@127.0.0.1>;tag=trunkcaller',
+    'Call-ID: trunk-caller-1',
+    'CSeq: 1 INVITE',
+    `Contact: <sip:trunk@127.0.0.1:${local}>`,
+    'Content-Type: application/sdp',
+    `Content-Length: ${Buffer.byteLength(sdp)}`,
+    '',
+    sdp,
+  ].join('\r\n');
+  let outbound: string | undefined;
+  return new Promise((resolve) => {
+    socket.on('message', (data) => {
+      const message = data.toString('latin1');
+      if (message.startsWith('INVITE ')) {
+        outbound ??= message;
+        const busy = [
+          'SIP/2.0 486 Busy Here',
+          ...message.split('\r\n').filter((line) => /^via:/i.test(line)),
+          header(message, 'From'),
+          `${header(message, 'To')};tag=busycallee`,
+          header(message, 'Call-ID'),
+          header(message, 'CSeq'),
+          'Content-Length: 0',
+          '',
+          '',
+        ].join('\r\n');
+        socket.send(busy, sipPort, '127.0.0.1');
+        return;
+      }
+      const status = /^SIP\/2\.0 (\d{3})/.exec(message);
+      if (!status || header(message, 'Call-ID') !== 'Call-ID: trunk-caller-1' || Number(status[1]) < 200)
+        return;
+      const ack = [
+        `ACK sip:${number}@127.0.0.1:${sipPort} SIP/2.0`,
+        `Via: SIP/2.0/UDP 127.0.0.1:${local};branch=z9hG4bKtrunkcaller1;rport`,
+        'Max-Forwards: 70',
+        header(message, 'To'),
+        'From: <sip:+14155550123@127.0.0.1>;tag=trunkcaller',
+        'Call-ID: trunk-caller-1',
+        'CSeq: 1 ACK',
+        'Content-Length: 0',
+        '',
+        '',
+      ].join('\r\n');
+      socket.send(ack, sipPort, '127.0.0.1');
+      resolve({ outbound: outbound ?? '', final: Number(status[1]) });
+    });
+    socket.send(invite, sipPort, '127.0.0.1');
+  });
+}
 
 /** A tone rising from 300 to 3000 Hz over `seconds`. */
 function chirp(seconds: number): Int16Array {
