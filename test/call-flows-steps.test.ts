@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, mock, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeWav, SAMPLE_RATE, tone } from '../src/modules/voice/audio.ts';
+import { AudioFetcher } from '../src/modules/voice/audio-fetch.ts';
 import { LineSteps } from '../src/modules/voice/line-steps.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { type Sender, sender } from './helpers/messaging.ts';
@@ -37,6 +38,10 @@ describe('call flow steps: play, record, speech, dial callerId and sip (simulate
       } else if (request.url === '/moved.wav') {
         response.writeHead(302, { location: '/menu.wav' });
         response.end();
+      } else if (request.url === '/slow.wav') {
+        // Headers, then nothing: the fetch's deadline must end it.
+        response.writeHead(200, { 'content-type': 'audio/wav' });
+        response.write(served.subarray(0, 100));
       } else if (request.url === '/page.wav') {
         response.writeHead(200, { 'content-type': 'text/html' });
         response.end('<html>not audio</html>');
@@ -229,6 +234,32 @@ describe('call flow steps: play, record, speech, dial callerId and sip (simulate
       // The say after it answered and the flow's hang-up ended it: the play was skipped, not fatal.
       assert.deepEqual([ended.status, ended.hangupCause], ['completed', 'flow_hangup'], url);
     }
+  });
+
+  test('the audioUrl fetcher: production refuses http and private addresses; size and time are capped', async () => {
+    const guarded = new AudioFetcher({
+      guarded: true,
+      resolver: async (host) => [
+        { address: host === 'cdn.example.com' ? '10.1.2.3' : '93.184.216.34', family: 4 },
+      ],
+    });
+    for (const [url, why] of [
+      [`${audioBase}/menu.wav`, /only https/],
+      ['https://127.0.0.1/menu.wav', /refused: 127\.0\.0\.1 is not a public address/],
+      ['https://localhost/menu.wav', /refused: localhost is this machine/],
+      ['https://169.254.169.254/latest/meta-data', /refused/],
+      ['https://cdn.example.com/menu.wav', /refused: cdn\.example\.com resolves to 10\.1\.2\.3/],
+      ['ftp://cdn.example.com/menu.wav', /only https/],
+    ] as const) {
+      await assert.rejects(guarded.fetch(url), why, url);
+    }
+    const open = new AudioFetcher({ guarded: false, maxBytes: 1000, timeoutMs: 300 });
+    await assert.rejects(open.fetch(`${audioBase}/menu.wav`), /larger than 1000 bytes/);
+    await assert.rejects(open.fetch(`${audioBase}/slow.wav`), /timed out after 0\.3 s/);
+    await assert.rejects(open.fetch(`${audioBase}/page.wav`), /not audio we play/);
+    // Within the limits, the audio as 8 kHz mono.
+    const fetched = await new AudioFetcher({ guarded: false }).fetch(`${audioBase}/menu.wav`);
+    assert.equal(fetched.length, SAMPLE_RATE / 2);
   });
 
   test('gather speech: branches by the words said, case and punctuation aside; otherwise on no match', async () => {
