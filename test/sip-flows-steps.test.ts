@@ -3,7 +3,10 @@
 // INVITE) that hears what we send and sends audio and RFC 4733 keys of its own.
 // Proven: a play step's WAV (fetched from a local HTTP server) reaches the caller sample for sample (as µ-law);
 // a record step stores exactly what the caller sent until the finish key, and the flow goes on to hang up; a
-// speech gather hears espeak-ng saying "yes" (pocketsphinx, when installed) and takes the "yes" branch.
+// speech gather hears espeak-ng saying "yes" (pocketsphinx, when installed) and takes the "yes" branch; a dial's
+// callerId is the From of the trunk leg; a dial of an extension and a number at once rings the phone and the
+// trunk together, and cancels the trunk leg when the phone answers (the trunk is a raw UDP socket there: it
+// must call us and be called by us on one address).
 // The limit of that last proof, honestly: pocketsphinx's general US English model recognises espeak-ng's "yes"
 // at 8 kHz, but not single words such as "sales", "no" or "help" (it hears "day old", "oh", "hello"); real
 // menus want a TRANSCRIPTION_URL engine (docs/voice.md).
@@ -26,7 +29,14 @@ import {
 import { PocketsphinxTranscriber } from '../src/modules/voice/transcribers.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { type Sender, sender } from './helpers/messaging.ts';
-import { freePort, runSipp, sippInstalled, trunkCall } from './helpers/sipp.ts';
+import {
+  answeringPhone,
+  answeringScenario,
+  freePort,
+  runSipp,
+  sippInstalled,
+  trunkCall,
+} from './helpers/sipp.ts';
 
 const PACKET = 160;
 
@@ -114,6 +124,8 @@ class CallerRtp {
 
 describe('call flow steps with media on SIP: play, record, speech', {
   skip: !sippInstalled && 'SIPp (sip-tester) not installed',
+  // A raw trunk waits for messages with no deadline of its own: a hang fails here rather than never.
+  timeout: 240_000,
 }, () => {
   let t: TestApp;
   let port: number;
@@ -230,6 +242,45 @@ describe('call flow steps with media on SIP: play, record, speech', {
     assert.deepEqual([call.status, call.from], ['busy', '+14155550123']);
   });
 
+  test("dial at once: an extension's phone and a number through the trunk ring together; the phone answers, the trunk leg is cancelled", async () => {
+    const desk = await api('POST', '/extensions', { extension: '301', name: 'Desk' });
+    assert.equal(desk.status, 201, desk.text);
+    const phonePort = await freePort();
+    assert.equal(
+      await runSipp(port, { ...desk.body.data.sip, localPort: phonePort }),
+      0,
+      'the desk phone registers',
+    );
+    const phone = answeringPhone(phonePort, {
+      scenario: answeringScenario({ answerAfterMs: 1500, hangUpAfterMs: 500 }),
+      mediaPort: await freePort(),
+    });
+    await phone.bound;
+    await routeTo([
+      {
+        type: 'dial',
+        targets: [
+          { type: 'extension', target: desk.body.data.id },
+          { type: 'number', target: '+14155550177' },
+        ],
+        callerId: office.number,
+      },
+    ]);
+    const trunk = createSocket('udp4');
+    await new Promise<void>((resolve) => trunk.bind(trunkPort, '127.0.0.1', resolve));
+    try {
+      const { outbound, final, canceled } = await trunkRoundTrip(trunk, port, office.number, 'ring');
+      assert.match(outbound, /^INVITE sip:\+14155550177@/, 'the number rang through the trunk');
+      assert.equal(canceled, true, 'the trunk leg was cancelled when the phone answered');
+      assert.equal(final, 200, 'the caller was answered by the phone');
+    } finally {
+      trunk.close();
+    }
+    assert.equal(await phone.done, 0, 'the desk phone rang, answered and hung up');
+    const call = await endedCall();
+    assert.deepEqual([call.status, call.extensionId], ['completed', desk.body.data.id]);
+  });
+
   test('speech: espeak-ng says "yes", the gather hears it and takes the yes branch', async (context) => {
     if (!(await PocketsphinxTranscriber.available())) return context.skip('pocketsphinx not installed');
     const yes = await synthesise('yes');
@@ -265,17 +316,36 @@ describe('call flow steps with media on SIP: play, record, speech', {
 
 /**
  * The trunk as a raw UDP socket (it must both call us and be called by us, on one address): it sends an
- * INVITE from `caller` to `number`, answers our INVITE back to it with 486 (keeping that INVITE), and ACKs
- * our final answer to its own. Resolves with our INVITE to it and the status we finally answered.
+ * INVITE from +14155550123 to `number`. Our INVITE back to it is answered 486 (`busy`), or rings (180) until
+ * we CANCEL it (200, then 487). Our final answer to its own INVITE is ACKed; a 200 is then held until our BYE
+ * (answered 200). Resolves with our INVITE to it, the status of our final answer, and whether we cancelled.
  */
 async function trunkRoundTrip(
   socket: Socket,
   sipPort: number,
   number: string,
-): Promise<{ outbound: string; final: number }> {
+  callee: 'busy' | 'ring' = 'busy',
+): Promise<{ outbound: string; final: number; canceled: boolean }> {
   const local = socket.address().port;
+  // Each call its own Call-ID, tag and branches: a second call reusing them would be a retransmission.
+  const unique = Math.random().toString(36).slice(2, 10);
   const header = (message: string, name: string) =>
     message.split('\r\n').find((line) => line.toLowerCase().startsWith(`${name.toLowerCase()}:`)) ?? '';
+  const send = (lines: string[], body = '') =>
+    socket.send([...lines, '', body].join('\r\n'), sipPort, '127.0.0.1');
+  /** A response to `request`, its Vias and dialog headers copied, our tag on its To. */
+  const respond = (request: string, status: string) =>
+    send([
+      `SIP/2.0 ${status}`,
+      ...request.split('\r\n').filter((line) => /^via:/i.test(line)),
+      header(request, 'From'),
+      /;tag=/.test(header(request, 'To'))
+        ? header(request, 'To')
+        : `${header(request, 'To')};tag=trunkcallee`,
+      header(request, 'Call-ID'),
+      header(request, 'CSeq'),
+      'Content-Length: 0',
+    ]);
   const sdp = [
     'v=0',
     'o=trunk 1 1 IN IP4 127.0.0.1',
@@ -289,59 +359,66 @@ async function trunkRoundTrip(
     'a=sendrecv',
     '',
   ].join('\r\n');
-  const invite = [
-    `INVITE sip:${number}@127.0.0.1:${sipPort} SIP/2.0`,
-    `Via: SIP/2.0/UDP 127.0.0.1:${local};branch=z9hG4bKtrunkcaller1;rport`,
+  const ours = (method: string, uri: string, to: string, branch: string, seq: number) => [
+    `${method} ${uri} SIP/2.0`,
+    `Via: SIP/2.0/UDP 127.0.0.1:${local};branch=${branch};rport`,
     'Max-Forwards: 70',
-    `To: <sip:${number}@127.0.0.1>`,
-    'From: <sip:+14155550123@127.0.0.1>;tag=trunkcaller',
-    'Call-ID: trunk-caller-1',
-    'CSeq: 1 INVITE',
-    `Contact: <sip:trunk@127.0.0.1:${local}>`,
-    'Content-Type: application/sdp',
-    `Content-Length: ${Buffer.byteLength(sdp)}`,
-    '',
-    sdp,
-  ].join('\r\n');
+    to,
+    `From: <sip:+14155550123@127.0.0.1>;tag=trunkcaller${unique}`,
+    `Call-ID: trunk-caller-${unique}`,
+    `CSeq: ${seq} ${method}`,
+  ];
+  const requestUri = `sip:${number}@127.0.0.1:${sipPort}`;
   let outbound: string | undefined;
+  let canceled = false;
+  let final: number | undefined;
   return new Promise((resolve) => {
     socket.on('message', (data) => {
       const message = data.toString('latin1');
       if (message.startsWith('INVITE ')) {
         outbound ??= message;
-        const busy = [
-          'SIP/2.0 486 Busy Here',
-          ...message.split('\r\n').filter((line) => /^via:/i.test(line)),
-          header(message, 'From'),
-          `${header(message, 'To')};tag=busycallee`,
-          header(message, 'Call-ID'),
-          header(message, 'CSeq'),
-          'Content-Length: 0',
-          '',
-          '',
-        ].join('\r\n');
-        socket.send(busy, sipPort, '127.0.0.1');
-        return;
+        return respond(message, callee === 'busy' ? '486 Busy Here' : '180 Ringing');
+      }
+      if (message.startsWith('CANCEL ')) {
+        canceled = true;
+        respond(message, '200 OK');
+        return respond(outbound!, '487 Request Terminated');
+      }
+      if (message.startsWith('BYE ')) {
+        respond(message, '200 OK');
+        return resolve({ outbound: outbound ?? '', final: final ?? 0, canceled });
       }
       const status = /^SIP\/2\.0 (\d{3})/.exec(message);
-      if (!status || header(message, 'Call-ID') !== 'Call-ID: trunk-caller-1' || Number(status[1]) < 200)
+      if (
+        !status ||
+        header(message, 'Call-ID') !== `Call-ID: trunk-caller-${unique}` ||
+        Number(status[1]) < 200
+      )
         return;
-      const ack = [
-        `ACK sip:${number}@127.0.0.1:${sipPort} SIP/2.0`,
-        `Via: SIP/2.0/UDP 127.0.0.1:${local};branch=z9hG4bKtrunkcaller1;rport`,
-        'Max-Forwards: 70',
-        header(message, 'To'),
-        'From: <sip:+14155550123@127.0.0.1>;tag=trunkcaller',
-        'Call-ID: trunk-caller-1',
-        'CSeq: 1 ACK',
+      final = Number(status[1]);
+      if (final >= 300) {
+        send([
+          ...ours('ACK', requestUri, header(message, 'To'), `z9hG4bKtrunkcaller${unique}`, 1),
+          'Content-Length: 0',
+        ]);
+        return resolve({ outbound: outbound ?? '', final, canceled });
+      }
+      // A 2xx: its ACK is a request of the dialog, to the Contact, on a branch of its own.
+      const contact = /<([^>]+)>/.exec(header(message, 'Contact'))?.[1] ?? requestUri;
+      send([
+        ...ours('ACK', contact, header(message, 'To'), `z9hG4bKtrunkack${unique}`, 1),
         'Content-Length: 0',
-        '',
-        '',
-      ].join('\r\n');
-      socket.send(ack, sipPort, '127.0.0.1');
-      resolve({ outbound: outbound ?? '', final: Number(status[1]) });
+      ]);
     });
-    socket.send(invite, sipPort, '127.0.0.1');
+    send(
+      [
+        ...ours('INVITE', requestUri, `To: <sip:${number}@127.0.0.1>`, `z9hG4bKtrunkcaller${unique}`, 1),
+        `Contact: <sip:trunk@127.0.0.1:${local}>`,
+        'Content-Type: application/sdp',
+        `Content-Length: ${Buffer.byteLength(sdp)}`,
+      ],
+      sdp,
+    );
   });
 }
 
