@@ -174,8 +174,9 @@ export const regionOperatorRoutes: ModuleRoutes<VoiceServices> =
   };
 
 /**
- * What the test control says happens next: the events of TestCallEvent, and the caller's keys (CONTRACT
- * section 13: `{event: "digits", digits: "12#"}`), keys being what a phone's keypad sends (RFC 4733 0-15).
+ * What the test control says happens next: the events of TestCallEvent, the caller's keys (CONTRACT
+ * section 13: `{event: "digits", digits: "12#"}`), keys being what a phone's keypad sends (RFC 4733 0-15),
+ * and the caller's words to a speech gather (`{event: "speech", text: "sales please"}`).
  */
 const TestCallEventWithKeys = Type.Object(
   {
@@ -183,6 +184,9 @@ const TestCallEventWithKeys = Type.Object(
     event: Type.Enum([...PBX_EVENTS]),
     digits: Type.Optional(
       Type.String({ pattern: '^[0-9*#A-D]{1,64}$', description: 'digits: the keys the caller presses' }),
+    ),
+    text: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 1000, description: 'utterance, speech: the words' }),
     ),
   },
   { additionalProperties: false },
@@ -242,6 +246,8 @@ export const pbxTestControls: ModuleRoutes<VoiceServices> =
         }
         if (event === 'digits' && !digits)
           throw ApiError.badRequest('A digits event carries the keys as `digits`');
+        if (event === 'speech' && !text)
+          throw ApiError.badRequest('A speech event carries the words as `text`');
         await simulatedPbx.drive(
           request.params.id,
           event,

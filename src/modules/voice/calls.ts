@@ -15,6 +15,7 @@ import type { PageQueryInput, Paginator } from '../../platform/pagination.ts';
 import type { NumberService } from '../numbers/index.ts';
 import type { Organization, OrganizationService } from '../organizations/index.ts';
 import { CallAdmission } from './admission.ts';
+import { AudioFetcher } from './audio-fetch.ts';
 import { CallEnding, toCall } from './call-end.ts';
 import { CallEntry } from './call-entry.ts';
 import { type CallRow, CallStore } from './call-store.ts';
@@ -79,6 +80,8 @@ export class CallService {
     numbers: NumberService;
     organizations: OrganizationService;
     media: CallMedia;
+    /** Fetches a play step's audioUrl (guarded by the SSRF rules in production; by default always). */
+    audio?: AudioFetcher;
     log: FastifyBaseLogger;
     /** Where a call flow's media streams may connect (stream-target.ts); production's rules when absent. */
     streams?: StreamTargetOptions;
@@ -109,6 +112,8 @@ export class CallService {
       queues: () => this.queues,
       apps: () => this.apps,
       transfers: this.transfers,
+      media: deps.media,
+      audio: deps.audio ?? new AudioFetcher({ guarded: true }),
       log,
       streams: deps.streams,
     });

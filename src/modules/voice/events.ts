@@ -114,8 +114,13 @@ export const GatherCompletedSchema = Type.Object(
   {
     callId: Type.String({ description: 'The call the gather ran on' }),
     digits: Type.String({
-      description: 'The keys pressed, finish key left out; empty when none came in time',
+      description: 'The keys pressed, finish key left out; empty when none came in time (or words did)',
     }),
+    speech: Type.Optional(
+      Type.String({
+        description: 'A gather listening for speech: what the caller said, as transcribed; absent otherwise',
+      }),
+    ),
     at: Type.String({ format: 'date-time', description: 'When the gather ended' }),
   },
   { additionalProperties: false },
@@ -124,7 +129,7 @@ export const GatherCompletedSchema = Type.Object(
 export const CallGatherCompleted = defineEvent(
   'call.gather.completed',
   GatherCompletedSchema,
-  'A call flow’s gather step ended: the keys the caller pressed, or none.',
+  'A call flow’s gather step ended: the keys the caller pressed, the words they said, or nothing.',
   { example: { callId: call.id, digits: '1', at: '2026-06-10T12:00:09.000Z' } },
 );
 

@@ -6,12 +6,14 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import type { EventOutbox } from '../../platform/events.ts';
+import type { AudioFetcher } from './audio-fetch.ts';
 import type { CallTransfers } from './call-transfer.ts';
 import type { DialPlan } from './dial-plan.ts';
 import type { ExtensionService } from './extensions.ts';
 import type { FlowApps } from './flow-webhook.ts';
 import type { FlowStep } from './flows/index.ts';
 import type { LiveCall } from './live-call.ts';
+import type { CallMedia } from './media.ts';
 import type { CallerLine, RingResult } from './pbx.ts';
 import type { QueueRuntime } from './queues/index.ts';
 import type { StreamTargetOptions } from './stream-target.ts';
@@ -48,6 +50,10 @@ export interface FlowRunnerDeps {
   apps: () => FlowApps | undefined;
   /** What a transfer step's target rings, and the record of a transfer (call-transfer.ts). */
   transfers: CallTransfers;
+  /** Recordings: a record step's audio is kept as one, a play step's audioId names one. */
+  media: CallMedia;
+  /** A play step's audioUrl, fetched when the step runs. */
+  audio: AudioFetcher;
   log: FastifyBaseLogger;
   /** Where a stream step's WebSocket may go (stream-target.ts); guarded (production's rules) when absent. */
   streams?: StreamTargetOptions;

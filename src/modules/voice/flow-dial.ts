@@ -1,9 +1,11 @@
-// A call flow's `dial` step (CONTRACT section 13): rings its targets (extensions, ring groups, phone numbers),
-// at once or one after the other; the first to answer talks with the caller until one hangs up.
+// A call flow's `dial` step (CONTRACT section 13): rings its targets (extensions, ring groups, phone numbers,
+// phones of the organization by SIP URI), at once or one after the other; the first to answer talks with the
+// caller until one hangs up. A phone number is shown the step's `callerId` (one of the organization's
+// numbers, checked when the flow was saved) instead of the caller's number.
 
 import type { ExtensionRow } from './extension-store.ts';
 import type { Ended, FlowControl, Run } from './flow-control.ts';
-import type { FlowStep } from './flows/index.ts';
+import { type FlowStep, sipExtension } from './flows/index.ts';
 import type { Party, RingResult } from './pbx.ts';
 
 /** Seconds a dialled phone number rings when the step does not say. */
@@ -26,16 +28,16 @@ interface Dialled {
  */
 export async function dial(flow: FlowControl, run: Run, step: DialStep): Promise<Ended> {
   const attempts: Dialled[] = [];
-  for (const target of step.targets) attempts.push(...(await attemptsOf(flow, run, target)));
+  for (const target of step.targets) attempts.push(...(await attemptsOf(flow, run, target, step)));
   if (attempts.length === 0) return flow.finishWith(run, 'failed', 'no_route');
   await flow.release(run);
   let result: RingResult | undefined;
   let answering: Dialled | undefined;
   if ((step.strategy ?? 'simultaneous') === 'simultaneous' && step.targets.length > 1) {
-    // Several targets at once: extensions only (unavailableFeature refuses anything else among them).
-    const members = attempts.flatMap((each) => (each.party.kind === 'extension' ? [each.party] : []));
+    // Several targets at once: one ring of every phone they name (a ring group's members all at once, whatever
+    // its own strategy; an extension named twice rings once), numbers through the trunk beside them.
     const seconds = step.timeoutSeconds ?? Math.max(...attempts.map((each) => each.ringSeconds));
-    result = await run.live.ring({ kind: 'extensions', members }, seconds);
+    result = await run.live.ring(together(attempts.map((each) => each.party)), seconds);
   } else {
     for (const attempt of attempts) {
       answering = attempt;
@@ -74,14 +76,25 @@ async function attemptsOf(
   flow: FlowControl,
   run: Run,
   target: DialStep['targets'][number],
+  step: DialStep,
 ): Promise<Dialled[]> {
-  const { db, extensions, ringGroups, log } = flow.deps;
+  const { db, extensions, ringGroups } = flow.deps;
   const organizationId = run.live.row.organization_id;
   if (target.type === 'number') {
-    return [{ party: { kind: 'phone', number: target.target }, ringSeconds: DIAL_TIMEOUT_SECONDS }];
+    const callerId = step.callerId ? { callerId: step.callerId } : {};
+    return [
+      { party: { kind: 'phone', number: target.target, ...callerId }, ringSeconds: DIAL_TIMEOUT_SECONDS },
+    ];
   }
-  if (target.type === 'extension') {
-    const extension = await extensions.store.find(db, organizationId, target.target);
+  if (target.type === 'extension' || target.type === 'sip') {
+    // A SIP URI names an extension by its number (its host was checked to be ours when the flow was saved).
+    const number = target.type === 'sip' ? sipExtension(target.target) : undefined;
+    const extension =
+      target.type === 'sip'
+        ? number === undefined
+          ? undefined
+          : await extensions.store.findByNumber(db, organizationId, number)
+        : await extensions.store.find(db, organizationId, target.target);
     if (!extension) return [];
     // The call is the first extension it reaches for, as a call routed to an extension is.
     if (!run.live.row.extension_id) await run.live.note({ extension_id: extension.id });
@@ -103,8 +116,22 @@ async function attemptsOf(
     }
     return attempts;
   }
-  log.warn({ callId: run.live.id, target: target.type }, 'dial target not available yet');
   return [];
+}
+
+/** Parties as one ring of all of them: their extensions once each, and their phone numbers. */
+function together(parties: Party[]): Extract<Party, { kind: 'extensions' }> {
+  const members = new Map<string, { extensionId: string; extension: string }>();
+  const phones: { number: string; callerId?: string }[] = [];
+  for (const party of parties) {
+    if (party.kind === 'phone')
+      phones.push({ number: party.number, ...(party.callerId ? { callerId: party.callerId } : {}) });
+    else
+      for (const member of party.kind === 'extension' ? [party] : party.members) {
+        members.set(member.extensionId, { extensionId: member.extensionId, extension: member.extension });
+      }
+  }
+  return { kind: 'extensions', members: [...members.values()], ...(phones.length > 0 ? { phones } : {}) };
 }
 
 export function extensionParty(extension: ExtensionRow): Extract<Party, { kind: 'extension' }> {

@@ -9,6 +9,7 @@ import { CallGatherCompleted } from './events.ts';
 import type { Ended, FlowControl, FlowEndStatus, FlowRunnerDeps, FlowSource, Run } from './flow-control.ts';
 import { dial } from './flow-dial.ts';
 import { isOpen } from './flow-hours.ts';
+import { branchFor, gatherPrompt, play, record } from './flow-media.ts';
 import { queue } from './flow-queue.ts';
 import { stream } from './flow-stream.ts';
 import { transfer } from './flow-transfer.ts';
@@ -72,6 +73,10 @@ export class FlowRunner implements FlowControl {
         return this.heard(run, (line) => line.say(step.text, { voice: step.voice, language: step.language }));
       case 'pause':
         return this.heard(run, (line) => line.pause(step.seconds));
+      case 'play':
+        return play(this, run, step);
+      case 'record':
+        return record(this, run, step);
       case 'gather':
         return this.gather(run, step);
       case 'hours': {
@@ -125,23 +130,24 @@ export class FlowRunner implements FlowControl {
   }
 
   private async gather(run: Run, step: Extract<FlowStep, { type: 'gather' }>): Promise<Ended> {
+    const prompt = await gatherPrompt(this, run, step.prompt);
     const line = await this.line(run);
     if (!line) return 'over';
-    const prompt =
-      step.prompt && step.prompt.type === 'say'
-        ? { text: step.prompt.text, voice: step.prompt.voice }
-        : undefined;
     const result: GatherResult = await line.gather({
       numDigits: step.numDigits,
       finishOnKey: step.finishOnKey,
       timeoutSeconds: step.timeoutSeconds ?? GATHER_TIMEOUT_SECONDS,
       prompt,
+      dtmf: step.input.includes('dtmf'),
+      speech: step.input.includes('speech'),
     });
     if (result.kind === 'hangup') return this.callerGone(run, result);
     const digits = result.kind === 'digits' ? result.digits : '';
-    await this.record(run, digits);
-    if (step.actionUrl) return gatherToApp(this, run, { ...step, actionUrl: step.actionUrl }, digits);
-    const branch = digits ? step.branches?.[digits] : undefined;
+    const speech = result.kind === 'speech' ? result.text : undefined;
+    await this.record(run, digits, speech);
+    if (step.actionUrl)
+      return gatherToApp(this, run, { ...step, actionUrl: step.actionUrl }, { digits, speech });
+    const branch = branchFor(step.branches, result);
     if (branch) return this.steps(run, branch);
     if (step.otherwise) return this.steps(run, step.otherwise);
     return 'continue';
@@ -167,12 +173,17 @@ export class FlowRunner implements FlowControl {
     await line?.close();
   }
 
-  private async record(run: Run, digits: string): Promise<void> {
+  private async record(run: Run, digits: string, speech: string | undefined): Promise<void> {
     const row = run.live.row;
     await this.deps.db.transaction((tx) =>
       this.deps.events.record(tx, CallGatherCompleted, {
         organizationId: row.organization_id,
-        data: { callId: row.id, digits, at: this.deps.clock.now().toISOString() },
+        data: {
+          callId: row.id,
+          digits,
+          ...(speech !== undefined ? { speech } : {}),
+          at: this.deps.clock.now().toISOString(),
+        },
       }),
     );
   }

@@ -43,14 +43,18 @@ export async function runApp(runner: AppRunner, live: LiveCall, route: AppRoute)
   if (apps) void apps.tell(live.row.organization_id, route.target, requestOf(live));
 }
 
-/** A gather with an actionUrl: its keys go to the app, whose steps run instead of the gather's branches. */
+/**
+ * A gather with an actionUrl: its keys (and, for a speech gather, the words heard) go to the app, whose steps
+ * run instead of the gather's branches.
+ */
 export async function gatherToApp(
   flow: FlowControl,
   run: Run,
   step: Extract<FlowStep, { type: 'gather' }> & { actionUrl: string },
-  digits: string,
+  heard: { digits: string; speech?: string },
 ): Promise<Ended> {
-  return fromApp(flow, run, step.actionUrl, { digits }, step.otherwise);
+  const extra = heard.speech === undefined ? { digits: heard.digits } : heard;
+  return fromApp(flow, run, step.actionUrl, extra, step.otherwise);
 }
 
 /** A redirect to a url: the app's steps take the place of the rest of the flow. */

@@ -6,6 +6,8 @@ import { identityModule } from '../identity/index.ts';
 import { numbersModule } from '../numbers/index.ts';
 import { organizationsModule } from '../organizations/index.ts';
 import { WebhookTransport, webhooksModule } from '../webhooks/index.ts';
+import { decodeWav, telephoneAudio } from './audio.ts';
+import { AudioFetcher } from './audio-fetch.ts';
 import { callRoutes, pbxTestControls, regionOperatorRoutes } from './call-routes.ts';
 import { CallService } from './calls.ts';
 import { VOICE_EVENTS } from './events.ts';
@@ -54,8 +56,6 @@ export const voiceModule = defineModule({
     );
     // A stream step's WebSocket: the webhooks module's SSRF rules (wss to public addresses) in production.
     const streams = { guarded: config.appEnv === 'production' };
-    const flows = new CallFlowService({ db, clock, pagination, extensions, numbers, streams });
-    numbers.useRouteTargets(['flow'], (organizationId, target) => flows.exists(organizationId, target));
     let transcriber: Promise<Transcriber | undefined> | undefined;
     const media = new CallMedia({
       db,
@@ -68,6 +68,20 @@ export const voiceModule = defineModule({
         return transcriber;
       },
     });
+    // A play step's audioId and a queue's holdAudioId name a recording of the organization.
+    const recordingExists = async (organizationId: string, id: string) =>
+      (await media.store.findRecording(db, organizationId, id)) !== undefined;
+    const flows = new CallFlowService({
+      db,
+      clock,
+      pagination,
+      extensions,
+      numbers,
+      recordingExists,
+      sipDomain: config.sipDomain,
+      streams,
+    });
+    numbers.useRouteTargets(['flow'], (organizationId, target) => flows.exists(organizationId, target));
     const simulatedPbx = new SimulatedPbx(clock, config.appEnv === 'test' ? 'manual' : 'auto');
     let sipListener: SipListener | undefined;
     let sipPbx: SipPbx | undefined;
@@ -83,6 +97,8 @@ export const voiceModule = defineModule({
       numbers,
       organizations: use(organizationsModule).organizations,
       media,
+      // Outside production a flow may play audio from this machine or the private network (tests, a lab).
+      audio: new AudioFetcher({ guarded: config.appEnv === 'production' }),
       log,
       streams,
     });
@@ -104,6 +120,7 @@ export const voiceModule = defineModule({
       address: () => sipListener?.contactAddress ?? config.sipDomain,
       mediaHosts: () => sipListener?.mediaHosts,
       trunk: config.sipTrunk,
+      speechToText: (wav) => media.speechToText(wav),
       log,
     });
     sipPbx.useCalls(calls);
@@ -122,8 +139,14 @@ export const voiceModule = defineModule({
       clock,
       pagination,
       presence: () => (sipListener?.listening ? 'sip' : 'simulated'),
+      recordingExists,
     });
     const queueRuntime = new QueueRuntime({ db, clock, events, log });
+    // A queue's hold audio is a recording of the organization, as a play step's audioId is.
+    queueRuntime.useAudio(async (organizationId, id) => {
+      const wav = await media.store.audio(db, 'recordings', organizationId, id);
+      return wav ? telephoneAudio(decodeWav(wav)) : undefined;
+    });
     calls.useFlows(flows, ringGroups);
     calls.useQueues(queueRuntime);
     flows.useRingGroups((organizationId, id) => ringGroups.exists(organizationId, id));

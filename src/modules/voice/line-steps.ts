@@ -1,5 +1,7 @@
 // The life of a call flow's line (CallerLine, pbx.ts), the same on both PBXs: one step at a time; the caller's
 // keys gathered by the rules pbx.ts states (a count, a finish key, silence after the prompt or the last key);
+// the caller's words heard once a speech gather's prompt has ended (the PBX cuts and transcribes them, or the
+// test control says them); a record step's audio kept until its finish key, its longest time or a hang-up;
 // keys pressed while nothing gathers kept for the next gather (a caller who knows the menu types ahead); a key
 // during a gather's prompt stops the prompt and counts (barge-in); the caller gone (or the API's hang-up) ends
 // whatever is in progress. A media stream (`stream`) hands the caller's audio and keys to the stream and plays
@@ -9,12 +11,14 @@
 // two PBXs cannot disagree on what a gather returns.
 import type { Clock } from '../../platform/clock.ts';
 import type {
+  CallAudio,
   CallerLine,
   GatherPrompt,
   GatherResult,
   LineResult,
   LineStreamControl,
   LineStreamHandlers,
+  RecordResult,
 } from './pbx.ts';
 import { StreamPlayback } from './stream-playback.ts';
 
@@ -32,16 +36,18 @@ export type LineState =
   | 'sounding'
   /** A gather's prompt plays; the first key stops it. */
   | 'prompting'
-  /** A gather waits for keys (its timeout runs). */
+  /** A gather waits for keys or words (its timeout runs). */
   | 'collecting'
   /** A media stream runs: the caller's audio and keys go to it, its app's audio to the caller. */
   | 'streaming'
+  /** A record step keeps the caller's audio. */
+  | 'recording'
   /** The caller hung up, or the API hung up: every step now ends `hangup` at once. */
   | 'gone'
   /** The flow let the line go (close): steps are refused. */
   | 'closed';
 
-export type LineEvent = 'sound' | 'prompt' | 'collect' | 'stream' | 'finish' | 'hangup' | 'close';
+export type LineEvent = 'sound' | 'prompt' | 'collect' | 'stream' | 'record' | 'finish' | 'hangup' | 'close';
 
 const TRANSITIONS: Record<LineState, Partial<Record<LineEvent, LineState>>> = {
   idle: {
@@ -49,9 +55,11 @@ const TRANSITIONS: Record<LineState, Partial<Record<LineEvent, LineState>>> = {
     prompt: 'prompting',
     collect: 'collecting',
     stream: 'streaming',
+    record: 'recording',
     hangup: 'gone',
     close: 'closed',
   },
+  recording: { finish: 'idle', hangup: 'gone', close: 'closed' },
   sounding: { finish: 'idle', hangup: 'gone', close: 'closed' },
   prompting: { collect: 'collecting', finish: 'idle', hangup: 'gone', close: 'closed' },
   collecting: { finish: 'idle', hangup: 'gone', close: 'closed' },
@@ -72,6 +80,14 @@ export interface LineMedia {
    * the caller's audio to `io.heard` as it arrives (8 kHz µ-law), until `signal` aborts.
    */
   stream(io: StreamIo, signal: AbortSignal): Promise<void>;
+  /** Keeps the caller's audio from now until `signal` aborts. */
+  record(signal: AbortSignal): Promise<CallAudio>;
+  /**
+   * Listens for the caller's words (a speech gather, once its prompt has ended): `started` when an utterance
+   * begins, `heard` with its transcript when it ends ('' when nothing was recognised). Returns its stop.
+   * Absent: the PBX hears words only from elsewhere (the simulated PBX's test control: LineSteps.heard).
+   */
+  listen?(hooks: { started(): void; heard(text: string): void }): () => void;
   /** The line is let go: its media released. */
   close(): Promise<void> | void;
 }
@@ -136,12 +152,18 @@ export class LineSteps implements CallerLine {
   private sound?: AbortController;
   private gathering?: {
     key(key: string): void;
+    /** The caller began to speak: the silence timeout waits for their words. */
+    speaking(): void;
+    /** The caller's words ('' when nothing was recognised); false when this gather does not listen for them. */
+    speech(text: string): boolean;
     end(result: GatherResult): void;
     /** Ends the gather with the keys it has. */
     stop(): void;
   };
   /** The media stream running: the caller's keys go to it. */
   private streaming?: LineStreamHandlers;
+  /** A record step in progress: its finish key, and how it is stopped. */
+  private recording?: { finishOnKey: string; stop(ended: RecordResult['ended']): void };
   private gone?: Hangup;
   private readonly goneSignal: Promise<Hangup>;
   private goneNow!: (hangup: Hangup) => void;
@@ -188,25 +210,36 @@ export class LineSteps implements CallerLine {
     const numDigits =
       options.numDigits !== undefined ? Math.max(1, Math.floor(options.numDigits)) : undefined;
     const timeoutSeconds = Math.max(0, options.timeoutSeconds);
+    const takesKeys = options.dtmf !== false;
+    const takesSpeech = options.speech === true;
     const prompt = hasSound(options.prompt) ? options.prompt : undefined;
     this.move(prompt ? 'prompt' : 'collect');
     const stopWaiting = this.hooks.onGather?.();
     return new Promise<GatherResult>((resolve, reject) => {
       let digits = '';
       let cancelTimeout: (() => void) | undefined;
+      let stopListening: (() => void) | undefined;
       const promptSound = new AbortController();
       const finish = (result: GatherResult) => {
         if (this.gathering !== gathering) return;
         this.gathering = undefined;
         cancelTimeout?.();
+        stopListening?.();
         promptSound.abort();
         if (this.sound === promptSound) this.sound = undefined;
         if (this.state === 'prompting' || this.state === 'collecting') this.move('finish');
         stopWaiting?.();
         resolve(result);
       };
-      // The gather's silence: from the prompt's end, then again from each key.
+      // The gather's silence: from the prompt's end, then again from each key or unrecognised utterance. Words
+      // are listened for from the prompt's end too: during it, the caller's phone echoes the prompt back.
       const restartTimeout = () => {
+        if (takesSpeech && !stopListening && this.media.listen) {
+          stopListening = this.media.listen({
+            started: () => gathering.speaking(),
+            heard: (text) => gathering.speech(text),
+          });
+        }
         cancelTimeout?.();
         cancelTimeout = this.time.after(timeoutSeconds, () =>
           finish(digits ? { kind: 'digits', digits } : { kind: 'timeout' }),
@@ -214,6 +247,7 @@ export class LineSteps implements CallerLine {
       };
       const gathering = {
         key: (key: string) => {
+          if (!takesKeys) return;
           if (this.state === 'prompting') {
             promptSound.abort();
             this.move('collect');
@@ -223,6 +257,20 @@ export class LineSteps implements CallerLine {
           if ((numDigits !== undefined && digits.length >= numDigits) || digits.length >= MAX_GATHERED)
             return finish({ kind: 'digits', digits });
           restartTimeout();
+        },
+        speaking: () => {
+          if (takesSpeech && this.state === 'collecting') cancelTimeout?.();
+        },
+        speech: (text: string) => {
+          if (!takesSpeech) return false;
+          if (this.state === 'prompting') {
+            promptSound.abort();
+            this.move('collect');
+          }
+          const words = text.trim();
+          if (words) finish({ kind: 'speech', text: words });
+          else restartTimeout();
+          return true;
         },
         end: finish,
         stop: () => finish(digits ? { kind: 'digits', digits } : { kind: 'timeout' }),
@@ -301,12 +349,64 @@ export class LineSteps implements CallerLine {
     return this.gone ?? DONE;
   }
 
-  /** Keys the caller pressed (RFC 4733, SIP INFO, the test control): to the gather or stream, else kept. */
+  /**
+   * Records the caller until `finishOnKey` (pressed keys other than it are not kept for a gather), `maxSeconds`
+   * or their hanging up, whose audio is kept.
+   */
+  async record(options: { maxSeconds: number; finishOnKey?: string }): Promise<RecordResult> {
+    const gone = await this.answered();
+    if (gone) return { ended: 'hangup', hangup: { at: gone.at, cause: gone.cause } };
+    this.move('record');
+    const stopWaiting = this.hooks.onGather?.();
+    const sound = new AbortController();
+    this.sound = sound;
+    let ended: RecordResult['ended'] = 'max_seconds';
+    const recording = {
+      finishOnKey: options.finishOnKey ?? '',
+      stop: (why: RecordResult['ended']) => {
+        ended = why;
+        sound.abort();
+      },
+    };
+    this.recording = recording;
+    const cancel = this.time.after(Math.max(0, options.maxSeconds), () => recording.stop('max_seconds'));
+    let audio: CallAudio;
+    try {
+      audio = await this.media.record(sound.signal);
+    } finally {
+      cancel();
+      stopWaiting?.();
+      if (this.recording === recording) this.recording = undefined;
+      if (this.sound === sound) this.sound = undefined;
+      if (this.state === 'recording') this.move('finish');
+    }
+    const hangup = this.gone;
+    if (hangup) return { audio, ended: 'hangup', hangup: { at: hangup.at, cause: hangup.cause } };
+    return { audio, ended };
+  }
+
+  /**
+   * The caller's words (the simulated PBX's test control; a SIP line hears them itself): to a gather that
+   * listens for speech. False when nothing takes them.
+   */
+  heard(text: string): boolean {
+    if (!this.gathering || !this.open) return false;
+    return this.gathering.speech(text);
+  }
+
+  /** Keys the caller pressed (RFC 4733, SIP INFO, the test control): to the stream, record or gather, else kept. */
   press(keys: string): void {
     for (const key of keys) {
       if (!KEYS.includes(key) || !this.open) return;
-      if (this.streaming) this.streaming.key(key);
-      else if (this.gathering) this.gathering.key(key);
+      if (this.streaming) {
+        this.streaming.key(key);
+        continue;
+      }
+      if (this.recording) {
+        if (this.recording.finishOnKey.includes(key)) this.recording.stop('finish_key');
+        continue;
+      }
+      if (this.gathering) this.gathering.key(key);
       else if (this.typedAhead.length < MAX_TYPED_AHEAD) this.typedAhead += key;
     }
   }

@@ -15,12 +15,22 @@ export interface PbxCall {
   record?: boolean;
 }
 
-/** Who a leg rings: the phones registered to an extension, or a phone number through the trunk. */
+/**
+ * Who a leg rings: the phones registered to an extension, or a phone number through the trunk (shown the
+ * call's `from`, or `callerId`: one of the organization's numbers, a call flow's dial `callerId`).
+ */
 export type Party =
   | { kind: 'extension'; extensionId: string; extension: string }
-  /** Several extensions rung at once (a ring group, a flow's simultaneous dial): the first to answer takes it. */
-  | { kind: 'extensions'; members: { extensionId: string; extension: string }[] }
-  | { kind: 'phone'; number: string };
+  /**
+   * Several extensions rung at once (a ring group, a flow's simultaneous dial), and with them `phones`
+   * through the trunk (a flow's dial of numbers and extensions at once): the first to answer takes it.
+   */
+  | {
+      kind: 'extensions';
+      members: { extensionId: string; extension: string }[];
+      phones?: { number: string; callerId?: string }[];
+    }
+  | { kind: 'phone'; number: string; callerId?: string };
 
 /** How ringing a party ended. `canceled`: the call was hung up (by either side or the API) before an answer. */
 export type RingOutcome = 'answered' | 'busy' | 'no_answer' | 'failed' | 'canceled';
@@ -125,11 +135,26 @@ export interface AgentLine {
 /** How a step a caller hears ended: it finished, or the caller (or the API) hung up during it. */
 export type LineResult = { kind: 'done' } | { kind: 'hangup'; at: Date; cause: string };
 
-/** What the caller keyed in a gather: the digits (ended by count, finish key or silence), nothing, or gone. */
+/**
+ * What the caller answered a gather with: the digits (ended by count, finish key or silence), their words
+ * (a gather that listens for speech: the transcript of their utterance), nothing, or gone.
+ */
 export type GatherResult =
   | { kind: 'digits'; digits: string }
+  | { kind: 'speech'; text: string }
   | { kind: 'timeout' }
   | { kind: 'hangup'; at: Date; cause: string };
+
+/**
+ * What a record step kept: the caller's audio until the finish key (`finish_key`), the longest recording
+ * (`max_seconds`) or their hanging up (`hangup`, with when and why: the audio is kept, as a voicemail is).
+ */
+export interface RecordResult {
+  /** None when the caller had hung up before the recording began. */
+  audio?: CallAudio;
+  ended: 'finish_key' | 'max_seconds' | 'hangup';
+  hangup?: { at: Date; cause: string };
+}
 
 /** What a gather plays while it waits for keys: a key pressed during it stops it and counts (barge-in). */
 export interface GatherPrompt {
@@ -161,6 +186,10 @@ export interface CallerLine {
     finishOnKey?: string;
     timeoutSeconds: number;
     prompt?: GatherPrompt;
+    /** Keys are taken (default true). */
+    dtmf?: boolean;
+    /** The caller's words are listened for once the prompt has ended (an utterance ends the gather). */
+    speech?: boolean;
   }): Promise<GatherResult>;
   /**
    * Streams the call's media (a call flow's `stream` step, flow-stream.ts): the caller's audio and keys go to
@@ -169,6 +198,11 @@ export interface CallerLine {
    * caller (or the API) hangs up.
    */
   stream(handlers: LineStreamHandlers): Promise<LineResult>;
+  /**
+   * Records the caller (the beep is the flow's to play): until `finishOnKey` (not recorded; none when
+   * absent), `maxSeconds`, or their hanging up.
+   */
+  record(options: { maxSeconds: number; finishOnKey?: string }): Promise<RecordResult>;
   /** The flow is done with the line (the call ends, or goes on to a person): its media is let go. */
   close(): Promise<void>;
 }

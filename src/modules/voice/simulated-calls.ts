@@ -2,6 +2,7 @@
 // events, each step's accepted events, a scripted call's behaviour and plan, and the phone numbers whose last
 // digits make a leg end a given way. The PBX itself plays these out.
 import type { LineSteps } from './line-steps.ts';
+import type { Party } from './pbx.ts';
 
 /** What the operator's test control may say happens next on a call. */
 export const PBX_EVENTS = [
@@ -13,6 +14,7 @@ export const PBX_EVENTS = [
   'failed',
   'utterance',
   'digits',
+  'speech',
 ] as const;
 export type PbxEvent = (typeof PBX_EVENTS)[number];
 
@@ -59,7 +61,8 @@ export const ACCEPTS: Record<Step, readonly PbxEvent[]> = {
   converse: ['completed', 'ringing'],
   voicemail: ['completed'],
   listen: ['utterance', 'completed'],
-  gather: ['digits', 'completed'],
+  /** A flow's gather or record step: keys, words (a speech gather), the caller hanging up. */
+  gather: ['digits', 'speech', 'completed'],
   stream: ['digits', 'completed'],
 };
 
@@ -83,6 +86,8 @@ export interface SimulatedCall {
   onSettle: (() => void)[];
   /** Who hears the last ring's `ringing`: a late one (after the answer) goes there too. */
   ringing?: (at: Date) => Promise<void>;
+  /** Each party rung on the call, in order, with the number it was shown (a flow's dial `callerId`). */
+  rung: Party[];
   /** A call flow's line (simulated-line.ts): it hears the keys of the test control's `digits`. */
   line?: LineSteps;
 }

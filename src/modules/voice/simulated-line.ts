@@ -1,5 +1,8 @@
 // A call flow's line on the simulated PBX (CallerLine, pbx.ts): nothing is played to anyone; each step takes
 // the time it would take on a phone, or none, by who decides what happens (simulated-pbx.ts):
+// A record step keeps what the script's caller says (`speech`, synthesised as a recorded call's is: audio.ts)
+// for as long as it lasted: until its finish key (the test control's `digits`), its maxSeconds on the clock,
+// or the caller hanging up. Words for a speech gather come from the test control (`speech`: LineSteps.heard).
 //   auto     say, play and pause take their time on timers (say about 70 ms a character, as espeak-ng speaks;
 //            play the audio's length times its loops; pause its seconds); a gather times out, since nobody
 //            presses keys (its prompt takes its time first).
@@ -17,7 +20,7 @@
 // The rules of steps and keys are line-steps.ts's, the same as the SIP PBX's.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../../platform/clock.ts';
-import { SAMPLE_RATE } from './audio.ts';
+import { recordedAudio, SAMPLE_RATE } from './audio.ts';
 import { clockTime, type LineMedia, LineSteps, type LineTime } from './line-steps.ts';
 import { STREAM_FRAME_BYTES } from './pbx.ts';
 import { MULAW_SILENCE } from './stream-playback.ts';
@@ -36,12 +39,14 @@ export interface SimulatedLineOptions {
   play: LinePlay;
   /** `instant`: the script's clock, and moving it on by a step's seconds. */
   script?: { now(): Date; elapse(seconds: number): void };
-  /** A gather starts waiting for keys (the PBX's test control may then drive it); returns its end. */
+  /** A gather or a record starts waiting for the caller (the PBX's test control may then drive it); returns its end. */
   onGather?: () => () => void;
   /** A media stream starts (the test control's `completed` may then end the call); returns its end. */
   onStream?: () => () => void;
   /** Each text the line speaks, as it starts (what a test reads back: SimulatedPbx.said). */
   onSay?: (text: string) => void;
+  /** What the script's caller says into a record step. */
+  speech?: () => string | undefined;
 }
 
 /** The seconds a step would take on a phone. */
@@ -72,6 +77,13 @@ export function simulatedLine(options: SimulatedLineOptions): LineSteps {
       } finally {
         stopWaiting?.();
       }
+    },
+    record: async (signal) => {
+      const started = time.now();
+      if (!signal.aborted)
+        await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      const seconds = (time.now().getTime() - started.getTime()) / 1000;
+      return recordedAudio({ text: options.speech?.(), seconds });
     },
     close: () => {},
   };

@@ -76,7 +76,10 @@ export class SimulatedPbx implements Pbx {
     ringSeconds: number,
     onRinging: (at: Date) => Promise<void>,
   ): Promise<RingResult> {
-    this.call(call.id).ringing = onRinging;
+    const rung = this.call(call.id);
+    rung.ringing = onRinging;
+    // Kept for the call's life (a test reads what a leg was shown), bounded as a call's legs are.
+    if (rung.rung.length < 100) rung.rung.push(party);
     return this.wait<RingResult>(
       call.id,
       (settle) => ({
@@ -218,6 +221,7 @@ export class SimulatedPbx implements Pbx {
       onGather: () => this.waitForKeys(call.id, line),
       onStream: () => this.waitForKeys(call.id, line, 'stream'),
       onSay: this.mode === 'manual' ? (text) => this.keepSaid(call.id, text) : undefined,
+      speech: () => simulated.behaviour.speech,
     });
     simulated.line = line;
     return line;
@@ -286,6 +290,7 @@ export class SimulatedPbx implements Pbx {
     const call = this.calls.get(callId);
     const waiter = call?.waiter;
     if (event === 'digits') return this.press(call, digits);
+    if (event === 'speech') return this.speak(call, utterance?.text ?? '');
     if (!call || !waiter)
       throw new ApiError(409, 'The call is not waiting on the PBX', { code: 'CALL_NOT_ACTIVE' });
     if (!ACCEPTS[waiter.step].includes(event)) {
@@ -339,6 +344,25 @@ export class SimulatedPbx implements Pbx {
     for (const settled of call.onSettle.splice(0)) settled();
     if (this.mode === 'auto' && !call.instant)
       this.playOnTimers(call, talk, [[call.behaviour.durationSeconds ?? DEFAULT_TALK_SECONDS, 'completed']]);
+  }
+
+  /** The caller's words to the gather waiting for them (409 without); answers once the flow moves on. */
+  private async speak(call: SimulatedCall | undefined, text: string): Promise<void> {
+    const line = call?.line;
+    const gather = call?.waiter?.step === 'gather' ? call.waiter : undefined;
+    if (!call || !line?.open || !gather)
+      throw new ApiError(409, 'No gather is listening on this call', { code: 'CALL_NOT_ACTIVE' });
+    const settled = this.settled(call);
+    if (!line.heard(text))
+      throw new ApiError(409, 'The gather on this call does not listen for speech', {
+        code: 'CALL_NOT_ACTIVE',
+      });
+    await settled;
+  }
+
+  /** The parties rung on a live call, in order (what a phone number was shown is its `callerId`). */
+  rungParties(callId: string): Party[] {
+    return [...(this.calls.get(callId)?.rung ?? [])];
   }
 
   /** Resolves when the platform next waits on the PBX for this call, or releases it. */
@@ -429,7 +453,7 @@ export class SimulatedPbx implements Pbx {
   private call(callId: string): SimulatedCall {
     let call = this.calls.get(callId);
     if (!call) {
-      call = { behaviour: {}, instant: false, timers: new Set(), onSettle: [] };
+      call = { behaviour: {}, instant: false, timers: new Set(), onSettle: [], rung: [] };
       this.calls.set(callId, call);
     }
     return call;

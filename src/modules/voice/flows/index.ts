@@ -4,6 +4,7 @@
 export { callFlowRoutes } from './routes.ts';
 export type { PublicCallFlow } from './schemas.ts';
 export { CallFlowService, type ResolvedFlow } from './service.ts';
+export { sipExtension } from './sip-target.ts';
 export { checkFlowSteps, type FlowReference, type FlowStepProblem } from './step-check.ts';
 export {
   type AgentStep,

@@ -10,6 +10,7 @@ import type { NumberService } from '../../numbers/index.ts';
 import type { ExtensionService } from '../extensions.ts';
 import { checkStreamTarget, type StreamTargetOptions, StreamTargetRefused } from '../stream-target.ts';
 import type { CallFlowCreateInput, CallFlowPatchInput, PublicCallFlow } from './schemas.ts';
+import { sipExtension } from './sip-target.ts';
 import { checkFlowSteps, type FlowReference } from './step-check.ts';
 import type { FlowStep } from './steps.ts';
 import { type CallFlowRow, CallFlowStore } from './store.ts';
@@ -27,8 +28,10 @@ const KIND_NAMES: Record<FlowReference['kind'], string> = {
   flow: 'call flow',
   queue: 'queue',
   ring_group: 'ring group',
-  audio: 'audio',
+  audio: 'recording',
   url: 'url',
+  number: 'phone number',
+  sip: 'extension',
 };
 
 function invalidStep(path: string, message: string): ApiError {
@@ -41,6 +44,8 @@ export class CallFlowService {
   private readonly pagination: Paginator;
   private readonly extensions: ExtensionService;
   private readonly numbers: NumberService;
+  private readonly recordingExists: (organizationId: string, id: string) => Promise<boolean>;
+  private readonly sipDomain: string;
   /** Whether a ring group exists (ring-groups/, built after this service: useRingGroups). */
   private ringGroupExists?: (organizationId: string, id: string) => Promise<boolean>;
   /** Whether a queue exists (queues/, built after this service: useQueues). */
@@ -59,6 +64,10 @@ export class CallFlowService {
     numbers: NumberService;
     /** Production's rules for stream urls when absent. */
     streams?: StreamTargetOptions;
+    /** Whether the organization has recording `id` (a play step's audioId). */
+    recordingExists: (organizationId: string, id: string) => Promise<boolean>;
+    /** The platform's SIP domain: a sip dial target must name a phone registered there. */
+    sipDomain: string;
   }) {
     this.db = deps.db;
     this.clock = deps.clock;
@@ -66,6 +75,8 @@ export class CallFlowService {
     this.extensions = deps.extensions;
     this.numbers = deps.numbers;
     this.streams = deps.streams ?? { guarded: true };
+    this.recordingExists = deps.recordingExists;
+    this.sipDomain = deps.sipDomain;
   }
 
   /** Lets saved flows' ring-group targets be looked up in the organization. */
@@ -168,10 +179,10 @@ export class CallFlowService {
 
   /**
    * The steps, checked: their shapes and limits, then each id they name found in the organization (ring groups
-   * and queues once their services have said how: useRingGroups, useQueues). Stored audio (no resource yet) is
-   * checked by the shape of its id only; the URLs steps POST to by the webhooks module's rules (useUrlCheck). A
-   * flow may redirect to itself (`self`): the runner bounds the steps a call runs. The steps an app answers on a
-   * call (voice/flow-webhook.ts) are checked here too, with no `self`.
+   * and queues once their services have said how: useRingGroups, useQueues), a play step's recording, a dial's
+   * caller id among the organization's numbers, a sip target's extension; the URLs steps POST to by the webhooks
+   * module's rules (useUrlCheck). A flow may redirect to itself (`self`): the runner bounds the steps a call
+   * runs. The steps an app answers on a call (voice/flow-webhook.ts) are checked here too, with no `self`.
    */
   async checked(organizationId: string, input: unknown, self?: string, path = 'steps'): Promise<FlowStep[]> {
     const result = checkFlowSteps(input, path);
@@ -196,7 +207,9 @@ export class CallFlowService {
       if (!known.get(key)) {
         throw invalidStep(
           reference.path,
-          `names no ${KIND_NAMES[reference.kind]} ${reference.id} in this organization`,
+          reference.kind === 'sip'
+            ? `names no extension of this organization at sip:<extension>@${this.sipDomain}`
+            : `names no ${KIND_NAMES[reference.kind]} ${reference.id} in this organization`,
         );
       }
     }
@@ -228,6 +241,16 @@ export class CallFlowService {
           throw error;
         }
         return true;
+      case 'audio':
+        return this.recordingExists(organizationId, reference.id);
+      case 'number':
+        // The number shown to whom a dial rings must be one the organization owns (no spoofing).
+        return (await this.numbers.list(organizationId)).some((number) => number.number === reference.id);
+      case 'sip': {
+        const extension = sipExtension(reference.id, this.sipDomain);
+        if (extension === undefined) return false;
+        return (await this.extensions.store.findByNumber(this.db, organizationId, extension)) !== undefined;
+      }
       default:
         return true;
     }

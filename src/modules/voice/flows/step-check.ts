@@ -7,6 +7,7 @@ import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { canonicalTimeZone } from '../../../platform/time-zones.ts';
 import { unavailableFeature } from './runnable.ts';
+import { sipExtension } from './sip-target.ts';
 import {
   type DialTarget,
   FLOW_STEP_SCHEMAS,
@@ -31,7 +32,8 @@ export interface FlowStepProblem {
  */
 export interface FlowReference {
   path: string;
-  kind: 'extension' | 'agent' | 'flow' | 'queue' | 'ring_group' | 'audio' | 'url';
+  /** `audio`: a recording; `number`: one of the organization's phone numbers; `sip`: a URI (sip-target.ts). */
+  kind: 'extension' | 'agent' | 'flow' | 'queue' | 'ring_group' | 'audio' | 'url' | 'number' | 'sip';
   id: string;
 }
 
@@ -166,8 +168,10 @@ class Walk {
       }
       case 'dial':
         for (const [index, target] of step.targets.entries()) this.target(target, `${path}.targets.${index}`);
-        if (step.callerId !== undefined && !E164.test(step.callerId)) {
-          refuse(`${path}.callerId`, 'must be a phone number in E.164 form (+14155550100)');
+        if (step.callerId !== undefined) {
+          if (!E164.test(step.callerId))
+            refuse(`${path}.callerId`, 'must be a phone number in E.164 form (+14155550100)');
+          this.references.push({ path: `${path}.callerId`, kind: 'number', id: step.callerId });
         }
         if (step.onNoAnswer !== undefined) this.list(step.onNoAnswer, `${path}.onNoAnswer`, depth + 1);
         if (step.onBusy !== undefined) this.list(step.onBusy, `${path}.onBusy`, depth + 1);
@@ -225,6 +229,10 @@ class Walk {
         return;
       case 'sip':
         checkUrl(at, target.target, ['sip:', 'sips:']);
+        if (sipExtension(target.target) === undefined) {
+          refuse(at, "must be sip:<extension>@<this platform's SIP domain>: a phone registered here");
+        }
+        this.references.push({ path: at, kind: 'sip', id: target.target });
         return;
       case 'extension':
       case 'ring_group': {

@@ -173,7 +173,8 @@ export const AgentStepSchema = step(
 export const RecordStepSchema = step(
   'record',
   {
-    maxSeconds: Type.Optional(Seconds(1, 3600, 'Longest recording (default 120)')),
+    // Ten minutes: the longest audio the platform keeps of a caller (audio.ts MAX_SECONDS), as a voicemail.
+    maxSeconds: Type.Optional(Seconds(1, 600, 'Longest recording in seconds (default 120)')),
     finishOnKey: Type.Optional(DtmfKey),
   },
   'Record what the caller says',

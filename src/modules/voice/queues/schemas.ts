@@ -29,7 +29,7 @@ export const QueueCreate = Type.Object(
     holdAudioId: Type.Optional(
       Type.Union([Type.String({ minLength: 1, maxLength: 100 }), Type.Null()], {
         description:
-          'The uploaded audio a waiting caller hears, looped (null or absent: "Please hold." spoken once, then silence)',
+          'A recording (`rec_…`) a waiting caller hears, looped (null or absent: "Please hold." spoken once, then silence)',
       }),
     ),
     announcePosition: Type.Optional(

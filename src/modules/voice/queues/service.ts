@@ -26,6 +26,8 @@ export class QueueService {
   private readonly clock: Clock;
   private readonly pagination: Paginator;
   private readonly presence: () => Presence;
+  /** Whether the organization has recording `id` (a holdAudioId names one, as a play step's audioId does). */
+  private readonly recordingExists?: (organizationId: string, id: string) => Promise<boolean>;
   readonly store = new QueueStore();
   private readonly entries = new EntryStore();
 
@@ -35,11 +37,20 @@ export class QueueService {
     pagination: Paginator;
     /** Whether members' phones ring over SIP now (then a member without a registered phone is offline). */
     presence?: () => Presence;
+    recordingExists?: (organizationId: string, id: string) => Promise<boolean>;
   }) {
     this.db = deps.db;
     this.clock = deps.clock;
     this.pagination = deps.pagination;
     this.presence = deps.presence ?? (() => 'simulated');
+    this.recordingExists = deps.recordingExists;
+  }
+
+  /** A holdAudioId must be a recording of the organization (400 otherwise), like a play step's audioId. */
+  private async checkHoldAudio(organizationId: string, id: string | null | undefined): Promise<void> {
+    if (!id || !this.recordingExists) return;
+    if (!(await this.recordingExists(organizationId, id)))
+      throw ApiError.badRequest(`holdAudioId: ${id} is not a recording of this organization`);
   }
 
   /** Whether the organization has the queue (a call flow's queue step names one). */
@@ -71,6 +82,7 @@ export class QueueService {
   async create(organizationId: string, input: QueueCreateInput): Promise<PublicQueue> {
     const now = this.clock.now();
     const id = newId('q', now.getTime());
+    await this.checkHoldAudio(organizationId, input.holdAudioId);
     await this.db.transaction(async (tx) => {
       await checkMembers(tx, organizationId, input.extensionIds);
       await this.store.insert(tx, {
@@ -107,6 +119,7 @@ export class QueueService {
   }
 
   async update(organizationId: string, id: string, patch: QueuePatchInput): Promise<PublicQueue> {
+    await this.checkHoldAudio(organizationId, patch.holdAudioId);
     await this.db.transaction(async (tx) => {
       // The queue first: another organization's id is 404 whatever the body holds.
       if (!(await this.store.find(tx, organizationId, id))) throw ApiError.notFound('Queue');

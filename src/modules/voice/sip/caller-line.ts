@@ -6,16 +6,25 @@
 // caller's dialog (dialog-requests.ts; phones and trunks that send keys out of band). In-band tones are not
 // detected. A media stream's frames (`stream`) go out one each 20 ms at real-time pace, silence while its app
 // has nothing queued (the caller's phone keeps hearing a stream, a NAT keeps its binding), and the caller's
-// RTP payload goes to it as it arrives (PCMU byte for byte, PCMA transcoded: RtpSession.onMulaw). The rules of
+// RTP payload goes to it as it arrives (PCMU byte for byte, PCMA transcoded: RtpSession.onMulaw).
+// A record step keeps the caller's RTP audio, placed by timestamp (a lost packet leaves silence). A
+// speech gather cuts the caller's audio into utterances as an AI agent's line does (utterances.ts) and hands
+// each to the server's transcriber (transcribers.ts: the configured service, else pocketsphinx). The rules of
 // steps and keys (type-ahead, barge-in, timeouts) are line-steps.ts's, shared with the simulated PBX.
+
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../../platform/clock.ts';
-import { silence, synthesise, tone } from '../audio.ts';
+import { encodeWav, MAX_SECONDS, SAMPLE_RATE, silence, synthesise, tone } from '../audio.ts';
 import { clockTime, type LineMedia, LineSteps, type StreamIo } from '../line-steps.ts';
 import { STREAM_FRAME_BYTES } from '../pbx.ts';
 import { MULAW_SILENCE } from '../stream-playback.ts';
-import type { RtpSession } from './rtp.ts';
+import { type RtpSession, rtpAudio } from './rtp.ts';
 import type { SipCall } from './sip-call.ts';
+import { UtteranceDetector } from './utterances.ts';
+
+/** How long a phone may send nothing before what the caller was saying counts as said. */
+const SILENT_PHONE_MS = 800;
 
 /** Without espeak-ng the caller hears a tone as long as the words would take (about 2.5 words a second). */
 const WORDS_PER_SECOND = 2.5;
@@ -38,6 +47,9 @@ export function callerLineOf(
     open: (sipCall: SipCall) => Promise<RtpSession>;
     hangUpCaller: (sipCall: SipCall) => void;
     clock: Clock;
+    /** The words in a WAV (the server's transcriber); undefined without one. */
+    speechToText?: (wav: Buffer) => Promise<string | undefined>;
+    log?: FastifyBaseLogger;
   },
 ): LineSteps {
   const held = sipCall && deps.lines.get(sipCall);
@@ -50,6 +62,8 @@ export function callerLineOf(
   const line = rtpCallerLine({
     open: () => (sipCall ? deps.open(sipCall) : Promise.reject(new Error('The call has ended'))),
     clock: deps.clock,
+    speechToText: deps.speechToText,
+    log: deps.log,
     // The line's end hands the call's BYEs to whatever step comes next (a dial's ring, converse).
     onClose: () => {
       if (!sipCall) return;
@@ -76,11 +90,16 @@ export function rtpCallerLine(deps: {
   open: () => Promise<RtpSession>;
   clock: Clock;
   onClose: () => void;
+  speechToText?: (wav: Buffer) => Promise<string | undefined>;
+  log?: FastifyBaseLogger;
 }): LineSteps {
   let session: Promise<RtpSession> | undefined;
+  /** Where the caller's audio goes now: a record step, a speech gather, or nowhere. */
+  let hearing: ((samples: Int16Array, timestamp: number) => void) | undefined;
   const media = () => {
     session ??= deps.open().then((opened) => {
       opened.onDtmf = (key) => line.press(key);
+      opened.onAudio = (samples, timestamp) => hearing?.(samples, timestamp);
       return opened;
     });
     return session;
@@ -118,7 +137,25 @@ export function rtpCallerLine(deps: {
         rtp.onMulaw = undefined;
       }
     },
+    record: async (signal) => {
+      await media();
+      const kept = new TimelineAudio(MAX_SECONDS * SAMPLE_RATE);
+      const sink = (samples: Int16Array, timestamp: number) => kept.add(samples, timestamp);
+      hearing = sink;
+      if (!signal.aborted)
+        await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      if (hearing === sink) hearing = undefined;
+      return rtpAudio(kept.samples());
+    },
+    listen: (hooks) =>
+      listenForSpeech(
+        hooks,
+        (sink) => (hearing = sink),
+        () => hearing,
+        deps,
+      ),
     close: async () => {
+      hearing = undefined;
       deps.onClose();
       const opened = await session?.catch(() => undefined);
       opened?.close();
@@ -143,5 +180,83 @@ async function paceFrames(io: StreamIo, signal: AbortSignal, send: (frame: Uint8
     if (wait > 0) await sleep(wait, undefined, { signal }).catch(() => undefined);
     // Behind: the next frame goes at once, but after what has arrived meanwhile (a `clear` holds at once).
     else await nextTurn();
+  }
+}
+
+/**
+ * A speech gather's ears: the caller's audio cut into utterances (a phone that stops sending packets in silence
+ * ends one after SILENT_PHONE_MS), each transcribed in turn; `heard` gets '' for one nothing was recognised in
+ * (or with no transcriber). Returns the stop.
+ */
+function listenForSpeech(
+  hooks: { started(): void; heard(text: string): void },
+  setSink: (sink: ((samples: Int16Array, timestamp: number) => void) | undefined) => void,
+  currentSink: () => unknown,
+  deps: { speechToText?: (wav: Buffer) => Promise<string | undefined>; log?: FastifyBaseLogger },
+): () => void {
+  const detector = new UtteranceDetector();
+  let active = true;
+  let silentPhone: NodeJS.Timeout | undefined;
+  let transcribing: Promise<void> = Promise.resolve();
+  const utterance = (samples: Int16Array) => {
+    transcribing = transcribing.then(async () => {
+      if (!active) return;
+      let text = '';
+      try {
+        const said = await deps.speechToText?.(encodeWav(samples));
+        if (said === undefined)
+          deps.log?.warn('a speech gather heard words, but the server has no transcriber');
+        text = said ?? '';
+      } catch (error) {
+        deps.log?.warn({ err: error }, 'a speech gather could not transcribe what the caller said');
+      }
+      if (active) hooks.heard(text);
+    });
+  };
+  const sink = (samples: Int16Array) => {
+    const before = detector.hearing;
+    for (const done of detector.push(samples)) utterance(done);
+    if (!before && detector.hearing) hooks.started();
+    clearTimeout(silentPhone);
+    if (detector.hearing) {
+      silentPhone = setTimeout(() => {
+        const done = detector.quiet();
+        if (done) utterance(done);
+      }, SILENT_PHONE_MS);
+      silentPhone.unref();
+    }
+  };
+  setSink(sink);
+  return () => {
+    active = false;
+    clearTimeout(silentPhone);
+    if (currentSink() === sink) setSink(undefined);
+  };
+}
+
+/**
+ * A record step's audio: each packet placed by its RTP timestamp from the first one (lost packets leave
+ * silence, reordered ones land where they belong), at most `limit` samples.
+ */
+class TimelineAudio {
+  private readonly buffer: Int16Array;
+  private first?: number;
+  private end = 0;
+
+  constructor(limit: number) {
+    this.buffer = new Int16Array(limit);
+  }
+
+  add(samples: Int16Array, timestamp: number): void {
+    this.first ??= timestamp;
+    const offset = (timestamp - this.first) >>> 0;
+    if (offset >= this.buffer.length) return;
+    const fits = samples.subarray(0, this.buffer.length - offset);
+    this.buffer.set(fits, offset);
+    this.end = Math.max(this.end, offset + fits.length);
+  }
+
+  samples(): Int16Array {
+    return this.buffer.slice(0, this.end);
   }
 }

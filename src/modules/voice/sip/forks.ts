@@ -54,37 +54,38 @@ export class Ringer {
       return result;
     };
     const trunk = deps.trunk;
-    if (party.kind === 'phone' && !trunk) return outcome({ outcome: 'failed', at: now(), cause: 'no_trunk' });
+    const phones = party.kind === 'phone' ? [party] : party.kind === 'extensions' ? (party.phones ?? []) : [];
+    const members = party.kind === 'extension' ? [party] : party.kind === 'extensions' ? party.members : [];
+    if (phones.length > 0 && members.length === 0 && !trunk)
+      return outcome({ outcome: 'failed', at: now(), cause: 'no_trunk' });
     const leg: Side = current.invite || current.caller ? 'callee' : 'caller';
     const stack = deps.stack();
     const hosts = deps.mediaHosts();
     if (!stack || !hosts) return outcome({ outcome: 'failed', at: now(), cause: 'no_sip' });
     // One INVITE to each phone: an extension's registered phones, or several extensions' at once, each To its
-    // own extension, from the caller's number; or the trunk for a phone number, from the call's caller id (one
-    // of our numbers) as the network shows it. The first leg of an API call shows the number it connects to.
-    let targets: { uri: string; to: string; extensionId?: string }[];
-    let fromUser: string;
-    if (party.kind !== 'phone') {
-      const members = party.kind === 'extension' ? [party] : party.members;
-      const contacts = await Promise.all(
-        members.map(async (member) =>
-          (await deps.registrar.contacts(member.extensionId)).slice(0, MAX_FORKS).map((contact) => ({
-            uri: contact.contact,
-            to: `sip:${member.extension}@${deps.domain}`,
-            extensionId: member.extensionId,
-          })),
-        ),
-      );
-      targets = contacts.flat().slice(0, MAX_RING_FORKS);
-      if (targets.length === 0) return outcome({ outcome: 'no_answer', at: now(), cause: 'not_registered' });
-      // The caller's extension number or phone number as the platform recorded it (not their SIP username).
-      fromUser = leg === 'caller' && !current.invite ? call.to : call.from;
-    } else {
-      const host = trunk!.host.includes(':') ? `[${trunk!.host}]` : trunk!.host;
-      const uri = `sip:${party.number}@${host}${trunk!.port ? `:${trunk!.port}` : ''}`;
-      targets = [{ uri, to: uri }];
-      fromUser = call.from;
-    }
+    // own extension, from the caller's number (the first leg of an API call shows the number it connects to);
+    // and the trunk for each phone number, from the call's caller id (one of our numbers) as the network shows
+    // it, or the one a flow's dial asked to show (also one of ours, checked when the flow was saved).
+    const shownToPhones = leg === 'caller' && !current.invite ? call.to : call.from;
+    const contacts = await Promise.all(
+      members.map(async (member) =>
+        (await deps.registrar.contacts(member.extensionId)).slice(0, MAX_FORKS).map((contact) => ({
+          uri: contact.contact,
+          to: `sip:${member.extension}@${deps.domain}`,
+          fromUser: shownToPhones,
+          extensionId: member.extensionId as string | undefined,
+        })),
+      ),
+    );
+    const trunkTargets = trunk
+      ? phones.map((phone) => {
+          const host = trunk.host.includes(':') ? `[${trunk.host}]` : trunk.host;
+          const uri = `sip:${phone.number}@${host}${trunk.port ? `:${trunk.port}` : ''}`;
+          return { uri, to: uri, fromUser: phone.callerId ?? call.from, extensionId: undefined };
+        })
+      : [];
+    const targets = [...contacts.flat(), ...trunkTargets].slice(0, MAX_RING_FORKS);
+    if (targets.length === 0) return outcome({ outcome: 'no_answer', at: now(), cause: 'not_registered' });
     // The offer this leg gets: the caller's own, moved to our relay; without one (an API call, a caller who
     // offered nothing), ours, in the codec the caller's leg settled on when there is one. A recorded call
     // offers only what we decode (G.711 and telephone-event); a caller with no G.711 cannot be recorded: 488.
@@ -111,7 +112,7 @@ export class Ringer {
       : offerSdp(hosts.advertise, relay.port(leg), codecsOf(current.remoteSdp.caller));
     current.localSdp[leg] = offer;
     // One INVITE per phone, each its own dialog (we are a back-to-back user agent, not a forking proxy).
-    const forks = targets.map(({ uri, to, extensionId }): Fork => {
+    const forks = targets.map(({ uri, to, fromUser, extensionId }): Fork => {
       const localTag = randomBytes(6).toString('hex');
       const invite: SipMessage = {
         method: 'INVITE',

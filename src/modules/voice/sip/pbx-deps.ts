@@ -22,5 +22,7 @@ export interface SipPbxDeps {
   mediaHosts: () => { bind: string; advertise: string } | undefined;
   /** SIP_TRUNK_URI's host and port. */
   trunk?: { host: string; port?: number };
+  /** The words in a WAV, by the server's transcriber (a call flow's speech gather); undefined without one. */
+  speechToText?: (wav: Buffer) => Promise<string | undefined>;
   log: FastifyBaseLogger;
 }

@@ -307,6 +307,8 @@ export class SipPbx implements Pbx {
       open: (sipCall) => this.answerWithOwnMedia(sipCall),
       hangUpCaller: (sipCall) => this.signalling.hangUpCaller(sipCall),
       clock: this.deps.clock,
+      speechToText: this.deps.speechToText,
+      log: this.deps.log,
     });
   }
 
