@@ -22,6 +22,16 @@ describe('queues', () => {
     sender(t, fields, { scopes, number: null });
   const queuesOf = (who: Sender) => countRows(t, 'SELECT 1 FROM queues WHERE organization_id = $1', [who.id]);
 
+  /** A recording of the organization (a queue's hold audio names one), stored as a call's recording is. */
+  async function recording(who: Sender, id: string): Promise<string> {
+    await t.ctx.db.query(
+      `INSERT INTO recordings (id, organization_id, call_id, duration_seconds, voice, audio, created_at)
+       VALUES ($1, $2, 'call_hold', 1, 'rtp', $3, now())`,
+      [id, who.id, Buffer.alloc(44)],
+    );
+    return id;
+  }
+
   async function extensions(who: Sender, count: number): Promise<string[]> {
     const ids: string[] = [];
     for (let i = 0; i < count; i++) {
@@ -62,11 +72,13 @@ describe('queues', () => {
       { type: 'voicemail', extensionId: a },
       { type: 'hangup' },
     ];
+    await recording(acme, 'rec_hold');
+    await recording(acme, 'rec_music');
     const full = await api(acme, 'POST', '/queues', {
       name: 'Sales',
       extensionIds: [c],
       strategy: 'round_robin',
-      holdAudioId: 'aud_hold',
+      holdAudioId: 'rec_hold',
       announcePosition: true,
       maxWaitSeconds: 7200,
       onTimeout,
@@ -74,7 +86,7 @@ describe('queues', () => {
     });
     assert.equal(full.status, 201, full.text);
     assert.equal(full.body.data.strategy, 'round_robin');
-    assert.equal(full.body.data.holdAudioId, 'aud_hold');
+    assert.equal(full.body.data.holdAudioId, 'rec_hold');
     assert.equal(full.body.data.announcePosition, true);
     assert.equal(full.body.data.maxWaitSeconds, 7200);
     assert.deepEqual(full.body.data.onTimeout, onTimeout);
@@ -91,7 +103,7 @@ describe('queues', () => {
       name: 'Support line',
       extensionIds: [c, b, a],
       strategy: 'simultaneous',
-      holdAudioId: 'aud_music',
+      holdAudioId: 'rec_music',
       announcePosition: true,
       maxWaitSeconds: 10,
       onTimeout: [{ type: 'hangup' }],
@@ -105,7 +117,7 @@ describe('queues', () => {
         name: 'Support line',
         extensionIds: [c, b, a],
         strategy: 'simultaneous',
-        holdAudioId: 'aud_music',
+        holdAudioId: 'rec_music',
         announcePosition: true,
         maxWaitSeconds: 10,
         onTimeout: [{ type: 'hangup' }],
@@ -132,6 +144,7 @@ describe('queues', () => {
     const [mine] = await extensions(acme, 1);
     const globex = await org();
     const [theirs] = await extensions(globex, 1);
+    const globexRecording = await recording(globex, 'rec_globex_hold');
     const ok = { name: 'Q', extensionIds: [mine] };
     const cases: [unknown, RegExp | undefined][] = [
       [{}, undefined],
@@ -153,6 +166,8 @@ describe('queues', () => {
       [{ ...ok, onTimeout: [{ text: 'no type' }] }, /onTimeout/],
       [{ ...ok, live: [] }, undefined],
       [{ ...ok, extensionIds: [mine, theirs] }, new RegExp(`${theirs} is not an extension`)],
+      [{ ...ok, holdAudioId: 'rec_nowhere' }, /holdAudioId: rec_nowhere is not a recording/],
+      [{ ...ok, holdAudioId: globexRecording }, /is not a recording of this organization/],
     ];
     for (const [body, message] of cases) {
       const res = await api(acme, 'POST', '/queues', body);
