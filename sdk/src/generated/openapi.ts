@@ -636,6 +636,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/calls/{id}/transfer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Transfer a call in progress to an extension or a phone number (blind by default, or attended). 202: the target rings from here; the record says `transferredTo` and call.transferred is sent once it answers (docs/voice.md "Transfers") */
+        post: operations["calls.transfer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/voicemails": {
         parameters: {
             query?: never;
@@ -775,6 +792,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/call-flows/signing-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The secret that signs the organization's requests to its apps (made on first read) */
+        get: operations["callFlows.signingSecret"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/call-flows/signing-secret/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new signing secret; the one it replaces keeps signing beside it for 24 hours */
+        post: operations["callFlows.rotateSigningSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/call-flows": {
         parameters: {
             query?: never;
@@ -899,6 +950,26 @@ export interface paths {
         head?: never;
         /** Change a call queue: members (the whole list, in order), strategy, hold audio, waits, steps */
         patch: operations["queues.update"];
+        trace?: never;
+    };
+    "/api/v2/queues/{id}/live": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A queue's live state: who waits, in order, and each member's state
+         * @description Waiting callers are those in the queue now (waiting, or ringing a member), oldest first, with their place in line. A member's state is derived from the records: on_call, ringing (offered a caller), wrap_up (wrapUpSeconds after a queue call ended), offline (on a server running SIP: no registered phone), else available (docs/voice.md "Queues at run time").
+         */
+        get: operations["queues.live"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v2/knowledge-bases": {
@@ -1490,10 +1561,130 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * A call flow’s gather step ended: the keys the caller pressed, or none.
+         * A call flow’s gather step ended: the keys the caller pressed, the words they said, or nothing.
          * @description Signed per Standard Webhooks: verify `webhook-signature` over `webhook-id.webhook-timestamp.body` with the endpoint's secret.
          */
         post: operations["events.call.gather.completed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "call.transferred": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A call was transferred and the target answered: the caller now talks with them.
+         * @description Signed per Standard Webhooks: verify `webhook-signature` over `webhook-id.webhook-timestamp.body` with the endpoint's secret.
+         */
+        post: operations["events.call.transferred"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "call.queue.joined": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A caller joined a queue and waits for a member.
+         * @description Signed per Standard Webhooks: verify `webhook-signature` over `webhook-id.webhook-timestamp.body` with the endpoint's secret.
+         */
+        post: operations["events.call.queue.joined"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "call.queue.answered": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A member answered a caller waiting in a queue.
+         * @description Signed per Standard Webhooks: verify `webhook-signature` over `webhook-id.webhook-timestamp.body` with the endpoint's secret.
+         */
+        post: operations["events.call.queue.answered"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "call.queue.abandoned": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A caller left a queue unanswered: they hung up, or waited the longest the queue allows.
+         * @description Signed per Standard Webhooks: verify `webhook-signature` over `webhook-id.webhook-timestamp.body` with the endpoint's secret.
+         */
+        post: operations["events.call.queue.abandoned"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "call.stream.started": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A call flow’s stream step connected to its WebSocket and began streaming the call.
+         * @description Signed per Standard Webhooks: verify `webhook-signature` over `webhook-id.webhook-timestamp.body` with the endpoint's secret.
+         */
+        post: operations["events.call.stream.started"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "call.stream.stopped": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A call flow’s media stream ended (or could not begin: `reason` says which).
+         * @description Signed per Standard Webhooks: verify `webhook-signature` over `webhook-id.webhook-timestamp.body` with the endpoint's secret.
+         */
+        post: operations["events.call.stream.stopped"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1793,9 +1984,11 @@ export interface operations {
                             friendlyName: string | null;
                             voiceRoute: {
                                 /** @enum {unknown} */
-                                type: "extension" | "agent" | "forward" | "voicemail" | "flow";
-                                /** @description extension and voicemail: an extension id; agent: an agent id; forward: a phone number; flow: a call flow id */
+                                type: "extension" | "agent" | "forward" | "voicemail" | "flow" | "webhook";
+                                /** @description extension and voicemail: an extension id; agent: an agent id; forward: a phone number; flow: a call flow id; webhook: the URL of the app that answers each call with its steps (docs/voice.md 'Flows from your app') */
                                 target: string;
+                                /** @description webhook only: a call flow of the organization that runs when the app cannot be reached, times out or answers anything but valid steps */
+                                fallbackFlowId?: string;
                             } | null;
                             createdAt: string;
                         }[];
@@ -1851,9 +2044,11 @@ export interface operations {
                             friendlyName: string | null;
                             voiceRoute: {
                                 /** @enum {unknown} */
-                                type: "extension" | "agent" | "forward" | "voicemail" | "flow";
-                                /** @description extension and voicemail: an extension id; agent: an agent id; forward: a phone number; flow: a call flow id */
+                                type: "extension" | "agent" | "forward" | "voicemail" | "flow" | "webhook";
+                                /** @description extension and voicemail: an extension id; agent: an agent id; forward: a phone number; flow: a call flow id; webhook: the URL of the app that answers each call with its steps (docs/voice.md 'Flows from your app') */
                                 target: string;
+                                /** @description webhook only: a call flow of the organization that runs when the app cannot be reached, times out or answers anything but valid steps */
+                                fallbackFlowId?: string;
                             } | null;
                             createdAt: string;
                         };
@@ -1931,9 +2126,11 @@ export interface operations {
                             friendlyName: string | null;
                             voiceRoute: {
                                 /** @enum {unknown} */
-                                type: "extension" | "agent" | "forward" | "voicemail" | "flow";
-                                /** @description extension and voicemail: an extension id; agent: an agent id; forward: a phone number; flow: a call flow id */
+                                type: "extension" | "agent" | "forward" | "voicemail" | "flow" | "webhook";
+                                /** @description extension and voicemail: an extension id; agent: an agent id; forward: a phone number; flow: a call flow id; webhook: the URL of the app that answers each call with its steps (docs/voice.md 'Flows from your app') */
                                 target: string;
+                                /** @description webhook only: a call flow of the organization that runs when the app cannot be reached, times out or answers anything but valid steps */
+                                fallbackFlowId?: string;
                             } | null;
                             createdAt: string;
                         };
@@ -1993,9 +2190,11 @@ export interface operations {
                     friendlyName?: string | null;
                     voiceRoute?: {
                         /** @enum {unknown} */
-                        type: "extension" | "agent" | "forward" | "voicemail" | "flow";
-                        /** @description extension and voicemail: an extension id; agent: an agent id; forward: a phone number; flow: a call flow id */
+                        type: "extension" | "agent" | "forward" | "voicemail" | "flow" | "webhook";
+                        /** @description extension and voicemail: an extension id; agent: an agent id; forward: a phone number; flow: a call flow id; webhook: the URL of the app that answers each call with its steps (docs/voice.md 'Flows from your app') */
                         target: string;
+                        /** @description webhook only: a call flow of the organization that runs when the app cannot be reached, times out or answers anything but valid steps */
+                        fallbackFlowId?: string;
                     } | null;
                 };
             };
@@ -2020,9 +2219,11 @@ export interface operations {
                             friendlyName: string | null;
                             voiceRoute: {
                                 /** @enum {unknown} */
-                                type: "extension" | "agent" | "forward" | "voicemail" | "flow";
-                                /** @description extension and voicemail: an extension id; agent: an agent id; forward: a phone number; flow: a call flow id */
+                                type: "extension" | "agent" | "forward" | "voicemail" | "flow" | "webhook";
+                                /** @description extension and voicemail: an extension id; agent: an agent id; forward: a phone number; flow: a call flow id; webhook: the URL of the app that answers each call with its steps (docs/voice.md 'Flows from your app') */
                                 target: string;
+                                /** @description webhook only: a call flow of the organization that runs when the app cannot be reached, times out or answers anything but valid steps */
+                                fallbackFlowId?: string;
                             } | null;
                             createdAt: string;
                         };
@@ -4601,6 +4802,18 @@ export interface operations {
                             recordingId: string | null;
                             /** @description The voicemail the caller left, or null */
                             voicemailId: string | null;
+                            /** @description Who the call was last transferred to (POST /calls/{id}/transfer, a phone's REFER, a flow's transfer step), or null */
+                            transferredTo: {
+                                /**
+                                 * @description `extension`: an extension id (`ext_…`); `number`: a phone number in E.164 form
+                                 * @enum {unknown}
+                                 */
+                                type: "extension" | "number";
+                                /** @description The extension id, or the phone number */
+                                target: string;
+                            } | null;
+                            /** @description When that transfer was answered, or null */
+                            transferredAt: string | null;
                         }[];
                         /** @description page, total and totalPages are null in keyset mode */
                         pagination: {
@@ -4685,6 +4898,18 @@ export interface operations {
                             recordingId: string | null;
                             /** @description The voicemail the caller left, or null */
                             voicemailId: string | null;
+                            /** @description Who the call was last transferred to (POST /calls/{id}/transfer, a phone's REFER, a flow's transfer step), or null */
+                            transferredTo: {
+                                /**
+                                 * @description `extension`: an extension id (`ext_…`); `number`: a phone number in E.164 form
+                                 * @enum {unknown}
+                                 */
+                                type: "extension" | "number";
+                                /** @description The extension id, or the phone number */
+                                target: string;
+                            } | null;
+                            /** @description When that transfer was answered, or null */
+                            transferredAt: string | null;
                         };
                     };
                 };
@@ -4746,6 +4971,18 @@ export interface operations {
                             recordingId: string | null;
                             /** @description The voicemail the caller left, or null */
                             voicemailId: string | null;
+                            /** @description Who the call was last transferred to (POST /calls/{id}/transfer, a phone's REFER, a flow's transfer step), or null */
+                            transferredTo: {
+                                /**
+                                 * @description `extension`: an extension id (`ext_…`); `number`: a phone number in E.164 form
+                                 * @enum {unknown}
+                                 */
+                                type: "extension" | "number";
+                                /** @description The extension id, or the phone number */
+                                target: string;
+                            } | null;
+                            /** @description When that transfer was answered, or null */
+                            transferredAt: string | null;
                         };
                     };
                 };
@@ -4810,6 +5047,113 @@ export interface operations {
                             recordingId: string | null;
                             /** @description The voicemail the caller left, or null */
                             voicemailId: string | null;
+                            /** @description Who the call was last transferred to (POST /calls/{id}/transfer, a phone's REFER, a flow's transfer step), or null */
+                            transferredTo: {
+                                /**
+                                 * @description `extension`: an extension id (`ext_…`); `number`: a phone number in E.164 form
+                                 * @enum {unknown}
+                                 */
+                                type: "extension" | "number";
+                                /** @description The extension id, or the phone number */
+                                target: string;
+                            } | null;
+                            /** @description When that transfer was answered, or null */
+                            transferredAt: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "calls.transfer": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    target: {
+                        /**
+                         * @description `extension`: an extension id (`ext_…`); `number`: a phone number in E.164 form
+                         * @enum {unknown}
+                         */
+                        type: "extension" | "number";
+                        /** @description The extension id, or the phone number */
+                        target: string;
+                    };
+                    /**
+                     * @description `blind` (default): the person now on the call is let go at once and the caller waits while the target rings; unanswered, the call ends (`transfer_failed`). `attended`: the caller and that person talk on while the target rings, and only an answer moves the caller; unanswered, the call goes on as it was
+                     * @enum {unknown}
+                     */
+                    mode?: "blind" | "attended";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description Call id (`call_…`) */
+                            id: string;
+                            /**
+                             * @description `inbound` to one of your numbers, `outbound` to a phone, `internal` extension to extension
+                             * @enum {unknown}
+                             */
+                            direction: "inbound" | "outbound" | "internal";
+                            /** @description Caller: E.164, or an extension number on internal calls */
+                            from: string;
+                            /** @description Callee: E.164, or an extension number on internal calls */
+                            to: string;
+                            /**
+                             * @description queued, ringing, in_progress; then completed, busy, no_answer, failed or canceled
+                             * @enum {unknown}
+                             */
+                            status: "queued" | "ringing" | "in_progress" | "completed" | "busy" | "no_answer" | "failed" | "canceled";
+                            /** @description When the call was placed or arrived */
+                            startedAt: string;
+                            /** @description When it was answered (by a person or a voicemail box), or null */
+                            answeredAt: string | null;
+                            /** @description When it ended, or null while it lasts */
+                            endedAt: string | null;
+                            /** @description Talk time: from the answer to the end; 0 if never answered */
+                            durationSeconds: number;
+                            /** @description Why it ended (docs/voice.md "Hang-up causes"), or null while it lasts */
+                            hangupCause: string | null;
+                            /** @description The extension that placed or took it, or null */
+                            extensionId: string | null;
+                            /** @description The AI agent that took it, or null */
+                            agentId: string | null;
+                            /** @description Its recording, or null */
+                            recordingId: string | null;
+                            /** @description The voicemail the caller left, or null */
+                            voicemailId: string | null;
+                            /** @description Who the call was last transferred to (POST /calls/{id}/transfer, a phone's REFER, a flow's transfer step), or null */
+                            transferredTo: {
+                                /**
+                                 * @description `extension`: an extension id (`ext_…`); `number`: a phone number in E.164 form
+                                 * @enum {unknown}
+                                 */
+                                type: "extension" | "number";
+                                /** @description The extension id, or the phone number */
+                                target: string;
+                            } | null;
+                            /** @description When that transfer was answered, or null */
+                            transferredAt: string | null;
                         };
                     };
                 };
@@ -5269,6 +5613,71 @@ export interface operations {
                             createdAt: string;
                             /** @description When it completed or failed */
                             completedAt: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "callFlows.signingSecret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description The `whsec_…` secret (Standard Webhooks) that signs the requests to your apps: a webhook route, a gather's actionUrl, a redirect's url, and the call's end */
+                            secret: string;
+                            /** @description Until then the secret this one replaced also signs (24 hours after a rotation) */
+                            previousSecretExpiresAt: string | null;
+                            createdAt: string;
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "callFlows.rotateSigningSecret": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description The `whsec_…` secret (Standard Webhooks) that signs the requests to your apps: a webhook route, a gather's actionUrl, a redirect's url, and the call's end */
+                            secret: string;
+                            /** @description Until then the secret this one replaced also signs (24 hours after a rotation) */
+                            previousSecretExpiresAt: string | null;
+                            createdAt: string;
+                            updatedAt: string;
                         };
                     };
                 };
@@ -5837,13 +6246,13 @@ export interface operations {
                      * @enum {unknown}
                      */
                     strategy?: "simultaneous" | "sequential" | "round_robin" | "longest_idle";
-                    /** @description The audio a waiting caller hears (null or absent: the default hold music) */
+                    /** @description A recording (`rec_…`) a waiting caller hears, looped (null or absent: "Please hold." spoken once, then silence) */
                     holdAudioId?: string | null;
                     /** @description Tell a waiting caller their place in line (default false) */
                     announcePosition?: boolean;
                     /** @description How long a caller may wait, 10 to 7200 seconds (default 600); then onTimeout runs */
                     maxWaitSeconds?: number;
-                    /** @description Call-flow steps run for a caller who waited maxWaitSeconds (default none: the call ends); each is checked as a step of a call flow, and a refusal names the path of the bad field */
+                    /** @description Call-flow steps run for a caller who waited maxWaitSeconds, then the flow goes on after its queue step (default none; a flow with nothing after the step hangs up); each is checked as a step of a call flow, and a refusal names the path of the bad field */
                     onTimeout?: ({
                         type: string;
                     } & {
@@ -5996,13 +6405,13 @@ export interface operations {
                      * @enum {unknown}
                      */
                     strategy?: "simultaneous" | "sequential" | "round_robin" | "longest_idle";
-                    /** @description The audio a waiting caller hears (null or absent: the default hold music) */
+                    /** @description A recording (`rec_…`) a waiting caller hears, looped (null or absent: "Please hold." spoken once, then silence) */
                     holdAudioId?: string | null;
                     /** @description Tell a waiting caller their place in line (default false) */
                     announcePosition?: boolean;
                     /** @description How long a caller may wait, 10 to 7200 seconds (default 600); then onTimeout runs */
                     maxWaitSeconds?: number;
-                    /** @description Call-flow steps run for a caller who waited maxWaitSeconds (default none: the call ends); each is checked as a step of a call flow, and a refusal names the path of the bad field */
+                    /** @description Call-flow steps run for a caller who waited maxWaitSeconds, then the flow goes on after its queue step (default none; a flow with nothing after the step hangs up); each is checked as a step of a call flow, and a refusal names the path of the bad field */
                     onTimeout?: ({
                         type: string;
                     } & {
@@ -6045,6 +6454,56 @@ export interface operations {
                             wrapUpSeconds: number;
                             createdAt: string;
                             updatedAt: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "queues.live": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description Callers in the queue, first come first served */
+                            waiting: {
+                                /** @description The waiting call */
+                                callId: string;
+                                /** @description The caller's number */
+                                from: string;
+                                /**
+                                 * Format: date-time
+                                 * @description When they joined the queue
+                                 */
+                                since: string;
+                                /** @description Their place in line, 1 first (a caller whose members ring counts) */
+                                position: number;
+                            }[];
+                            /** @description The queue's members, in its order */
+                            members: {
+                                extensionId: string;
+                                /**
+                                 * @description available; ringing (offered a caller); on_call; wrap_up (wrapUpSeconds after a queue call); offline (on a server running SIP: no registered phone)
+                                 * @enum {unknown}
+                                 */
+                                state: "available" | "ringing" | "on_call" | "wrap_up" | "offline";
+                            }[];
                         };
                     };
                 };
@@ -8468,7 +8927,9 @@ export interface operations {
                  *         "extensionId": "ext_0mf3k2a9x4q8w7e6r5t4y3u2",
                  *         "agentId": null,
                  *         "recordingId": null,
-                 *         "voicemailId": null
+                 *         "voicemailId": null,
+                 *         "transferredTo": null,
+                 *         "transferredAt": null
                  *       }
                  *     }
                  */
@@ -8515,6 +8976,18 @@ export interface operations {
                         recordingId: string | null;
                         /** @description The voicemail the caller left, or null */
                         voicemailId: string | null;
+                        /** @description Who the call was last transferred to (POST /calls/{id}/transfer, a phone's REFER, a flow's transfer step), or null */
+                        transferredTo: {
+                            /**
+                             * @description `extension`: an extension id (`ext_…`); `number`: a phone number in E.164 form
+                             * @enum {unknown}
+                             */
+                            type: "extension" | "number";
+                            /** @description The extension id, or the phone number */
+                            target: string;
+                        } | null;
+                        /** @description When that transfer was answered, or null */
+                        transferredAt: string | null;
                     };
                 };
             };
@@ -8560,7 +9033,9 @@ export interface operations {
                  *         "extensionId": "ext_0mf3k2a9x4q8w7e6r5t4y3u2",
                  *         "agentId": null,
                  *         "recordingId": null,
-                 *         "voicemailId": null
+                 *         "voicemailId": null,
+                 *         "transferredTo": null,
+                 *         "transferredAt": null
                  *       }
                  *     }
                  */
@@ -8607,6 +9082,18 @@ export interface operations {
                         recordingId: string | null;
                         /** @description The voicemail the caller left, or null */
                         voicemailId: string | null;
+                        /** @description Who the call was last transferred to (POST /calls/{id}/transfer, a phone's REFER, a flow's transfer step), or null */
+                        transferredTo: {
+                            /**
+                             * @description `extension`: an extension id (`ext_…`); `number`: a phone number in E.164 form
+                             * @enum {unknown}
+                             */
+                            type: "extension" | "number";
+                            /** @description The extension id, or the phone number */
+                            target: string;
+                        } | null;
+                        /** @description When that transfer was answered, or null */
+                        transferredAt: string | null;
                     };
                 };
             };
@@ -8652,7 +9139,9 @@ export interface operations {
                  *         "extensionId": "ext_0mf3k2a9x4q8w7e6r5t4y3u2",
                  *         "agentId": null,
                  *         "recordingId": null,
-                 *         "voicemailId": null
+                 *         "voicemailId": null,
+                 *         "transferredTo": null,
+                 *         "transferredAt": null
                  *       }
                  *     }
                  */
@@ -8699,6 +9188,18 @@ export interface operations {
                         recordingId: string | null;
                         /** @description The voicemail the caller left, or null */
                         voicemailId: string | null;
+                        /** @description Who the call was last transferred to (POST /calls/{id}/transfer, a phone's REFER, a flow's transfer step), or null */
+                        transferredTo: {
+                            /**
+                             * @description `extension`: an extension id (`ext_…`); `number`: a phone number in E.164 form
+                             * @enum {unknown}
+                             */
+                            type: "extension" | "number";
+                            /** @description The extension id, or the phone number */
+                            target: string;
+                        } | null;
+                        /** @description When that transfer was answered, or null */
+                        transferredAt: string | null;
                     };
                 };
             };
@@ -8748,11 +9249,409 @@ export interface operations {
                     data: {
                         /** @description The call the gather ran on */
                         callId: string;
-                        /** @description The keys pressed, finish key left out; empty when none came in time */
+                        /** @description The keys pressed, finish key left out; empty when none came in time (or words did) */
                         digits: string;
+                        /** @description A gather listening for speech: what the caller said, as transcribed; absent otherwise */
+                        speech?: string;
                         /**
                          * Format: date-time
                          * @description When the gather ended
+                         */
+                        at: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried on the schedule */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "events.call.transferred": {
+        parameters: {
+            query?: never;
+            header: {
+                "webhook-id": string;
+                "webhook-timestamp": string;
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "call.transferred",
+                 *       "timestamp": "2026-06-10T12:00:00.000Z",
+                 *       "data": {
+                 *         "callId": "call_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *         "target": {
+                 *           "type": "extension",
+                 *           "target": "ext_1mf3k2a9x4q8w7e6r5t4y3u2"
+                 *         },
+                 *         "mode": "blind",
+                 *         "by": "api",
+                 *         "at": "2026-06-10T12:01:30.000Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "call.transferred";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** @description The call transferred (it keeps its id and its one record) */
+                        callId: string;
+                        target: {
+                            /**
+                             * @description `extension`: an extension id (`ext_…`); `number`: a phone number in E.164 form
+                             * @enum {unknown}
+                             */
+                            type: "extension" | "number";
+                            /** @description The extension id, or the phone number */
+                            target: string;
+                        };
+                        /**
+                         * @description `blind`: the target was rung for the caller (an API blind transfer, a flow, a phone's REFER); `attended`: the caller was joined to a call the transferring phone had with the target (REFER with Replaces) or kept talking until the target answered (the API's attended mode)
+                         * @enum {unknown}
+                         */
+                        mode: "blind" | "attended";
+                        /**
+                         * @description `api`: POST /calls/{id}/transfer; `phone`: a SIP phone's REFER; `flow`: a call flow's transfer step
+                         * @enum {unknown}
+                         */
+                        by: "api" | "phone" | "flow";
+                        /**
+                         * Format: date-time
+                         * @description When the target answered (or was joined)
+                         */
+                        at: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried on the schedule */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "events.call.queue.joined": {
+        parameters: {
+            query?: never;
+            header: {
+                "webhook-id": string;
+                "webhook-timestamp": string;
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "call.queue.joined",
+                 *       "timestamp": "2026-06-10T12:00:00.000Z",
+                 *       "data": {
+                 *         "callId": "call_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *         "queueId": "q_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *         "from": "+12025550123",
+                 *         "position": 2,
+                 *         "at": "2026-06-10T12:00:05.000Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "call.queue.joined";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** @description The waiting call */
+                        callId: string;
+                        /** @description The queue (`q_…`) */
+                        queueId: string;
+                        /** @description The caller's number */
+                        from: string;
+                        /** @description Their place in line when they joined, 1 first */
+                        position: number;
+                        /**
+                         * Format: date-time
+                         * @description When they joined
+                         */
+                        at: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried on the schedule */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "events.call.queue.answered": {
+        parameters: {
+            query?: never;
+            header: {
+                "webhook-id": string;
+                "webhook-timestamp": string;
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "call.queue.answered",
+                 *       "timestamp": "2026-06-10T12:00:00.000Z",
+                 *       "data": {
+                 *         "callId": "call_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *         "queueId": "q_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *         "extensionId": "ext_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *         "waitSeconds": 42,
+                 *         "at": "2026-06-10T12:00:47.000Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "call.queue.answered";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** @description The call that waited */
+                        callId: string;
+                        /** @description The queue (`q_…`) */
+                        queueId: string;
+                        /** @description The member who answered */
+                        extensionId: string;
+                        /** @description How long the caller waited, joining to answer */
+                        waitSeconds: number;
+                        /**
+                         * Format: date-time
+                         * @description When the member answered
+                         */
+                        at: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried on the schedule */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "events.call.queue.abandoned": {
+        parameters: {
+            query?: never;
+            header: {
+                "webhook-id": string;
+                "webhook-timestamp": string;
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "call.queue.abandoned",
+                 *       "timestamp": "2026-06-10T12:00:00.000Z",
+                 *       "data": {
+                 *         "callId": "call_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *         "queueId": "q_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *         "reason": "hangup",
+                 *         "waitSeconds": 95,
+                 *         "at": "2026-06-10T12:01:40.000Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "call.queue.abandoned";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** @description The call that waited */
+                        callId: string;
+                        /** @description The queue (`q_…`) */
+                        queueId: string;
+                        /** @description `hangup`: the caller (or the API) hung up while waiting; `timeout`: maxWaitSeconds passed, and the queue's onTimeout steps run */
+                        reason: "hangup" | "timeout";
+                        /** @description How long the caller waited */
+                        waitSeconds: number;
+                        /**
+                         * Format: date-time
+                         * @description When they left the queue
+                         */
+                        at: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried on the schedule */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "events.call.stream.started": {
+        parameters: {
+            query?: never;
+            header: {
+                "webhook-id": string;
+                "webhook-timestamp": string;
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "call.stream.started",
+                 *       "timestamp": "2026-06-10T12:00:00.000Z",
+                 *       "data": {
+                 *         "callId": "call_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *         "streamSid": "stream_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *         "url": "wss://bot.example.com/media",
+                 *         "tracks": [
+                 *           "inbound"
+                 *         ],
+                 *         "at": "2026-06-10T12:00:05.000Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "call.stream.started";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** @description The call whose media is streamed */
+                        callId: string;
+                        /** @description The stream, as its messages name it (`streamSid`) */
+                        streamSid: string;
+                        /** @description The WebSocket the stream went to (the step’s `url`) */
+                        url: string;
+                        /** @description What is streamed: the caller’s audio (inbound), and with `track: "both"` what they hear */
+                        tracks: ("inbound" | "outbound")[];
+                        /**
+                         * Format: date-time
+                         * @description When the stream began
+                         */
+                        at: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried on the schedule */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "events.call.stream.stopped": {
+        parameters: {
+            query?: never;
+            header: {
+                "webhook-id": string;
+                "webhook-timestamp": string;
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "call.stream.stopped",
+                 *       "timestamp": "2026-06-10T12:00:00.000Z",
+                 *       "data": {
+                 *         "callId": "call_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *         "streamSid": "stream_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *         "url": "wss://bot.example.com/media",
+                 *         "reason": "connect_failed",
+                 *         "error": "Unexpected server response: 503",
+                 *         "at": "2026-06-10T12:00:05.000Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "call.stream.stopped";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** @description The call whose media was streamed */
+                        callId: string;
+                        /** @description The stream, as its messages named it */
+                        streamSid: string;
+                        /** @description The WebSocket of the stream */
+                        url: string;
+                        /**
+                         * @description app_closed: the app closed the socket (the flow goes on); caller_hangup: the caller or the API hung up; line_closed: the call moved on without the stream; connect_failed: the WebSocket could not be opened (no stream began; the flow goes on)
+                         * @enum {unknown}
+                         */
+                        reason: "app_closed" | "caller_hangup" | "line_closed" | "connect_failed";
+                        /** @description connect_failed: why */
+                        error?: string;
+                        /**
+                         * Format: date-time
+                         * @description When the stream ended
                          */
                         at: string;
                     };

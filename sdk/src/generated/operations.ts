@@ -538,6 +538,17 @@ export const OPERATIONS = {
     "response": "json",
     "idempotencyKey": true
   },
+  "calls.transfer": {
+    "method": "post",
+    "path": "/api/v2/calls/{id}/transfer",
+    "pathParams": [
+      "id"
+    ],
+    "query": false,
+    "body": "json",
+    "response": "json",
+    "idempotencyKey": true
+  },
   "voicemails.list": {
     "method": "get",
     "path": "/api/v2/voicemails",
@@ -645,6 +656,22 @@ export const OPERATIONS = {
     "query": false,
     "response": "json",
     "idempotencyKey": false
+  },
+  "callFlows.signingSecret": {
+    "method": "get",
+    "path": "/api/v2/call-flows/signing-secret",
+    "pathParams": [],
+    "query": false,
+    "response": "json",
+    "idempotencyKey": false
+  },
+  "callFlows.rotateSigningSecret": {
+    "method": "post",
+    "path": "/api/v2/call-flows/signing-secret/rotate",
+    "pathParams": [],
+    "query": false,
+    "response": "json",
+    "idempotencyKey": true
   },
   "callFlows.list": {
     "method": "get",
@@ -792,6 +819,16 @@ export const OPERATIONS = {
     "query": false,
     "response": "json",
     "idempotencyKey": true
+  },
+  "queues.live": {
+    "method": "get",
+    "path": "/api/v2/queues/{id}/live",
+    "pathParams": [
+      "id"
+    ],
+    "query": false,
+    "response": "json",
+    "idempotencyKey": false
   },
   "knowledgeBases.list": {
     "method": "get",
