@@ -214,7 +214,7 @@ describe('call flows', () => {
     const say = { type: 'say', text: 'Hi' };
     for (const [step, missing] of [
       [
-        { type: 'transfer', target: { type: 'sip', target: 'sip:desk@pbx.example.com' } },
+        { type: 'transfer', target: { type: 'sip', target: 'sip:201@pbx.example.com' } },
         /transfer targets of type "sip"/,
       ],
       [
