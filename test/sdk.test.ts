@@ -148,6 +148,9 @@ describe('the SDK against a real server', () => {
     assert.equal((await comms.callFlows.get(flow.id)).version, 2);
     assert.ok((await comms.callFlows.list()).data.some((each) => each.id === flow.id));
     await comms.callFlows.delete(flow.id);
+    const signing = await comms.callFlows.signingSecret();
+    assert.match(signing.secret, /^whsec_/);
+    assert.notEqual((await comms.callFlows.rotateSigningSecret()).secret, signing.secret);
     const group = await comms.ringGroups.create({ name: 'Sales', extensionIds: [extension.id] });
     await comms.ringGroups.update(group.id, { name: 'Sales team' });
     assert.equal((await comms.ringGroups.get(group.id)).name, 'Sales team');
@@ -157,6 +160,7 @@ describe('the SDK against a real server', () => {
     await comms.queues.update(queue.id, { name: 'Support line' });
     assert.equal((await comms.queues.get(queue.id)).name, 'Support line');
     assert.ok((await comms.queues.list()).data.some((each) => each.id === queue.id));
+    assert.deepEqual((await comms.queues.live(queue.id)).waiting, []);
     await comms.queues.delete(queue.id);
     await comms.numbers.update(bought.id, {
       voiceRoute: { type: 'voicemail', target: extension.id },
@@ -200,6 +204,11 @@ describe('the SDK against a real server', () => {
       extensionId: extension.id,
     });
     await comms.calls.hangup(second.id);
+    // A transfer of a call that has ended is refused with the API's 409.
+    await assert.rejects(
+      comms.calls.transfer(second.id, { target: { type: 'extension', target: extension.id } }),
+      (error: unknown) => error instanceof CommsApiError && error.status === 409,
+    );
     await comms.extensions.delete(extension.id);
 
     // AI agents and knowledge.
