@@ -10,9 +10,7 @@ import { countRows, type Sender, sender } from './helpers/messaging.ts';
 import { createUser, signIn } from './helpers/portal.ts';
 
 /**
- * A flow with every step the runner can carry out today, with nested lists, all valid. The other step types
- * (transfers to a sip URI or a ring group) are refused when saved until the runner can run them: the test
- * "steps the runner cannot run yet" below.
+ * A flow with many kinds of steps, with nested lists, all valid.
  */
 function everyStep(ids: { extensionId: string; agentId: string }) {
   return [
@@ -209,26 +207,37 @@ describe('call flows', () => {
     assert.equal((await api(acme, 'POST', '/call-flows', { name: 'Empty', steps: [] })).status, 400);
   });
 
-  test('steps the runner cannot run yet are refused when saved, naming the step and what is missing', async () => {
+  test('a transfer step takes every kind of target a transfer rings, each checked against the organization', async () => {
     const acme = await org();
-    const say = { type: 'say', text: 'Hi' };
-    for (const [step, missing] of [
-      [
-        { type: 'transfer', target: { type: 'sip', target: 'sip:201@pbx.example.com' } },
-        /transfer targets of type "sip"/,
-      ],
-      [
-        { type: 'transfer', target: { type: 'ring_group', target: 'rg_0000000001abcdefabcdefabcd' } },
-        /transfer targets of type "ring_group"/,
-      ],
-    ] as const) {
-      const res = await api(acme, 'POST', '/call-flows', { name: 'Later', steps: [say, step] });
-      assertRefusedB(res, 400, 'INVALID_FLOW_STEP');
-      assert.equal(res.body.data.path, 'steps.1', JSON.stringify(step));
-      assert.match(res.body.error, /cannot run yet/);
-      assert.match(res.body.error, missing);
+    const extension = (await api(acme, 'POST', '/extensions', { extension: '201', name: 'Desk' })).body.data;
+    const group = await api(acme, 'POST', '/ring-groups', { name: 'Team', extensionIds: [extension.id] });
+    assert.equal(group.status, 201, group.text);
+    const domain = t.ctx.config.sipDomain;
+    for (const target of [
+      { type: 'extension', target: extension.id },
+      { type: 'ring_group', target: group.body.data.id },
+      { type: 'number', target: '+14155550102' },
+      { type: 'sip', target: `sip:201@${domain}` },
+    ]) {
+      const res = await api(acme, 'POST', '/call-flows', {
+        name: 'Transfer',
+        steps: [{ type: 'transfer', target }],
+      });
+      assert.equal(res.status, 201, `${JSON.stringify(target)}: ${res.text}`);
     }
-    assert.equal(await flowRows(acme.id), 0);
+    const before = await flowRows(acme.id);
+    for (const target of [
+      { type: 'ring_group', target: 'rg_0000000001abcdefabcdefabcd' },
+      { type: 'sip', target: `sip:299@${domain}` },
+    ]) {
+      const res = await api(acme, 'POST', '/call-flows', {
+        name: 'Nowhere',
+        steps: [{ type: 'transfer', target }],
+      });
+      assertRefusedB(res, 400, 'INVALID_FLOW_STEP');
+      assert.equal(res.body.data.path, 'steps.0.target.target', JSON.stringify(target));
+    }
+    assert.equal(await flowRows(acme.id), before);
   });
 
   test('a number routed to a flow; the delete refused while it is (409 CALL_FLOW_IN_USE)', async () => {

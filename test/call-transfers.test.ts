@@ -95,6 +95,58 @@ describe('transfers (simulated PBX)', () => {
     assert.deepEqual(ended.transferredTo, { type: 'extension', target: sales.id });
   });
 
+  test('a ring group (its members at once) and an extension by its sip: URI are targets too', async () => {
+    const desk = (await api('POST', '/extensions', { extension: '103', name: 'Desk' })).body.data;
+    const group = await api('POST', '/ring-groups', {
+      name: 'Sales team',
+      extensionIds: [sales.id, desk.id],
+      strategy: 'sequential',
+      ringSeconds: 20,
+    });
+    assert.equal(group.status, 201, group.text);
+    const id = await talking();
+    const asked = await api('POST', `/calls/${id}/transfer`, {
+      target: { type: 'ring_group', target: group.body.data.id },
+    });
+    assert.equal(asked.status, 202, asked.text);
+    // Both members ring at once (a transfer is one ring, whatever the group's own order).
+    const rung = t.ctx.simulatedPbx.rungParties(id).at(-1) as {
+      kind: string;
+      members?: { extensionId: string }[];
+    };
+    assert.equal(rung.kind, 'extensions');
+    assert.deepEqual(
+      rung.members?.map((member) => member.extensionId),
+      [sales.id, desk.id],
+    );
+    await drive(id, 'answered');
+    const moved = await until(id, (now) => now.transferredTo !== null);
+    assert.deepEqual(moved.transferredTo, { type: 'ring_group', target: group.body.data.id });
+    await drive(id, 'completed');
+    await until(id, (now) => now.endedAt !== null);
+
+    // sip:<extension>@<the SIP domain> is that extension; another host is a 400 and changes nothing.
+    const second = await talking();
+    const elsewhere = await api('POST', `/calls/${second}/transfer`, {
+      target: { type: 'sip', target: 'sip:102@pbx.example.com' },
+    });
+    assert.equal(elsewhere.status, 400, elsewhere.text);
+    assert.equal(elsewhere.body.code, 'INVALID_TRANSFER_TARGET');
+    const byUri = await api('POST', `/calls/${second}/transfer`, {
+      target: { type: 'sip', target: `sip:102@${t.ctx.config.sipDomain}` },
+    });
+    assert.equal(byUri.status, 202, byUri.text);
+    const party = t.ctx.simulatedPbx.rungParties(second).at(-1) as { kind: string; extensionId?: string };
+    assert.deepEqual([party.kind, party.extensionId], ['extension', sales.id]);
+    await drive(second, 'answered');
+    const bySip = await until(second, (now) => now.transferredTo !== null);
+    assert.deepEqual(bySip.transferredTo, { type: 'sip', target: `sip:102@${t.ctx.config.sipDomain}` });
+    await drive(second, 'completed');
+    await until(second, (now) => now.endedAt !== null);
+    await api('DELETE', `/ring-groups/${group.body.data.id}`);
+    await api('DELETE', `/extensions/${desk.id}`);
+  });
+
   test('blind to a number nobody answers: the call ends transfer_failed, never transferred', async () => {
     const id = await talking();
     const asked = await api('POST', `/calls/${id}/transfer`, {

@@ -4805,11 +4805,11 @@ export interface operations {
                             /** @description Who the call was last transferred to (POST /calls/{id}/transfer, a phone's REFER, a flow's transfer step), or null */
                             transferredTo: {
                                 /**
-                                 * @description `extension`: an extension id (`ext_…`); `number`: a phone number in E.164 form
+                                 * @description `extension`: an extension id (`ext_…`); `ring_group`: a ring group id (`rg_…`), whose members ring at once; `number`: a phone number in E.164 form; `sip`: `sip:<extension>@<SIP domain>`, an extension by its URI
                                  * @enum {unknown}
                                  */
-                                type: "extension" | "number";
-                                /** @description The extension id, or the phone number */
+                                type: "extension" | "ring_group" | "number" | "sip";
+                                /** @description The extension id, the ring group id, the phone number or the SIP URI */
                                 target: string;
                             } | null;
                             /** @description When that transfer was answered, or null */
@@ -4901,11 +4901,11 @@ export interface operations {
                             /** @description Who the call was last transferred to (POST /calls/{id}/transfer, a phone's REFER, a flow's transfer step), or null */
                             transferredTo: {
                                 /**
-                                 * @description `extension`: an extension id (`ext_…`); `number`: a phone number in E.164 form
+                                 * @description `extension`: an extension id (`ext_…`); `ring_group`: a ring group id (`rg_…`), whose members ring at once; `number`: a phone number in E.164 form; `sip`: `sip:<extension>@<SIP domain>`, an extension by its URI
                                  * @enum {unknown}
                                  */
-                                type: "extension" | "number";
-                                /** @description The extension id, or the phone number */
+                                type: "extension" | "ring_group" | "number" | "sip";
+                                /** @description The extension id, the ring group id, the phone number or the SIP URI */
                                 target: string;
                             } | null;
                             /** @description When that transfer was answered, or null */
@@ -4974,11 +4974,11 @@ export interface operations {
                             /** @description Who the call was last transferred to (POST /calls/{id}/transfer, a phone's REFER, a flow's transfer step), or null */
                             transferredTo: {
                                 /**
-                                 * @description `extension`: an extension id (`ext_…`); `number`: a phone number in E.164 form
+                                 * @description `extension`: an extension id (`ext_…`); `ring_group`: a ring group id (`rg_…`), whose members ring at once; `number`: a phone number in E.164 form; `sip`: `sip:<extension>@<SIP domain>`, an extension by its URI
                                  * @enum {unknown}
                                  */
-                                type: "extension" | "number";
-                                /** @description The extension id, or the phone number */
+                                type: "extension" | "ring_group" | "number" | "sip";
+                                /** @description The extension id, the ring group id, the phone number or the SIP URI */
                                 target: string;
                             } | null;
                             /** @description When that transfer was answered, or null */
@@ -5050,11 +5050,11 @@ export interface operations {
                             /** @description Who the call was last transferred to (POST /calls/{id}/transfer, a phone's REFER, a flow's transfer step), or null */
                             transferredTo: {
                                 /**
-                                 * @description `extension`: an extension id (`ext_…`); `number`: a phone number in E.164 form
+                                 * @description `extension`: an extension id (`ext_…`); `ring_group`: a ring group id (`rg_…`), whose members ring at once; `number`: a phone number in E.164 form; `sip`: `sip:<extension>@<SIP domain>`, an extension by its URI
                                  * @enum {unknown}
                                  */
-                                type: "extension" | "number";
-                                /** @description The extension id, or the phone number */
+                                type: "extension" | "ring_group" | "number" | "sip";
+                                /** @description The extension id, the ring group id, the phone number or the SIP URI */
                                 target: string;
                             } | null;
                             /** @description When that transfer was answered, or null */
@@ -5082,11 +5082,11 @@ export interface operations {
                 "application/json": {
                     target: {
                         /**
-                         * @description `extension`: an extension id (`ext_…`); `number`: a phone number in E.164 form
+                         * @description `extension`: an extension id (`ext_…`); `ring_group`: a ring group id (`rg_…`), whose members ring at once; `number`: a phone number in E.164 form; `sip`: `sip:<extension>@<SIP domain>`, an extension by its URI
                          * @enum {unknown}
                          */
-                        type: "extension" | "number";
-                        /** @description The extension id, or the phone number */
+                        type: "extension" | "ring_group" | "number" | "sip";
+                        /** @description The extension id, the ring group id, the phone number or the SIP URI */
                         target: string;
                     };
                     /**
@@ -5145,11 +5145,11 @@ export interface operations {
                             /** @description Who the call was last transferred to (POST /calls/{id}/transfer, a phone's REFER, a flow's transfer step), or null */
                             transferredTo: {
                                 /**
-                                 * @description `extension`: an extension id (`ext_…`); `number`: a phone number in E.164 form
+                                 * @description `extension`: an extension id (`ext_…`); `ring_group`: a ring group id (`rg_…`), whose members ring at once; `number`: a phone number in E.164 form; `sip`: `sip:<extension>@<SIP domain>`, an extension by its URI
                                  * @enum {unknown}
                                  */
-                                type: "extension" | "number";
-                                /** @description The extension id, or the phone number */
+                                type: "extension" | "ring_group" | "number" | "sip";
+                                /** @description The extension id, the ring group id, the phone number or the SIP URI */
                                 target: string;
                             } | null;
                             /** @description When that transfer was answered, or null */
@@ -8979,11 +8979,11 @@ export interface operations {
                         /** @description Who the call was last transferred to (POST /calls/{id}/transfer, a phone's REFER, a flow's transfer step), or null */
                         transferredTo: {
                             /**
-                             * @description `extension`: an extension id (`ext_…`); `number`: a phone number in E.164 form
+                             * @description `extension`: an extension id (`ext_…`); `ring_group`: a ring group id (`rg_…`), whose members ring at once; `number`: a phone number in E.164 form; `sip`: `sip:<extension>@<SIP domain>`, an extension by its URI
                              * @enum {unknown}
                              */
-                            type: "extension" | "number";
-                            /** @description The extension id, or the phone number */
+                            type: "extension" | "ring_group" | "number" | "sip";
+                            /** @description The extension id, the ring group id, the phone number or the SIP URI */
                             target: string;
                         } | null;
                         /** @description When that transfer was answered, or null */
@@ -9085,11 +9085,11 @@ export interface operations {
                         /** @description Who the call was last transferred to (POST /calls/{id}/transfer, a phone's REFER, a flow's transfer step), or null */
                         transferredTo: {
                             /**
-                             * @description `extension`: an extension id (`ext_…`); `number`: a phone number in E.164 form
+                             * @description `extension`: an extension id (`ext_…`); `ring_group`: a ring group id (`rg_…`), whose members ring at once; `number`: a phone number in E.164 form; `sip`: `sip:<extension>@<SIP domain>`, an extension by its URI
                              * @enum {unknown}
                              */
-                            type: "extension" | "number";
-                            /** @description The extension id, or the phone number */
+                            type: "extension" | "ring_group" | "number" | "sip";
+                            /** @description The extension id, the ring group id, the phone number or the SIP URI */
                             target: string;
                         } | null;
                         /** @description When that transfer was answered, or null */
@@ -9191,11 +9191,11 @@ export interface operations {
                         /** @description Who the call was last transferred to (POST /calls/{id}/transfer, a phone's REFER, a flow's transfer step), or null */
                         transferredTo: {
                             /**
-                             * @description `extension`: an extension id (`ext_…`); `number`: a phone number in E.164 form
+                             * @description `extension`: an extension id (`ext_…`); `ring_group`: a ring group id (`rg_…`), whose members ring at once; `number`: a phone number in E.164 form; `sip`: `sip:<extension>@<SIP domain>`, an extension by its URI
                              * @enum {unknown}
                              */
-                            type: "extension" | "number";
-                            /** @description The extension id, or the phone number */
+                            type: "extension" | "ring_group" | "number" | "sip";
+                            /** @description The extension id, the ring group id, the phone number or the SIP URI */
                             target: string;
                         } | null;
                         /** @description When that transfer was answered, or null */
@@ -9314,11 +9314,11 @@ export interface operations {
                         callId: string;
                         target: {
                             /**
-                             * @description `extension`: an extension id (`ext_…`); `number`: a phone number in E.164 form
+                             * @description `extension`: an extension id (`ext_…`); `ring_group`: a ring group id (`rg_…`), whose members ring at once; `number`: a phone number in E.164 form; `sip`: `sip:<extension>@<SIP domain>`, an extension by its URI
                              * @enum {unknown}
                              */
-                            type: "extension" | "number";
-                            /** @description The extension id, or the phone number */
+                            type: "extension" | "ring_group" | "number" | "sip";
+                            /** @description The extension id, the ring group id, the phone number or the SIP URI */
                             target: string;
                         };
                         /**

@@ -37,7 +37,7 @@ export interface CallRow {
   record: boolean;
   lease_expires_at: Date | null;
   /** Where the call was last transferred (migrations/040_call_transfers.sql). */
-  transferred_to_type: 'extension' | 'number' | null;
+  transferred_to_type: 'extension' | 'ring_group' | 'number' | 'sip' | null;
   transferred_to: string | null;
   transferred_at: Date | null;
   created_at: Date;
@@ -74,7 +74,7 @@ export interface CallChange {
   recording_id?: string;
   voicemail_id?: string;
   lease_expires_at?: Date | null;
-  transferred_to_type?: 'extension' | 'number';
+  transferred_to_type?: 'extension' | 'ring_group' | 'number' | 'sip';
   transferred_to?: string;
   transferred_at?: Date;
 }

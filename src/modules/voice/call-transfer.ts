@@ -10,9 +10,12 @@ import { ApiError } from '../../platform/errors.ts';
 import { toCall } from './call-end.ts';
 import type { CallStore } from './call-store.ts';
 import { PHONE_RING_SECONDS } from './dial-plan.ts';
+import { extensionParty } from './extension-store.ts';
 import type { ExtensionService } from './extensions.ts';
+import { sipExtension } from './flows/index.ts';
 import type { LiveCall } from './live-call.ts';
 import type { Party, RingResult } from './pbx.ts';
+import type { RingGroupSource } from './ring-groups/index.ts';
 import type { CallTransferInput, PublicCall, TransferTarget } from './schemas.ts';
 
 /** E.164: what a transfer to a phone number must be. */
@@ -42,6 +45,10 @@ export class CallTransfers {
       log: FastifyBaseLogger;
       /** The live call this process holds, by id. */
       live: (callId: string) => LiveCall | undefined;
+      /** Ring groups' members (ring-groups/, once the voice module has wired them). */
+      ringGroups: () => RingGroupSource | undefined;
+      /** The platform's SIP domain: a `sip` target names an extension there. */
+      sipDomain?: string;
     },
   ) {}
 
@@ -59,12 +66,9 @@ export class CallTransfers {
     if (row.status !== 'in_progress') throw notTalking(`The call is ${row.status}, not in progress`);
     const ring = await this.ringOf(organizationId, input.target);
     if (!ring) {
-      throw ApiError.badRequest(
-        input.target.type === 'extension'
-          ? 'target.target names no extension of this organization'
-          : 'target.target must be a phone number in E.164 form (+14155550100)',
-        { code: 'INVALID_TRANSFER_TARGET' },
-      );
+      throw ApiError.badRequest(`target.target ${UNREACHABLE[input.target.type]}`, {
+        code: 'INVALID_TRANSFER_TARGET',
+      });
     }
     const live = this.deps.live(callId);
     if (!live) {
@@ -124,21 +128,43 @@ export class CallTransfers {
   }
 
   /**
-   * What `target` rings: an extension of the organization (its phones, for its ring time), or a phone number
-   * through the trunk. Undefined when it names nothing the organization can reach (an extension of another
-   * organization or deleted, a number not in E.164 form).
+   * What `target` rings: an extension of the organization (its phones, for its ring time; by id, or by its
+   * `sip:<extension>@<SIP domain>` URI), a ring group's members all at once (whatever the group's own strategy:
+   * a transfer is one ring, as a ring group among a dial's several targets is) for the group's ring time, or a
+   * phone number through the trunk. Undefined when it names nothing the organization can reach (another
+   * organization's or a deleted extension or group, a group with no members, a number not in E.164 form, a URI
+   * of another host).
    */
   async ringOf(organizationId: string, target: TransferTarget): Promise<TransferRing | undefined> {
-    if (target.type === 'number') {
-      if (!E164.test(target.target)) return undefined;
-      return { party: { kind: 'phone', number: target.target }, ringSeconds: PHONE_RING_SECONDS };
+    const { db, extensions } = this.deps;
+    switch (target.type) {
+      case 'number':
+        if (!E164.test(target.target)) return undefined;
+        return { party: { kind: 'phone', number: target.target }, ringSeconds: PHONE_RING_SECONDS };
+      case 'extension': {
+        const extension = await extensions.store.find(db, organizationId, target.target);
+        return extension && { party: extensionParty(extension), ringSeconds: extension.ring_seconds };
+      }
+      case 'sip': {
+        const number = sipExtension(target.target, this.deps.sipDomain);
+        const extension = number && (await extensions.store.findByNumber(db, organizationId, number));
+        return extension
+          ? { party: extensionParty(extension), ringSeconds: extension.ring_seconds }
+          : undefined;
+      }
+      case 'ring_group': {
+        const plan = await this.deps.ringGroups()?.attempts(organizationId, target.target);
+        const ids = [...new Set(plan?.attempts.flatMap((attempt) => attempt.extensionIds) ?? [])];
+        const members = [];
+        for (const id of ids) {
+          const extension = await extensions.store.find(db, organizationId, id);
+          if (extension) members.push(extensionParty(extension));
+        }
+        if (!plan || members.length === 0) return undefined;
+        const party: Party = members.length === 1 ? members[0]! : { kind: 'extensions', members };
+        return { party, ringSeconds: plan.ringSeconds };
+      }
     }
-    const extension = await this.deps.extensions.store.find(this.deps.db, organizationId, target.target);
-    if (!extension) return undefined;
-    return {
-      party: { kind: 'extension', extensionId: extension.id, extension: extension.extension },
-      ringSeconds: extension.ring_seconds,
-    };
   }
 
   /**
@@ -170,11 +196,24 @@ export class CallTransfers {
     const pending = live.transferLeg(ring.party, ring.ringSeconds, { keepCurrent });
     if (!pending) return undefined;
     return pending.then(async (result) => {
-      if (result.outcome === 'answered') await live.transferred(target, result.at, how);
+      if (result.outcome !== 'answered') return result;
+      await live.transferred(target, result.at, how);
+      // A ring group's round robin moves on past the member who took the call, as after a dial.
+      if (target.type === 'ring_group' && result.answeredBy) {
+        await this.deps.ringGroups()?.answeredBy(target.target, result.answeredBy);
+      }
       return result;
     });
   }
 }
+
+/** What a target that rings nothing is, for the 400. */
+const UNREACHABLE: Record<TransferTarget['type'], string> = {
+  extension: 'names no extension of this organization',
+  ring_group: 'names no ring group of this organization with members',
+  number: 'must be a phone number in E.164 form (+14155550100)',
+  sip: "must be sip:<extension>@<this platform's SIP domain>, an extension of this organization",
+};
 
 function notTalking(message: string): ApiError {
   return new ApiError(409, message, { code: 'CALL_NOT_IN_PROGRESS' });

@@ -85,6 +85,8 @@ export class CallService {
     log: FastifyBaseLogger;
     /** Where a call flow's media streams may connect (stream-target.ts); production's rules when absent. */
     streams?: StreamTargetOptions;
+    /** The platform's SIP domain: a transfer to a `sip:` URI names an extension there. */
+    sipDomain?: string;
   }) {
     this.db = deps.db;
     this.clock = deps.clock;
@@ -100,6 +102,8 @@ export class CallService {
       extensions: deps.extensions,
       log,
       live: (callId) => this.lives.get(callId),
+      ringGroups: () => this.ringGroups,
+      sipDomain: deps.sipDomain,
     });
     const flows = new FlowRunner({
       db,

@@ -14,10 +14,10 @@ import { joinAudio } from './audio.ts';
 import type { CallOutcome } from './call-end.ts';
 import type { EndStatus } from './call-states.ts';
 import type { CallRow } from './call-store.ts';
-import type { ExtensionRow } from './extension-store.ts';
+import { type ExtensionRow, extensionParty } from './extension-store.ts';
 import type { ExtensionService } from './extensions.ts';
 import type { LiveCall } from './live-call.ts';
-import type { AgentLine, CallAudio, Party, RingResult } from './pbx.ts';
+import type { AgentLine, CallAudio, RingResult } from './pbx.ts';
 
 /** Seconds a phone number (a callee, a forward) rings before the call gives up on it. */
 export const PHONE_RING_SECONDS = 30;
@@ -218,10 +218,6 @@ export class DialPlan {
     if (!agents) throw new Error('an agent call without the agents module');
     return agents;
   }
-}
-
-function extensionParty(extension: ExtensionRow): Party {
-  return { kind: 'extension', extensionId: extension.id, extension: extension.extension };
 }
 
 function notAnswered(result: RingResult): CallOutcome {

@@ -3,6 +3,7 @@
 import { assignments } from '../../platform/db/assignments.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import type { ListQuery } from '../../platform/pagination.ts';
+import type { Party } from './pbx.ts';
 
 export interface ExtensionRow {
   id: string;
@@ -174,4 +175,9 @@ export class ExtensionStore {
     );
     return rows.length > 0;
   }
+}
+
+/** The party that rings an extension's phones. */
+export function extensionParty(extension: ExtensionRow): Extract<Party, { kind: 'extension' }> {
+  return { kind: 'extension', extensionId: extension.id, extension: extension.extension };
 }

@@ -16,7 +16,10 @@ import type { LiveCall } from './live-call.ts';
 import type { CallMedia } from './media.ts';
 import type { CallerLine, RingResult } from './pbx.ts';
 import type { QueueRuntime } from './queues/index.ts';
+import type { RingGroupSource } from './ring-groups/index.ts';
 import type { StreamTargetOptions } from './stream-target.ts';
+
+export type { RingGroupSource } from './ring-groups/index.ts';
 
 /** Where stored flows come from (the flows module). */
 export interface FlowSource {
@@ -25,15 +28,6 @@ export interface FlowSource {
     flowId: string,
     version?: number,
   ): Promise<{ flowId: string; version: number; steps: FlowStep[] } | undefined>;
-}
-
-/** Where a ring group's members ring from (ring-groups/: the group's strategy, its round robin). */
-export interface RingGroupSource {
-  attempts(
-    organizationId: string,
-    ringGroupId: string,
-  ): Promise<{ ringSeconds: number; attempts: { extensionIds: string[] }[] } | undefined>;
-  answeredBy(ringGroupId: string, extensionId: string): Promise<void>;
 }
 
 export interface FlowRunnerDeps {

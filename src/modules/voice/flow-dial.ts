@@ -3,7 +3,7 @@
 // caller until one hangs up. A phone number is shown the step's `callerId` (one of the organization's
 // numbers, checked when the flow was saved) instead of the caller's number.
 
-import type { ExtensionRow } from './extension-store.ts';
+import { extensionParty } from './extension-store.ts';
 import type { Ended, FlowControl, Run } from './flow-control.ts';
 import { type FlowStep, sipExtension } from './flows/index.ts';
 import type { Party, RingResult } from './pbx.ts';
@@ -132,8 +132,4 @@ function together(parties: Party[]): Extract<Party, { kind: 'extensions' }> {
       }
   }
   return { kind: 'extensions', members: [...members.values()], ...(phones.length > 0 ? { phones } : {}) };
-}
-
-export function extensionParty(extension: ExtensionRow): Extract<Party, { kind: 'extension' }> {
-  return { kind: 'extension', extensionId: extension.id, extension: extension.extension };
 }

@@ -11,8 +11,8 @@
 // whose test-mode steps take no time, so a test moves the clock rather than sleeping). An offer or the timeout
 // closes the line, which ends the step in progress at once.
 import { concatenate, SAMPLE_RATE, silence } from './audio.ts';
+import { extensionParty } from './extension-store.ts';
 import type { Ended, FlowControl, Run } from './flow-control.ts';
-import { extensionParty } from './flow-dial.ts';
 import type { FlowStep } from './flows/index.ts';
 import type { CallerLine, Party } from './pbx.ts';
 import type { Interrupt, QueueRuntime, Waiter } from './queues/index.ts';

@@ -101,6 +101,7 @@ export const voiceModule = defineModule({
       audio: new AudioFetcher({ guarded: config.appEnv === 'production' }),
       log,
       streams,
+      sipDomain: config.sipDomain,
     });
     const registrar = new Registrar({
       db,

@@ -84,13 +84,15 @@ export type PublicExtension = Static<typeof ExtensionSchema>;
  */
 export const TransferTargetSchema = Type.Object(
   {
-    type: Type.Enum(['extension', 'number'], {
-      description: '`extension`: an extension id (`ext_…`); `number`: a phone number in E.164 form',
+    type: Type.Enum(['extension', 'ring_group', 'number', 'sip'], {
+      description:
+        '`extension`: an extension id (`ext_…`); `ring_group`: a ring group id (`rg_…`), whose members ring at once; ' +
+        '`number`: a phone number in E.164 form; `sip`: `sip:<extension>@<SIP domain>`, an extension by its URI',
     }),
     target: Type.String({
       minLength: 1,
-      maxLength: 100,
-      description: 'The extension id, or the phone number',
+      maxLength: 256,
+      description: 'The extension id, the ring group id, the phone number or the SIP URI',
     }),
   },
   { additionalProperties: false },

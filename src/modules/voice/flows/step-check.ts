@@ -6,7 +6,6 @@
 import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { canonicalTimeZone } from '../../../platform/time-zones.ts';
-import { unavailableFeature } from './runnable.ts';
 import { sipExtension } from './sip-target.ts';
 import {
   type DialTarget,
@@ -109,8 +108,6 @@ class Walk {
     }
     this.shape(value, path, type);
     this.rules(value as FlowStep, path, depth);
-    const missing = unavailableFeature(value as FlowStep);
-    if (missing) refuse(path, `cannot run yet: ${missing}`);
   }
 
   private shape(value: object, path: string, type: string): void {

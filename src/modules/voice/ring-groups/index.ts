@@ -12,4 +12,4 @@ export {
 export { ringGroupRoutes } from './routes.ts';
 export type { PublicRingGroup } from './schemas.ts';
 export { ExtensionIds, strategyField } from './schemas.ts';
-export { RingGroupService, type RingPlan } from './service.ts';
+export { RingGroupService, type RingGroupSource, type RingPlan } from './service.ts';

@@ -22,7 +22,13 @@ export interface RingPlan {
   attempts: RingAttempt[];
 }
 
-export class RingGroupService {
+/** What a call (a flow's dial, a transfer) asks of ring groups: the turns to ring, and who answered. */
+export interface RingGroupSource {
+  attempts(organizationId: string, ringGroupId: string): Promise<RingPlan | undefined>;
+  answeredBy(ringGroupId: string, extensionId: string): Promise<void>;
+}
+
+export class RingGroupService implements RingGroupSource {
   private readonly db: Database;
   private readonly clock: Clock;
   private readonly pagination: Paginator;
