@@ -98,3 +98,52 @@ export function magicOutcome(number: string): 'busy' | 'no_answer' | 'failed' | 
   }
   return undefined;
 }
+
+/** How ringing `party` plays out on a scripted call: its script's outcome, or a magic number's. */
+export function ringPlan(call: SimulatedCall, party: Party, ringSeconds: number): PlannedEvent[] {
+  const outcome =
+    (party.kind === 'phone' ? magicOutcome(party.number) : undefined) ?? call.behaviour.outcome ?? 'answered';
+  switch (outcome) {
+    case 'answered':
+      return [
+        [1, 'ringing'],
+        [Math.min(ANSWER_AFTER_SECONDS, ringSeconds - 1), 'answered'],
+      ];
+    case 'no_answer':
+      return [
+        [1, 'ringing'],
+        [ringSeconds - 1, 'no_answer'],
+      ];
+    case 'busy':
+      return [[1, 'busy']];
+    case 'failed':
+      return [[0.5, 'failed']];
+  }
+}
+
+/** Whole seconds from `from` to `to`, at least one (a recording is never empty). */
+export function secondsBetween(from: Date, to: Date): number {
+  return Math.max(1, Math.round((to.getTime() - from.getTime()) / 1000));
+}
+
+/** Calls whose spoken words the simulator keeps for tests (manual play). */
+const SAID_KEPT = 1000;
+
+/** What call flows said on each call, in order: the latest SAID_KEPT calls (a test process runs for minutes). */
+export class SaidLog {
+  private readonly texts = new Map<string, string[]>();
+
+  said(callId: string): string[] {
+    return [...(this.texts.get(callId) ?? [])];
+  }
+
+  keep(callId: string, text: string): void {
+    let texts = this.texts.get(callId);
+    if (!texts) {
+      if (this.texts.size >= SAID_KEPT) this.texts.delete(this.texts.keys().next().value!);
+      texts = [];
+      this.texts.set(callId, texts);
+    }
+    texts.push(text);
+  }
+}

@@ -21,7 +21,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../../platform/clock.ts';
 import { recordedAudio, SAMPLE_RATE } from './audio.ts';
-import { clockTime, type LineMedia, LineSteps, type LineTime } from './line-steps.ts';
+import { clockTime, type LineMedia, type LineTime } from './line-media.ts';
+import { LineSteps } from './line-steps.ts';
 import { STREAM_FRAME_BYTES } from './pbx.ts';
 import { MULAW_SILENCE } from './stream-playback.ts';
 

@@ -32,14 +32,15 @@ import type {
 } from './pbx.ts';
 import {
   ACCEPTS,
-  ANSWER_AFTER_SECONDS,
   DEFAULT_TALK_SECONDS,
-  magicOutcome,
   type PbxEvent,
   type PlannedEvent,
+  ringPlan,
+  SaidLog,
   type SimulatedBehaviour,
   type SimulatedCall,
   type SimulationMode,
+  secondsBetween,
   type Utterance,
   type Waiter,
   WORDLESS_VOICEMAIL_SECONDS,
@@ -47,15 +48,12 @@ import {
 import { keysWaiter, simulatedLine } from './simulated-line.ts';
 import { simulatedTransfer } from './simulated-transfer.ts';
 
-/** Calls whose spoken words the simulator keeps for tests (manual play). */
-const SAID_KEPT = 1000;
-
 export class SimulatedPbx implements Pbx {
   readonly name = 'simulated';
   readonly takesVoicemail = true;
   private readonly calls = new Map<string, SimulatedCall>();
   /** What call flows said on each call, in manual play (tests read it back); the latest SAID_KEPT calls. */
-  private readonly spoken = new Map<string, string[]>();
+  private readonly spoken = new SaidLog();
 
   constructor(
     private readonly clock: Clock,
@@ -106,7 +104,7 @@ export class SimulatedPbx implements Pbx {
         },
         hangup: (at) => settle({ outcome: 'canceled', at, cause: 'hangup_requested' }),
       }),
-      (simulated) => this.ringPlan(simulated, party, ringSeconds),
+      (simulated) => ringPlan(simulated, party, ringSeconds),
     );
   }
 
@@ -220,7 +218,7 @@ export class SimulatedPbx implements Pbx {
       script: { now: () => this.now(simulated), elapse: (seconds) => this.elapse(simulated, seconds) },
       onGather: () => this.waitForKeys(call.id, line),
       onStream: () => this.waitForKeys(call.id, line, 'stream'),
-      onSay: this.mode === 'manual' ? (text) => this.keepSaid(call.id, text) : undefined,
+      onSay: this.mode === 'manual' ? (text) => this.spoken.keep(call.id, text) : undefined,
       speech: () => simulated.behaviour.speech,
     });
     simulated.line = line;
@@ -229,18 +227,7 @@ export class SimulatedPbx implements Pbx {
 
   /** What call flows said on the call so far, in order (manual play, APP_ENV=test; else nothing). */
   said(callId: string): string[] {
-    return [...(this.spoken.get(callId) ?? [])];
-  }
-
-  private keepSaid(callId: string, text: string): void {
-    let texts = this.spoken.get(callId);
-    if (!texts) {
-      // A test process runs for minutes: the oldest calls' words go first.
-      if (this.spoken.size >= SAID_KEPT) this.spoken.delete(this.spoken.keys().next().value!);
-      texts = [];
-      this.spoken.set(callId, texts);
-    }
-    texts.push(text);
+    return this.spoken.said(callId);
   }
 
   /** A transfer of the conversation (simulated-transfer.ts says how it plays out). */
@@ -427,29 +414,6 @@ export class SimulatedPbx implements Pbx {
     }
   }
 
-  private ringPlan(call: SimulatedCall, party: Party, ringSeconds: number): PlannedEvent[] {
-    const outcome =
-      (party.kind === 'phone' ? magicOutcome(party.number) : undefined) ??
-      call.behaviour.outcome ??
-      'answered';
-    switch (outcome) {
-      case 'answered':
-        return [
-          [1, 'ringing'],
-          [Math.min(ANSWER_AFTER_SECONDS, ringSeconds - 1), 'answered'],
-        ];
-      case 'no_answer':
-        return [
-          [1, 'ringing'],
-          [ringSeconds - 1, 'no_answer'],
-        ];
-      case 'busy':
-        return [[1, 'busy']];
-      case 'failed':
-        return [[0.5, 'failed']];
-    }
-  }
-
   private call(callId: string): SimulatedCall {
     let call = this.calls.get(callId);
     if (!call) {
@@ -467,9 +431,4 @@ export class SimulatedPbx implements Pbx {
     for (const timer of call.timers) clearTimeout(timer);
     call.timers.clear();
   }
-}
-
-/** Whole seconds from `from` to `to`, at least one (a recording is never empty). */
-function secondsBetween(from: Date, to: Date): number {
-  return Math.max(1, Math.round((to.getTime() - from.getTime()) / 1000));
 }

@@ -12,7 +12,7 @@ import type { Database, Queryable } from '../../../platform/db/index.ts';
 import type { EventOutbox } from '../../../platform/events.ts';
 import { newId } from '../../../platform/ids.ts';
 import { CallQueueAbandoned, CallQueueAnswered, CallQueueJoined } from '../events.ts';
-import { clockTime, type LineTime } from '../line-steps.ts';
+import { clockTime, type LineTime } from '../line-media.ts';
 import { lastCallEnded, ringOrder } from '../ring-groups/index.ts';
 import type { EntryEvent } from './entry-states.ts';
 import { type EntryRow, EntryStore } from './entry-store.ts';

@@ -16,7 +16,8 @@ import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promi
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../../platform/clock.ts';
 import { encodeWav, MAX_SECONDS, SAMPLE_RATE, silence, synthesise, tone } from '../audio.ts';
-import { clockTime, type LineMedia, LineSteps, type StreamIo } from '../line-steps.ts';
+import { clockTime, type LineMedia, type StreamIo } from '../line-media.ts';
+import { LineSteps } from '../line-steps.ts';
 import { STREAM_FRAME_BYTES } from '../pbx.ts';
 import { MULAW_SILENCE } from '../stream-playback.ts';
 import { type RtpSession, rtpAudio } from './rtp.ts';
