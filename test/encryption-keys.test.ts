@@ -71,8 +71,10 @@ describe('rotating ENCRYPTION_KEY on a running database', () => {
       extension: '101',
       name: 'Desk',
     });
+    const flowApp = await first.ctx.flowAppSecrets.read(org.id);
     const jwtSecret = first.ctx.config.jwtSecret;
 
+    let flowAppRotated = '';
     // Step 1: the first key. Existing secrets still open; new ones are sealed with it.
     const withOld = await startTestApp({
       database: first.database,
@@ -92,6 +94,9 @@ describe('rotating ENCRYPTION_KEY on a running database', () => {
       );
       assert.ok(after!.secret_sealed.startsWith(`v2.${encryptionKeyId(OLD)}.`));
       assert.equal(withOld.ctx.webhooks.openSecret(endpoint.id, after!.secret_sealed), rotated.secret);
+      // The flow app secret made under the legacy key reads under the first; rotating seals the new one with it.
+      assert.equal((await withOld.ctx.flowAppSecrets.read(org.id)).secret, flowApp.secret);
+      flowAppRotated = (await withOld.ctx.flowAppSecrets.rotate(org.id)).secret;
     } finally {
       await withOld.close();
     }
@@ -103,6 +108,7 @@ describe('rotating ENCRYPTION_KEY on a running database', () => {
     );
     assert.deepEqual(declarations.map((d) => `${d.table}:${d.columns.join(',')}`).sort(), [
       'extensions:sip_password_sealed',
+      'flow_app_secrets:secret_sealed,previous_secret_sealed',
       'user_two_factor:secret_sealed',
       'webhook_endpoints:secret_sealed,previous_secret_sealed',
     ]);
@@ -112,6 +118,8 @@ describe('rotating ENCRYPTION_KEY on a running database', () => {
     const resealed = Object.fromEntries(reports.map((r) => [`${r.table}.${r.column}`, r.resealed]));
     assert.deepEqual(resealed, {
       'extensions.sip_password_sealed': 1,
+      'flow_app_secrets.secret_sealed': 1,
+      'flow_app_secrets.previous_secret_sealed': 1,
       'user_two_factor.secret_sealed': 1,
       'webhook_endpoints.secret_sealed': 1,
       'webhook_endpoints.previous_secret_sealed': 1,
@@ -142,6 +150,13 @@ describe('rotating ENCRYPTION_KEY on a running database', () => {
       assert.match(onlyNew.ctx.secretBox('totp-secret').open(totp!.secret_sealed, user.id), /^[A-Z2-7]+=*$/);
       const [sip] = await onlyNew.ctx.db.query('SELECT * FROM extensions WHERE id = $1', [extension.id]);
       assert.equal(onlyNew.ctx.extensions.sipPassword(sip as never), extension.sip.password);
+      assert.equal((await onlyNew.ctx.flowAppSecrets.read(org.id)).secret, flowAppRotated);
+      const [app] = await onlyNew.ctx.db.query<{ previous_secret_sealed: string }>(
+        'SELECT previous_secret_sealed FROM flow_app_secrets WHERE organization_id = $1',
+        [org.id],
+      );
+      const flowAppBox = onlyNew.ctx.secretBox('flow-app-secret');
+      assert.equal(flowAppBox.open(app!.previous_secret_sealed, org.id), flowApp.secret);
     } finally {
       await onlyNew.close();
     }

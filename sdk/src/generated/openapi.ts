@@ -9233,7 +9233,8 @@ export interface operations {
                  *       "timestamp": "2026-06-10T12:00:00.000Z",
                  *       "data": {
                  *         "callId": "call_0mf3k2a9x4q8w7e6r5t4y3u2",
-                 *         "digits": "1",
+                 *         "digits": "",
+                 *         "speech": "billing please",
                  *         "at": "2026-06-10T12:00:09.000Z"
                  *       }
                  *     }

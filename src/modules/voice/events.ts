@@ -130,7 +130,7 @@ export const CallGatherCompleted = defineEvent(
   'call.gather.completed',
   GatherCompletedSchema,
   'A call flow’s gather step ended: the keys the caller pressed, the words they said, or nothing.',
-  { example: { callId: call.id, digits: '1', at: '2026-06-10T12:00:09.000Z' } },
+  { example: { callId: call.id, digits: '', speech: 'billing please', at: '2026-06-10T12:00:09.000Z' } },
 );
 
 /** A call flow's media stream began: its WebSocket is open and `start` was sent. */
