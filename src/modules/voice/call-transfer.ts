@@ -10,7 +10,7 @@ import { ApiError } from '../../platform/errors.ts';
 import { toCall } from './call-end.ts';
 import type { CallStore } from './call-store.ts';
 import { PHONE_RING_SECONDS } from './dial-plan.ts';
-import { extensionParty } from './extension-store.ts';
+import { extensionParty, extensionsParty } from './extension-store.ts';
 import type { ExtensionService } from './extensions.ts';
 import { sipExtension } from './flows/index.ts';
 import type { LiveCall } from './live-call.ts';
@@ -154,15 +154,12 @@ export class CallTransfers {
       }
       case 'ring_group': {
         const plan = await this.deps.ringGroups()?.attempts(organizationId, target.target);
-        const ids = [...new Set(plan?.attempts.flatMap((attempt) => attempt.extensionIds) ?? [])];
-        const members = [];
-        for (const id of ids) {
-          const extension = await extensions.store.find(db, organizationId, id);
-          if (extension) members.push(extensionParty(extension));
-        }
-        if (!plan || members.length === 0) return undefined;
-        const party: Party = members.length === 1 ? members[0]! : { kind: 'extensions', members };
-        return { party, ringSeconds: plan.ringSeconds };
+        if (!plan) return undefined;
+        const ids = plan.attempts.flatMap((attempt) => attempt.extensionIds);
+        const members = await extensions.store.findMany(db, organizationId, ids);
+        return members.length > 0
+          ? { party: extensionsParty(members), ringSeconds: plan.ringSeconds }
+          : undefined;
       }
     }
   }

@@ -73,6 +73,17 @@ export class ExtensionStore {
     return row;
   }
 
+  /** The organization's extensions among `ids`, in the order of `ids`, each once; ids it no longer has are left out. */
+  async findMany(db: Queryable, organizationId: string, ids: readonly string[]): Promise<ExtensionRow[]> {
+    if (ids.length === 0) return [];
+    const rows = await db.query<ExtensionRow>(
+      'SELECT * FROM extensions WHERE organization_id = $1 AND id = ANY($2::text[])',
+      [organizationId, [...ids]],
+    );
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    return [...new Set(ids)].flatMap((id) => byId.get(id) ?? []);
+  }
+
   /** The extension whose phones authenticate as `username` (unique across the platform): the registrar's. */
   async findBySipUsername(db: Queryable, username: string): Promise<ExtensionRow | undefined> {
     const [row] = await db.query<ExtensionRow>('SELECT * FROM extensions WHERE sip_username = $1', [
@@ -180,4 +191,11 @@ export class ExtensionStore {
 /** The party that rings an extension's phones. */
 export function extensionParty(extension: ExtensionRow): Extract<Party, { kind: 'extension' }> {
   return { kind: 'extension', extensionId: extension.id, extension: extension.extension };
+}
+
+/** The party that rings these extensions together (one extension's own party when there is one). */
+export function extensionsParty(extensions: readonly ExtensionRow[]): Party {
+  return extensions.length === 1
+    ? extensionParty(extensions[0]!)
+    : { kind: 'extensions', members: extensions.map(extensionParty) };
 }

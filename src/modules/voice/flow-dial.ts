@@ -3,7 +3,7 @@
 // caller until one hangs up. A phone number is shown the step's `callerId` (one of the organization's
 // numbers, checked when the flow was saved) instead of the caller's number.
 
-import { extensionParty } from './extension-store.ts';
+import { extensionParty, extensionsParty } from './extension-store.ts';
 import type { Ended, FlowControl, Run } from './flow-control.ts';
 import { type FlowStep, sipExtension } from './flows/index.ts';
 import type { Party, RingResult } from './pbx.ts';
@@ -105,14 +105,13 @@ async function attemptsOf(
     if (!plan) return [];
     const attempts: Dialled[] = [];
     for (const { extensionIds } of plan.attempts) {
-      const members = [];
-      for (const id of extensionIds) {
-        const extension = await extensions.store.find(db, organizationId, id);
-        if (extension) members.push(extensionParty(extension));
-      }
+      const members = await extensions.store.findMany(db, organizationId, extensionIds);
       if (members.length === 0) continue;
-      const party: Party = members.length === 1 ? members[0]! : { kind: 'extensions', members };
-      attempts.push({ party, ringSeconds: plan.ringSeconds, ringGroupId: target.target });
+      attempts.push({
+        party: extensionsParty(members),
+        ringSeconds: plan.ringSeconds,
+        ringGroupId: target.target,
+      });
     }
     return attempts;
   }

@@ -11,10 +11,10 @@
 // whose test-mode steps take no time, so a test moves the clock rather than sleeping). An offer or the timeout
 // closes the line, which ends the step in progress at once.
 import { concatenate, SAMPLE_RATE, silence } from './audio.ts';
-import { extensionParty } from './extension-store.ts';
+import { extensionsParty } from './extension-store.ts';
 import type { Ended, FlowControl, Run } from './flow-control.ts';
 import type { FlowStep } from './flows/index.ts';
-import type { CallerLine, Party } from './pbx.ts';
+import type { CallerLine } from './pbx.ts';
 import type { Interrupt, QueueRuntime, Waiter } from './queues/index.ts';
 
 /** How often a waiting caller hears their place in line (when the queue announces it): a hold cycle. */
@@ -93,20 +93,15 @@ async function ringMembers(
   extensionIds: string[],
 ): Promise<Waited | { kind: 'waiting' }> {
   const { db, clock, extensions } = flow.deps;
-  const members = [];
-  for (const id of extensionIds) {
-    const extension = await extensions.store.find(db, run.live.row.organization_id, id);
-    if (extension) members.push(extension);
-  }
+  const members = await extensions.store.findMany(db, run.live.row.organization_id, extensionIds);
   if (members.length === 0) {
     await runtime.unanswered(waiter, extensionIds, clock.now());
     return { kind: 'waiting' };
   }
-  const party: Party =
-    members.length === 1
-      ? extensionParty(members[0]!)
-      : { kind: 'extensions', members: members.map(extensionParty) };
-  const result = await run.live.ring(party, Math.max(...members.map((member) => member.ring_seconds)));
+  const result = await run.live.ring(
+    extensionsParty(members),
+    Math.max(...members.map((member) => member.ring_seconds)),
+  );
   if (result.outcome === 'canceled') {
     await runtime.leave(waiter, 'hangup', result.at);
     return { kind: 'hangup', at: result.at, cause: result.cause };
