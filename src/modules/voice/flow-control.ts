@@ -3,9 +3,10 @@
 // caller, let the flow's media go, run nested steps, end the call). Types only, so that step modules and the
 // runner do not import each other.
 import type { FastifyBaseLogger } from 'fastify';
+import type { Static, TObject } from 'typebox';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
-import type { EventOutbox } from '../../platform/events.ts';
+import type { EventDefinition, EventOutbox } from '../../platform/events.ts';
 import type { AudioFetcher } from './audio-fetch.ts';
 import type { CallTransfers } from './call-transfer.ts';
 import type { DialPlan } from './dial-plan.ts';
@@ -84,4 +85,10 @@ export interface FlowControl {
   /** The flow hangs up: an answered call is completed; one never answered ends as its last ring did. */
   hangUp(run: Run, cause: string): Promise<Ended>;
   finishWith(run: Run, status: FlowEndStatus, cause: string, at?: Date): Promise<Ended>;
+  /** Records a step's event (call.gather.completed, call.stream.*) for the call's organization, on its own. */
+  recordEvent<Schema extends TObject>(
+    run: Run,
+    event: EventDefinition<Schema>,
+    data: Static<Schema>,
+  ): Promise<void>;
 }

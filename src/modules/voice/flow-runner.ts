@@ -5,6 +5,8 @@
 // hours, then an extension) never answers by itself. A step that ends the call (hangup, voicemail, an agent,
 // a dial that is answered) ends the flow; a flow that runs out of steps hangs up. Every step run counts
 // against MAX_STEPS_RUN, so a flow that loops (a menu redirecting to itself on a wrong key) cannot run forever.
+import type { Static, TObject } from 'typebox';
+import type { EventDefinition } from '../../platform/events.ts';
 import { CallGatherCompleted } from './events.ts';
 import type { Ended, FlowControl, FlowEndStatus, FlowRunnerDeps, FlowSource, Run } from './flow-control.ts';
 import { dial } from './flow-dial.ts';
@@ -144,7 +146,12 @@ export class FlowRunner implements FlowControl {
     if (result.kind === 'hangup') return this.callerGone(run, result);
     const digits = result.kind === 'digits' ? result.digits : '';
     const speech = result.kind === 'speech' ? result.text : undefined;
-    await this.record(run, digits, speech);
+    await this.recordEvent(run, CallGatherCompleted, {
+      callId: run.live.id,
+      digits,
+      ...(speech !== undefined ? { speech } : {}),
+      at: this.deps.clock.now().toISOString(),
+    });
     if (step.actionUrl)
       return gatherToApp(this, run, { ...step, actionUrl: step.actionUrl }, { digits, speech });
     const branch = branchFor(step.branches, result);
@@ -173,19 +180,13 @@ export class FlowRunner implements FlowControl {
     await line?.close();
   }
 
-  private async record(run: Run, digits: string, speech: string | undefined): Promise<void> {
-    const row = run.live.row;
-    await this.deps.db.transaction((tx) =>
-      this.deps.events.record(tx, CallGatherCompleted, {
-        organizationId: row.organization_id,
-        data: {
-          callId: row.id,
-          digits,
-          ...(speech !== undefined ? { speech } : {}),
-          at: this.deps.clock.now().toISOString(),
-        },
-      }),
-    );
+  async recordEvent<Schema extends TObject>(
+    run: Run,
+    event: EventDefinition<Schema>,
+    data: Static<Schema>,
+  ): Promise<void> {
+    const organizationId = run.live.row.organization_id;
+    await this.deps.db.transaction((tx) => this.deps.events.record(tx, event, { organizationId, data }));
   }
 
   callerGone(run: Run, how: { at: Date; cause: string }): Promise<Ended> {

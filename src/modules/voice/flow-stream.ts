@@ -4,8 +4,6 @@
 // hangs up (`stop` is sent, the socket closed, and the call ends). A socket that cannot be opened is no stream:
 // the flow goes on, as Twilio's <Connect> does when its <Stream> fails. call.stream.started and
 // call.stream.stopped say what happened.
-import type { Static, TObject } from 'typebox';
-import type { EventDefinition } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
 import { CallStreamStarted, CallStreamStopped } from './events.ts';
 import type { Ended, FlowControl, Run } from './flow-control.ts';
@@ -34,7 +32,7 @@ export async function stream(flow: FlowControl, run: Run, step: StreamStep): Pro
     media = new MediaStream(socket, start, log);
   } catch (error) {
     log.info({ err: error, callId: row.id, streamSid }, 'media stream could not connect');
-    await record(flow, run, CallStreamStopped, {
+    await flow.recordEvent(run, CallStreamStopped, {
       callId: row.id,
       streamSid,
       url: step.url,
@@ -46,7 +44,7 @@ export async function stream(flow: FlowControl, run: Run, step: StreamStep): Pro
   }
   let ended: Awaited<ReturnType<MediaStream['run']>>;
   try {
-    await record(flow, run, CallStreamStarted, {
+    await flow.recordEvent(run, CallStreamStarted, {
       callId: row.id,
       streamSid,
       url: step.url,
@@ -58,7 +56,7 @@ export async function stream(flow: FlowControl, run: Run, step: StreamStep): Pro
     // Whatever failed (the record's write, the line), the socket is not left open.
     media.stop();
   }
-  await record(flow, run, CallStreamStopped, {
+  await flow.recordEvent(run, CallStreamStopped, {
     callId: row.id,
     streamSid,
     url: step.url,
@@ -66,14 +64,4 @@ export async function stream(flow: FlowControl, run: Run, step: StreamStep): Pro
     at: clock.now().toISOString(),
   });
   return ended.result.kind === 'hangup' ? flow.callerGone(run, ended.result) : 'continue';
-}
-
-async function record<Schema extends TObject>(
-  flow: FlowControl,
-  run: Run,
-  event: EventDefinition<Schema>,
-  data: Static<Schema>,
-): Promise<void> {
-  const organizationId = run.live.row.organization_id;
-  await flow.deps.db.transaction((tx) => flow.deps.events.record(tx, event, { organizationId, data }));
 }
