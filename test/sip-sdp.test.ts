@@ -271,4 +271,55 @@ describe('RTP session and telephone events', () => {
     caller.socket.close();
     callee.socket.close();
   });
+
+  test('a transfer’s new party (its own RTP source and timestamps) is recorded too, and swapped sides keep their sockets', async () => {
+    const open = async () => {
+      const socket = createSocket('udp4');
+      await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
+      const heard: Buffer[] = [];
+      socket.on('message', (packet) => heard.push(packet));
+      return { socket, heard, port: socket.address().port };
+    };
+    const [caller, callee, target] = [await open(), await open(), await open()];
+    const relay = await RtpRelay.open('127.0.0.1');
+    const offer = (port: number) => sdp('v=0', 'c=IN IP4 127.0.0.1', `m=audio ${port} RTP/AVP 0`);
+    relay.setRemote('caller', offer(caller.port));
+    relay.setRemote('callee', offer(callee.port));
+    relay.startRecording(60);
+    const packet = (ssrc: number, timestamp: number, level: number) => {
+      const header = Buffer.alloc(12);
+      header[0] = 0x80;
+      header.writeUInt32BE(timestamp, 4);
+      header.writeUInt32BE(ssrc, 8);
+      return Buffer.concat([header, Buffer.from(g711.mulaw.encode(new Int16Array(160).fill(level)))]);
+    };
+    const send = (from: { socket: ReturnType<typeof createSocket> }, port: number, buffer: Buffer) =>
+      new Promise<void>((resolve) => from.socket.send(buffer, port, '127.0.0.1', () => resolve()));
+    const calleePort = relay.port('callee');
+    await send(callee, calleePort, packet(7, 1000, 500));
+    for (let i = 0; i < 100 && caller.heard.length < 1; i++) await sleep(10);
+    // The callee is replaced: the target's stream starts from its own random timestamp.
+    relay.setRemote('callee', offer(target.port));
+    await send(target, calleePort, packet(0xdead, 3_900_000_000, 900));
+    for (let i = 0; i < 100 && caller.heard.length < 2; i++) await sleep(10);
+    assert.equal(caller.heard.length, 2);
+    const recorded = relay.recorded();
+    const heardLevel = g711.mulaw.decodeSample(g711.mulaw.encodeSample(900));
+    assert.ok(
+      recorded.some((sample) => sample === heardLevel),
+      'the target’s audio is in the recording, on the timeline where it arrived',
+    );
+    assert.ok(recorded.length < 8000 * 5, `a recording of a moment, not ${recorded.length} samples`);
+
+    // Swapped: the target's port is the caller's now, and what it sends is counted and passed on as the caller's.
+    relay.swapSides();
+    assert.equal(relay.port('caller'), calleePort);
+    const before = relay.forwarded.caller;
+    await send(target, calleePort, packet(0xdead, 3_900_000_160, 900));
+    for (let i = 0; i < 100 && caller.heard.length < 3; i++) await sleep(10);
+    assert.equal(caller.heard.length, 3, 'still forwarded to the same party');
+    assert.equal(relay.forwarded.caller, before + 1);
+    relay.close();
+    for (const each of [caller, callee, target]) each.socket.close();
+  });
 });

@@ -1,13 +1,14 @@
-// A phone's transfer: REFER (RFC 3515) inside the dialog of a call it answered. Refer-To names the target: an
+// A phone's transfer: REFER (RFC 3515) inside the dialog of a call it is in. Refer-To names the target: an
 // extension number or a phone number (blind), or, with `?Replaces=` (RFC 3891), the phone's own second call
 // with the target (attended). We answer 202 Accepted and report on the implicit subscription with NOTIFYs in the
 // same dialog (RFC 3515 section 2.4.4 to 2.4.7): Event `refer;id=<the REFER's CSeq>`, a `message/sipfrag` body
 // of one status line, `SIP/2.0 100 Trying` (Subscription-State active) and then the outcome's final status line
 // (Subscription-State terminated), one NOTIFY outstanding at a time (RFC 6665 section 4.2.2). A transfer that
-// reached its target ends the phone's dialog with a BYE after that last NOTIFY. Refusals of the REFER itself:
-// 400 without a Refer-To, 416 for a Refer-To that is not a SIP URI, 403 from a phone that placed the call (only
-// the phone that answered transfers, today) or when the call is not a conversation, 491 while a transfer of it
-// is under way. A Replaces naming no dialog of ours is 202 then NOTIFY `481`, as the INVITE with Replaces would
+// reached its target ends the phone's dialog with a BYE after that last NOTIFY. Either phone of a call
+// transfers: the one that answered moves its caller, the one that placed the call moves the party it called
+// (the call's sides are swapped first: sip-call.ts swapSides). Refusals of the REFER itself: 400 without a
+// Refer-To, 416 for a Refer-To that is not a SIP URI, 403 when the call is not a conversation, 491 while a
+// transfer of it is under way. A Replaces naming no dialog of ours is 202 then NOTIFY `481`, as the INVITE with Replaces would
 // have been answered (RFC 3891 section 3).
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../../platform/clock.ts';
@@ -16,7 +17,7 @@ import type { RingOutcome } from '../pbx.ts';
 import { SUPPORTED } from './capabilities.ts';
 import { type Dialog, inDialogRequest } from './dialog.ts';
 import type { CallSignalling } from './signalling.ts';
-import type { Side, SipCall, SipCallTable, SipTransferState } from './sip-call.ts';
+import { type Side, type SipCall, type SipCallTable, type SipTransferState, swapSides } from './sip-call.ts';
 import type { SipMessage, SipStack } from './stack/index.ts';
 import * as sip from './stack/index.ts';
 import type { SipTransfers } from './transfers.ts';
@@ -113,15 +114,13 @@ export class ReferHandler {
       ? [400, 'Bad Request: no Refer-To']
       : !wanted
         ? [416, 'Unsupported URI Scheme']
-        : side !== 'callee'
-          ? [403, 'Only The Answering Phone Transfers']
-          : !call.talk
-            ? [403, 'Not In A Conversation']
-            : call.transfer
-              ? [491, 'Request Pending']
-              : !callId
-                ? [481, 'Call/Transaction Does Not Exist']
-                : undefined;
+        : !call.talk
+          ? [403, 'Not In A Conversation']
+          : call.transfer
+            ? [491, 'Request Pending']
+            : !callId
+              ? [481, 'Call/Transaction Does Not Exist']
+              : undefined;
     if (refusal || !wanted || !callId) {
       const [status, reason] = refusal ?? [500, 'Server Internal Error'];
       respond(sip.makeResponse(request, status, reason));
@@ -132,6 +131,8 @@ export class ReferHandler {
         headers: { contact: this.deps.signalling.contact(), supported: SUPPORTED },
       } as never),
     );
+    // The phone that placed the call transfers the party it called: that party plays the caller's part now.
+    if (side === 'caller') swapSides(call, dialog);
     // The transfer is the call's from now on: a phone that hangs up before the target answers (some do so
     // right after this 202) leaves the call to go on without it.
     const held: SipTransferState = { phase: 'held', side: 'callee', gone: false, referredIn: dialog };

@@ -20,6 +20,8 @@ const DECODERS: Record<number, (payload: Uint8Array) => Int16Array> = {
 /** 20 ms of audio at 8 kHz per packet, the G.711 default packetisation (RFC 3551). */
 const SAMPLES_PER_PACKET = 160;
 const RTP_HEADER = 12;
+/** The most sources one recording keeps: each side's, a few transfers' and restarted streams. */
+const MAX_TRACKS = 16;
 /** RFC 4733 events 0-15 as keys (16, flash, is no key). */
 const DTMF_KEYS = '0123456789*#ABCD';
 /** RFC 4733 section 2.3: an event's payload is event, end bit and volume, and duration: four bytes. */
@@ -198,8 +200,23 @@ export class RtpRelay {
       callee: { socket: sockets.callee, port: sockets.callee.address().port, latched: false },
     };
     for (const side of ['caller', 'callee'] as const) {
-      sockets[side].on('message', (packet, from) => this.receive(side, packet, from));
+      const entry = this.sides[side];
+      entry.socket.on('message', (packet, from) => this.receive(this.sideOf(entry), packet, from));
     }
+  }
+
+  /**
+   * The two sides trade places (sip-call.ts swapSides: the phone that placed the call transfers the one it
+   * called, who plays the caller's part from then on). Each socket, port and remote stays together.
+   */
+  swapSides(): void {
+    const { caller, callee } = this.sides;
+    this.sides.caller = callee;
+    this.sides.callee = caller;
+  }
+
+  private sideOf(entry: (typeof this.sides)[Side]): Side {
+    return this.sides.caller === entry ? 'caller' : 'callee';
   }
 
   /** Two sockets on free ports of `host`. */
@@ -264,7 +281,9 @@ export class RtpRelay {
     const rtp = readRtp(packet);
     const decode = rtp && DECODERS[rtp.type];
     if (!rtp || !decode) return; // Telephone events, comfort noise, codecs we cannot decode.
-    this.recording!.stream(side, rtp.timestamp, decode(rtp.payload));
+    // A track per RTP source: a transfer's new party, or a phone that restarted its stream, has its own
+    // timestamps, which placed on the old source's timeline would land far outside the recording.
+    this.recording!.stream(`${side}:${rtp.ssrc}`, rtp.timestamp, decode(rtp.payload));
   }
 }
 
@@ -328,7 +347,9 @@ export class CallRecorder {
     let entry = this.tracks.get(name);
     if (!entry) {
       entry = { chunks: [] };
-      this.tracks.set(name, entry);
+      // A peer inventing a new source for every packet gets no more tracks than a call has use for: the
+      // audio of one beyond them is dropped (its entry is not kept).
+      if (this.tracks.size < MAX_TRACKS) this.tracks.set(name, entry);
     }
     return entry;
   }
@@ -340,7 +361,9 @@ export class CallRecorder {
 }
 
 /** An RTP packet's payload type, timestamp and payload (after CSRCs, header extension and padding). */
-function readRtp(packet: Buffer): { type: number; timestamp: number; payload: Buffer } | undefined {
+function readRtp(
+  packet: Buffer,
+): { type: number; timestamp: number; ssrc: number; payload: Buffer } | undefined {
   if (packet.length < RTP_HEADER || packet[0]! >> 6 !== 2) return undefined;
   let start = RTP_HEADER + (packet[0]! & 0x0f) * 4;
   if (packet[0]! & 0x10) {
@@ -349,7 +372,12 @@ function readRtp(packet: Buffer): { type: number; timestamp: number; payload: Bu
   }
   const end = packet.length - (packet[0]! & 0x20 ? packet[packet.length - 1]! : 0);
   if (end <= start) return undefined;
-  return { type: packet[1]! & 0x7f, timestamp: packet.readUInt32BE(4), payload: packet.subarray(start, end) };
+  return {
+    type: packet[1]! & 0x7f,
+    timestamp: packet.readUInt32BE(4),
+    ssrc: packet.readUInt32BE(8),
+    payload: packet.subarray(start, end),
+  };
 }
 
 async function bindSocket(host: string): Promise<Socket> {

@@ -44,6 +44,11 @@ export interface SipCall {
    * or theirs). A BYE in one is answered 200 and ends only that dialog.
    */
   leaving: Dialog[];
+  /**
+   * The sides traded places (swapSides): the phone that placed the call transfers the one it called, who plays
+   * the caller's part from then on. The platform's call still says who called whom.
+   */
+  swapped?: boolean;
 }
 
 /**
@@ -103,6 +108,25 @@ export function newCall(invite?: SipMessage): SipCall {
     localSdp: {},
     leaving: [],
   };
+}
+
+/**
+ * The caller's side and the callee's trade places, so that the phone that placed a call can transfer the party
+ * it called the way an answering phone transfers its caller (transfers.ts replaces the callee): `callerDialog`
+ * is the caller's confirmed dialog (of their INVITE, or the first leg we placed). From here the callee's dialog
+ * plays the caller's (we are its UAC, as on a call the API placed) and the caller's INVITE is done with.
+ */
+export function swapSides(call: SipCall, callerDialog: Dialog): void {
+  const { callee } = call;
+  if (!callee) return;
+  call.caller = callee;
+  call.callee = callerDialog;
+  call.invite = undefined;
+  call.callerGone = callee.ended === true;
+  call.remoteSdp = { caller: call.remoteSdp.callee, callee: call.remoteSdp.caller };
+  call.localSdp = { caller: call.localSdp.callee, callee: call.localSdp.caller };
+  call.relay?.swapSides();
+  call.swapped = !call.swapped;
 }
 
 /** A side's new SDP: kept, and the relay sends that side's media where it now says. */

@@ -8,6 +8,8 @@
 //          the target's dialog of that call is re-INVITEd onto the first call's relay and becomes its callee,
 //          and the second call ends (cause `transferred`) without a BYE to the target.
 // While either is under way the side being replaced may hang up; the call goes on without it (SipCall.transfer).
+// Both replace the callee: a REFER from the phone that placed the call first swaps the call's sides
+// (sip-call.ts swapSides), so that the party it called plays the caller's part and the phone the callee's.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../../platform/clock.ts';
 import type { Party, PbxCall, RingResult } from '../pbx.ts';
@@ -15,7 +17,14 @@ import type { Dialog } from './dialog.ts';
 import { codecsOf, type Ringer } from './forks.ts';
 import { relaySdp } from './sdp.ts';
 import type { CallSignalling } from './signalling.ts';
-import { remoteMoved, type Side, type SipCall, type SipCallTable, startTransfer } from './sip-call.ts';
+import {
+  remoteMoved,
+  type Side,
+  type SipCall,
+  type SipCallTable,
+  startTransfer,
+  swapSides,
+} from './sip-call.ts';
 
 export class SipTransfers {
   /** Dialogs a phone sent REFER in: once the target answers, refer.ts sends the final NOTIFY, then the BYE. */
@@ -46,8 +55,13 @@ export class SipTransfers {
   ): Promise<RingResult> | undefined {
     const { table, signalling, ringer } = this.deps;
     const sipCall = table.get(call.id);
-    const replaced = sipCall?.callee;
-    if (!sipCall?.talk || !replaced) return undefined;
+    if (!sipCall?.talk) return undefined;
+    // The API's and a flow's transfers move the caller away from whoever they talk with: on a call whose sides
+    // a phone's REFER swapped (and whose transfer then failed), the sides go back first.
+    const callerDialog = signalling.callerDialog(sipCall);
+    if (sipCall.swapped && !sipCall.transfer && callerDialog) swapSides(sipCall, callerDialog);
+    const replaced = sipCall.callee;
+    if (!replaced) return undefined;
     const state = startTransfer(sipCall, 'ring', replaced);
     if (!state) return undefined;
     if (!options.keepCurrent) {
@@ -55,8 +69,10 @@ export class SipTransfers {
       table.dropLeg(replaced.callId);
       state.gone = true;
     }
+    // The target is shown who they will talk with: on swapped sides, the party the call's caller called.
+    const shown = sipCall.swapped ? { ...call, from: call.to, to: call.from } : call;
     return ringer
-      .ring(call, party, ringSeconds, async () => {})
+      .ring(shown, party, ringSeconds, async () => {})
       .then(async (result) => {
         sipCall.transfer = undefined;
         if (result.outcome !== 'answered') {
