@@ -4,7 +4,7 @@
 // (SIPp, registered), and once it answers rings the callee through the trunk (SIPp); each side streams a tone
 // of its own through our relay; the API hangs up; the call's recording holds both tones.
 import assert from 'node:assert/strict';
-import { createSocket, type Socket } from 'node:dgram';
+import type { Socket } from 'node:dgram';
 import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +22,7 @@ import {
 } from '../src/modules/voice/sip/sdp.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { type Sender, sender } from './helpers/messaging.ts';
+import { udpPeer } from './helpers/phone-media.ts';
 import {
   answeringPhone,
   answeringScenario,
@@ -34,13 +35,7 @@ import {
 import { strength } from './helpers/tones.ts';
 
 describe('the RTP relay', () => {
-  const open = async () => {
-    const socket = createSocket('udp4');
-    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
-    const heard: Buffer[] = [];
-    socket.on('message', (packet) => heard.push(packet));
-    return { socket, heard, port: socket.address().port };
-  };
+  const open = udpPeer;
   const sdp = (port: number) => `v=0\r\nc=IN IP4 127.0.0.1\r\nm=audio ${port} RTP/AVP 0\r\n`;
   const packet = (sequence: number, timestamp: number, value: number, samples = 160) => {
     const header = Buffer.alloc(12);

@@ -15,6 +15,7 @@ import {
   parseOffer,
   parseStream,
 } from '../src/modules/voice/sip/sdp.ts';
+import { udpPeer } from './helpers/phone-media.ts';
 
 const sdp = (...lines: string[]) => `${lines.join('\r\n')}\r\n`;
 const SESSION = ['v=0', 'o=alice 2890844526 2890844526 IN IP4 10.0.0.5', 's=-', 'c=IN IP4 10.0.0.5', 't=0 0'];
@@ -227,13 +228,7 @@ describe('RTP session and telephone events', () => {
   });
 
   test('the relay forwards a telephone-event packet but records only the G.711 audio', async () => {
-    const open = async () => {
-      const socket = createSocket('udp4');
-      await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
-      const heard: Buffer[] = [];
-      socket.on('message', (packet) => heard.push(packet));
-      return { socket, heard, port: socket.address().port };
-    };
+    const open = udpPeer;
     const caller = await open();
     const callee = await open();
     const relay = await RtpRelay.open('127.0.0.1');
@@ -273,13 +268,7 @@ describe('RTP session and telephone events', () => {
   });
 
   test('a transfer’s new party (its own RTP source and timestamps) is recorded too, and swapped sides keep their sockets', async () => {
-    const open = async () => {
-      const socket = createSocket('udp4');
-      await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
-      const heard: Buffer[] = [];
-      socket.on('message', (packet) => heard.push(packet));
-      return { socket, heard, port: socket.address().port };
-    };
+    const open = udpPeer;
     const [caller, callee, target] = [await open(), await open(), await open()];
     const relay = await RtpRelay.open('127.0.0.1');
     const offer = (port: number) => sdp('v=0', 'c=IN IP4 127.0.0.1', `m=audio ${port} RTP/AVP 0`);

@@ -14,9 +14,10 @@ import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TestApp } from './helpers/app.ts';
 import type { Sender } from './helpers/messaging.ts';
-import { type SipExtension, sipOffice } from './helpers/sip-office.ts';
-import { type PhoneDialog, SipPhone, type SipText } from './helpers/sip-phone.ts';
+import type { SipExtension } from './helpers/sip-office.ts';
+import type { PhoneDialog, SipPhone } from './helpers/sip-phone.ts';
 import { answeringPhone, answeringScenario, freePort, sippInstalled } from './helpers/sipp.ts';
+import { callReader, cseq, deskRefers, header, notified, transferOffice } from './helpers/transfer-office.ts';
 
 const CALLED = '+14155550199';
 
@@ -24,32 +25,23 @@ describe('transfers by the phone that placed the call (REFER)', {
   skip: !sippInstalled && 'SIPp (sip-tester) not installed',
 }, () => {
   let t: TestApp;
-  let port: number;
   let trunkPort: number;
   let office: Sender;
-  let desk: SipExtension;
   let sales: SipExtension;
   let deskPhone: SipPhone;
   let salesPhone: SipPhone;
+  let close: () => Promise<void>;
+  let calls: ReturnType<typeof callReader>;
   before(async () => {
-    trunkPort = await freePort();
-    let create: Awaited<ReturnType<typeof sipOffice>>['create'];
-    ({ t, port, office, create } = await sipOffice({
-      config: { sipTrunk: { host: '127.0.0.1', port: trunkPort } },
-    }));
-    desk = await create('101');
-    sales = await create('102');
-    deskPhone = await SipPhone.open(port, desk);
-    salesPhone = await SipPhone.open(port, sales);
-    assert.equal(await deskPhone.register(), 200);
-    assert.equal(await salesPhone.register(), 200);
+    ({ t, trunkPort, office, sales, deskPhone, salesPhone, close } = await transferOffice());
+    calls = callReader({ t, office });
   });
-  after(async () => {
-    deskPhone.close();
-    salesPhone.close();
-    t.ctx.sipListener.stop();
-    await t.close();
-  });
+  after(() => close());
+  const latestCall = () => calls.latestCall();
+  const until: ReturnType<typeof callReader>['until'] = (id, ok) => calls.until(id, ok);
+  const transferredEvents = (callId: string) => calls.transferredEvents(callId);
+  const refer = (dialog: PhoneDialog, referTo: string) => deskRefers(deskPhone, dialog, referTo);
+  const notifiedIn = (dialog: PhoneDialog, final: boolean) => notified(deskPhone, dialog, dialog.cseq, final);
 
   /** The desk calls CALLED through the trunk, where SIPp answers and then waits for our BYE. */
   async function deskCallsOut() {
@@ -65,43 +57,6 @@ describe('transfers by the phone that placed the call (REFER)', {
     assert.equal(call.to, CALLED);
     return { trunk: trunk.done, callId, dialog };
   }
-  const latestCall = async () => {
-    const [row] = await t.ctx.db.query<{ id: string }>(
-      'SELECT id FROM calls WHERE organization_id = $1 ORDER BY created_at DESC, id DESC LIMIT 1',
-      [office.id],
-    );
-    return (await t.ctx.calls.get(office.id, row!.id)) as unknown as Record<string, any>;
-  };
-  const until = async (id: string, ok: (call: Record<string, any>) => boolean) => {
-    for (let i = 0; i < 400; i++) {
-      const call = (await t.ctx.calls.get(office.id, id)) as unknown as Record<string, any>;
-      if (ok(call)) return call;
-      await sleep(25);
-    }
-    throw new Error(`call ${id} never got there: ${JSON.stringify(await t.ctx.calls.get(office.id, id))}`);
-  };
-  const transferredEvents = async (callId: string) =>
-    (
-      await t.ctx.db.query<{ data: Record<string, any> }>(
-        `SELECT data FROM events WHERE type = 'call.transferred' AND data->>'callId' = $1`,
-        [callId],
-      )
-    ).map((row) => row.data);
-  const refer = (dialog: PhoneDialog, referTo: string) =>
-    deskPhone.inDialogRequest('REFER', dialog, {
-      'Refer-To': referTo,
-      'Referred-By': `<sip:101@localhost>`,
-    });
-  const header = (message: SipText, name: string) => message.headers[name]?.[0] ?? '';
-  const cseq = (message: SipText) => Number(header(message, 'cseq').split(' ')[0]);
-  /** A NOTIFY of the REFER of CSeq `seq` in the desk's dialog `callId`; its sipfrag status line and CSeq. */
-  const notified = async (seq: number, callId: string) => {
-    const notify = await deskPhone.next('NOTIFY');
-    assert.equal(header(notify, 'call-id'), callId, 'the NOTIFY is in the REFER’s dialog');
-    assert.equal(header(notify, 'event'), `refer;id=${seq}`);
-    assert.match(header(notify, 'content-type'), /^message\/sipfrag(;version=2\.0)?$/);
-    return { line: notify.body.trim(), cseq: cseq(notify) };
-  };
   /** Sales' audio, sent to `relayPort`, reaches the called party through the call's relay. */
   const salesHeardThrough = async (callId: string, relayPort: number) => {
     const before = t.ctx.sipListener.pbx.mediaOf(callId)!.fromCallee;
@@ -117,13 +72,13 @@ describe('transfers by the phone that placed the call (REFER)', {
     const { trunk, callId, dialog } = await deskCallsOut();
     const accepted = await refer(dialog, '<sip:102@localhost>');
     assert.equal(accepted.status, 202, accepted.text);
-    const trying = await notified(dialog.cseq, dialog.callId);
+    const trying = await notifiedIn(dialog, false);
     assert.equal(trying.line, 'SIP/2.0 100 Trying');
     const invite = await salesPhone.next('INVITE');
     assert.match(header(invite, 'from'), /^<sip:\+14155550199@/, 'sales sees who they will talk with');
     assert.match(invite.body, /m=audio \d+ RTP\/AVP 0[ \r]/, 'offered the called party’s PCMU');
     await salesPhone.next('ACK');
-    const done = await notified(dialog.cseq, dialog.callId);
+    const done = await notifiedIn(dialog, true);
     assert.equal(done.line, 'SIP/2.0 200 OK');
     const bye = await deskPhone.next('BYE');
     assert.equal(header(bye, 'call-id'), dialog.callId);
@@ -159,11 +114,11 @@ describe('transfers by the phone that placed the call (REFER)', {
     );
     const accepted = await refer(dialog, `<sip:102@localhost?Replaces=${replaces}>`);
     assert.equal(accepted.status, 202, accepted.text);
-    assert.equal((await notified(dialog.cseq, dialog.callId)).line, 'SIP/2.0 100 Trying');
+    assert.equal((await notifiedIn(dialog, false)).line, 'SIP/2.0 100 Trying');
     const reinvite = await salesPhone.next('INVITE');
     assert.equal(header(reinvite, 'call-id'), salesPhone.answered!.callId, 'sales is moved, not rung again');
     await salesPhone.next('ACK');
-    assert.equal((await notified(dialog.cseq, dialog.callId)).line, 'SIP/2.0 200 OK');
+    assert.equal((await notifiedIn(dialog, true)).line, 'SIP/2.0 200 OK');
     const byes = [await deskPhone.next('BYE'), await deskPhone.next('BYE')];
     assert.deepEqual(
       byes.map((bye) => header(bye, 'call-id')).sort(),
@@ -192,9 +147,9 @@ describe('transfers by the phone that placed the call (REFER)', {
     salesPhone.refuse = '486 Busy Here';
     try {
       assert.equal((await refer(dialog, '<sip:102@localhost>')).status, 202);
-      assert.equal((await notified(dialog.cseq, dialog.callId)).line, 'SIP/2.0 100 Trying');
+      assert.equal((await notifiedIn(dialog, false)).line, 'SIP/2.0 100 Trying');
       await salesPhone.next('INVITE');
-      assert.equal((await notified(dialog.cseq, dialog.callId)).line, 'SIP/2.0 486 Busy Here');
+      assert.equal((await notifiedIn(dialog, true)).line, 'SIP/2.0 486 Busy Here');
     } finally {
       salesPhone.refuse = undefined;
     }

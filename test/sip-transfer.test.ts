@@ -15,9 +15,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseReplaces, referTarget } from '../src/modules/voice/sip/refer.ts';
 import type { TestApp } from './helpers/app.ts';
 import type { Sender } from './helpers/messaging.ts';
-import { type SipExtension, sipOffice } from './helpers/sip-office.ts';
-import { type PhoneDialog, SipPhone, type SipText } from './helpers/sip-phone.ts';
+import type { SipExtension } from './helpers/sip-office.ts';
+import { type PhoneDialog, SipPhone } from './helpers/sip-phone.ts';
 import { freePort, runSipp, sippInstalled, trunkCall } from './helpers/sipp.ts';
+import { callReader, cseq, deskRefers, header, notified, transferOffice } from './helpers/transfer-office.ts';
 
 describe('transfers by SIP phones (REFER)', {
   skip: !sippInstalled && 'SIPp (sip-tester) not installed',
@@ -26,35 +27,28 @@ describe('transfers by SIP phones (REFER)', {
   let port: number;
   let trunkPort: number;
   let office: Sender;
-  let desk: SipExtension;
   let sales: SipExtension;
   let deskPhone: SipPhone;
   let salesPhone: SipPhone;
+  let close: () => Promise<void>;
+  let calls: ReturnType<typeof callReader>;
   before(async () => {
-    trunkPort = await freePort();
-    let create: Awaited<ReturnType<typeof sipOffice>>['create'];
-    ({ t, port, office, create } = await sipOffice({
-      config: { sipTrunk: { host: '127.0.0.1', port: trunkPort } },
-    }));
-    desk = await create('101');
-    sales = await create('102');
+    let desk: SipExtension;
+    ({ t, port, trunkPort, office, desk, sales, deskPhone, salesPhone, close } = await transferOffice());
+    calls = callReader({ t, office });
     const [number] = (await t.request('GET', '/api/v2/numbers', { apiKey: office.key })).body.data;
     const routed = await t.request('PATCH', `/api/v2/numbers/${number.id}`, {
       apiKey: office.key,
       body: { voiceRoute: { type: 'extension', target: desk.id } },
     });
     assert.equal(routed.status, 200, routed.text);
-    deskPhone = await SipPhone.open(port, desk);
-    salesPhone = await SipPhone.open(port, sales);
-    assert.equal(await deskPhone.register(), 200);
-    assert.equal(await salesPhone.register(), 200);
   });
-  after(async () => {
-    deskPhone.close();
-    salesPhone.close();
-    t.ctx.sipListener.stop();
-    await t.close();
-  });
+  after(() => close());
+  const latestCall = () => calls.latestCall();
+  const until: ReturnType<typeof callReader>['until'] = (id, ok) => calls.until(id, ok);
+  const transferredEvents = (callId: string) => calls.transferredEvents(callId);
+  const refer = (dialog: PhoneDialog, referTo?: string) => deskRefers(deskPhone, dialog, referTo);
+  const notifiedIn = (dialog: PhoneDialog, final: boolean) => notified(deskPhone, dialog, dialog.cseq, final);
 
   /** The trunk calls our number and waits for our BYE; the desk's phone answers. */
   async function trunkReachesDesk() {
@@ -73,60 +67,17 @@ describe('transfers by SIP phones (REFER)', {
     await until(callId, (call) => call.status === 'in_progress');
     return { trunk, callId, dialog: deskPhone.answered! };
   }
-  const latestCall = async (offset = 0) => {
-    const [row] = await t.ctx.db.query<{ id: string }>(
-      'SELECT id FROM calls WHERE organization_id = $1 ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET $2',
-      [office.id, offset],
-    );
-    return (await t.ctx.calls.get(office.id, row!.id)) as unknown as Record<string, any>;
-  };
-  const until = async (id: string, ok: (call: Record<string, any>) => boolean) => {
-    for (let i = 0; i < 400; i++) {
-      const call = (await t.ctx.calls.get(office.id, id)) as unknown as Record<string, any>;
-      if (ok(call)) return call;
-      await sleep(25);
-    }
-    throw new Error(`call ${id} never got there: ${JSON.stringify(await t.ctx.calls.get(office.id, id))}`);
-  };
-  const transferredEvents = async (callId: string) =>
-    (
-      await t.ctx.db.query<{ data: Record<string, unknown> }>(
-        `SELECT data FROM events WHERE type = 'call.transferred' AND data->>'callId' = $1`,
-        [callId],
-      )
-    ).map((row) => row.data);
-  const refer = (dialog: PhoneDialog, referTo?: string) =>
-    deskPhone.inDialogRequest('REFER', dialog, {
-      ...(referTo ? { 'Refer-To': referTo } : {}),
-      'Referred-By': `<sip:101@localhost>`,
-    });
-  const header = (message: SipText, name: string) => message.headers[name]?.[0] ?? '';
-  const cseq = (message: SipText) => Number(header(message, 'cseq').split(' ')[0]);
-  /** A NOTIFY of the REFER of CSeq `seq`, checked against RFC 3515's rules; its sipfrag status line. */
-  const notified = async (seq: number, final: boolean) => {
-    const notify = await deskPhone.next('NOTIFY');
-    assert.equal(header(notify, 'event'), `refer;id=${seq}`);
-    assert.match(header(notify, 'content-type'), /^message\/sipfrag(;version=2\.0)?$/);
-    assert.ok(header(notify, 'contact'), 'a NOTIFY has a Contact');
-    assert.match(
-      header(notify, 'subscription-state'),
-      final ? /^terminated;reason=noresource$/ : /^active;expires=\d+$/,
-    );
-    assert.match(notify.body, /^SIP\/2\.0 \d{3} [^\r\n]+\r\n$/);
-    return { line: notify.body.trim(), cseq: cseq(notify) };
-  };
-
   test('blind: REFER to 102 is 202, NOTIFY 100 then 200, the desk is hung up and the caller talks with sales on the same call', async () => {
     const { trunk, callId, dialog } = await trunkReachesDesk();
     const accepted = await refer(dialog, '<sip:102@localhost>');
     assert.equal(accepted.status, 202, accepted.text);
-    const trying = await notified(dialog.cseq, false);
+    const trying = await notifiedIn(dialog, false);
     assert.equal(trying.line, 'SIP/2.0 100 Trying');
     // Sales rings and answers: the desk is told, then hung up.
     const invite = await salesPhone.next('INVITE');
     assert.match(header(invite, 'from'), /^<sip:\+14155550123@/, 'sales sees the caller, not the desk');
     await salesPhone.next('ACK');
-    const done = await notified(dialog.cseq, true);
+    const done = await notifiedIn(dialog, true);
     assert.equal(done.line, 'SIP/2.0 200 OK');
     assert.ok(done.cseq > trying.cseq, 'NOTIFY CSeqs go up');
     const bye = await deskPhone.next('BYE');
@@ -177,14 +128,14 @@ describe('transfers by SIP phones (REFER)', {
     );
     const accepted = await refer(dialog, `<sip:102@localhost?Replaces=${replaces}>`);
     assert.equal(accepted.status, 202, accepted.text);
-    assert.equal((await notified(dialog.cseq, false)).line, 'SIP/2.0 100 Trying');
+    assert.equal((await notifiedIn(dialog, false)).line, 'SIP/2.0 100 Trying');
     // Sales' dialog is moved onto the first call's media by a re-INVITE; sales is not rung again.
     const reinvite = await salesPhone.next('INVITE');
     assert.equal(header(reinvite, 'call-id'), salesPhone.answered!.callId);
     assert.match(reinvite.body, /m=audio \d+ RTP\/AVP 0/);
     const relayPort = Number(/m=audio (\d+)/.exec(reinvite.body)?.[1]);
     await salesPhone.next('ACK');
-    assert.equal((await notified(dialog.cseq, true)).line, 'SIP/2.0 200 OK');
+    assert.equal((await notifiedIn(dialog, true)).line, 'SIP/2.0 200 OK');
     const byes = [await deskPhone.next('BYE'), await deskPhone.next('BYE')];
     assert.deepEqual(
       byes.map((bye) => header(bye, 'call-id')).sort(),
@@ -304,19 +255,19 @@ describe('transfers by SIP phones (REFER)', {
 
     const unknownDialog = encodeURIComponent('nope@127.0.0.1;to-tag=a;from-tag=b');
     assert.equal((await refer(dialog, `<sip:102@localhost?Replaces=${unknownDialog}>`)).status, 202);
-    assert.equal((await notified(dialog.cseq, false)).line, 'SIP/2.0 100 Trying');
-    assert.equal((await notified(dialog.cseq, true)).line, 'SIP/2.0 481 Call/Transaction Does Not Exist');
+    assert.equal((await notifiedIn(dialog, false)).line, 'SIP/2.0 100 Trying');
+    assert.equal((await notifiedIn(dialog, true)).line, 'SIP/2.0 481 Call/Transaction Does Not Exist');
 
     assert.equal((await refer(dialog, '<sip:199@localhost>')).status, 202);
-    assert.equal((await notified(dialog.cseq, false)).line, 'SIP/2.0 100 Trying');
-    assert.equal((await notified(dialog.cseq, true)).line, 'SIP/2.0 404 Not Found');
+    assert.equal((await notifiedIn(dialog, false)).line, 'SIP/2.0 100 Trying');
+    assert.equal((await notifiedIn(dialog, true)).line, 'SIP/2.0 404 Not Found');
 
     salesPhone.refuse = '486 Busy Here';
     try {
       assert.equal((await refer(dialog, '<sip:102@localhost>')).status, 202);
-      assert.equal((await notified(dialog.cseq, false)).line, 'SIP/2.0 100 Trying');
+      assert.equal((await notifiedIn(dialog, false)).line, 'SIP/2.0 100 Trying');
       await salesPhone.next('INVITE');
-      assert.equal((await notified(dialog.cseq, true)).line, 'SIP/2.0 486 Busy Here');
+      assert.equal((await notifiedIn(dialog, true)).line, 'SIP/2.0 486 Busy Here');
     } finally {
       salesPhone.refuse = undefined;
     }

@@ -92,3 +92,12 @@ export class PhoneMedia {
     this.socket.close();
   }
 }
+
+/** A bare UDP socket on loopback keeping every packet it hears: a side of a relay in the relay's own tests. */
+export async function udpPeer(): Promise<{ socket: Socket; heard: Buffer[]; port: number }> {
+  const socket = createSocket('udp4');
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
+  const heard: Buffer[] = [];
+  socket.on('message', (packet) => heard.push(packet));
+  return { socket, heard, port: socket.address().port };
+}
