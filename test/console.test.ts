@@ -276,13 +276,23 @@ describe('the web console in Chromium', { skip }, () => {
       .filter({ hasText: /^(—|0 %)$/ })
       .waitFor();
     await waitFor(async () => (await campaignMessages()).filter((m) => m.status === 'sent').length === 2);
-    for (const message of await campaignMessages()) {
-      await t.admin('POST', '/test/carrier/receipts', { messageId: message.id, status: 'delivered' });
-    }
-    await page.getByTestId('delivery-rate').filter({ hasText: '100 %' }).waitFor();
-    await page.getByRole('row').filter({ hasText: '+14155550172' }).getByText('delivered').waitFor();
+    const [first, second] = await campaignMessages();
+    await t.admin('POST', '/test/carrier/receipts', { messageId: first!.id, status: 'delivered' });
+    await t.admin('POST', '/test/carrier/receipts', { messageId: second!.id, status: 'undelivered' });
+    await page.getByTestId('delivery-rate').filter({ hasText: '50 %' }).waitFor();
+    await page.getByRole('row').filter({ hasText: first!.to_number }).getByText('delivered').waitFor();
     await accessible('campaign');
     await photograph('campaign');
+
+    // The one that did not arrive is followed up: a draft to that recipient alone, naming its parent.
+    await page.getByRole('button', { name: 'Follow up failures' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Winter check-up (follow-up)' }).waitFor();
+    await page.getByText('A follow-up of').waitFor();
+    const [followUp] = await t.ctx.db.query<{ recipient_count: number; parent_campaign_id: string }>(
+      "SELECT recipient_count, parent_campaign_id FROM campaigns WHERE name = 'Winter check-up (follow-up)'",
+    );
+    assert.equal(followUp?.recipient_count, 1);
+    assert.ok(followUp?.parent_campaign_id);
   });
 
   test('answers a simulated call to voicemail and plays it, with its transcription', async () => {
@@ -522,9 +532,10 @@ describe('the web console in Chromium', { skip }, () => {
     key ??= (await t.ctx.apiKeys.create(main.id, { name: 'test', scopes: ['*'] as never })).secret;
     return key;
   }
-  async function campaignMessages(): Promise<{ id: string; status: string }[]> {
-    const rows = await t.ctx.db.query<{ id: string; status: string }>(
-      `SELECT id, status FROM messages WHERE organization_id = $1 AND campaign_id IS NOT NULL`,
+  async function campaignMessages(): Promise<{ id: string; status: string; to_number: string }[]> {
+    const rows = await t.ctx.db.query<{ id: string; status: string; to_number: string }>(
+      `SELECT id, status, to_number FROM messages WHERE organization_id = $1 AND campaign_id IS NOT NULL
+        ORDER BY created_at, id`,
       [main.id],
     );
     return rows;

@@ -125,6 +125,8 @@ describe('the SDK against a real server', () => {
     assert.ok(await comms.campaigns.analytics(campaign.id));
     await comms.campaigns.recipients(campaign.id);
     assert.equal((await comms.campaigns.get(campaign.id)).status, 'cancelled');
+    const followUp = await comms.campaigns.retry(campaign.id, { include: ['failed', 'undelivered'] });
+    assert.equal(followUp.parentCampaignId, campaign.id);
     assert.ok((await comms.campaigns.list()).data.length >= 1);
     const draft = await comms.campaigns.create({ name: 'Draft', message: 'x', contactListIds: [list.id] });
     await comms.campaigns.delete(draft.id);

@@ -1,7 +1,8 @@
-// One campaign: its settings, the actions its state allows (launch, pause, resume, cancel, delete), live
+// One campaign: its settings, the actions its state allows (launch, pause, resume, cancel, delete, follow up
+// the failures with a draft to those recipients), live
 // delivery statistics drawn as a bar chart (polled while it sends), and its recipients.
 import { useQuery } from '@tanstack/react-query';
-import { useLocation, useParams } from 'wouter';
+import { Link, useLocation, useParams } from 'wouter';
 import { call, get } from '../api.ts';
 import {
   ActionButton,
@@ -152,6 +153,15 @@ export default function CampaignDetail() {
             invalidate={invalidate}
           />
         ) : null}
+        {c.status !== 'draft' && (analytics.data?.failed ?? 0) + (analytics.data?.undelivered ?? 0) > 0 ? (
+          <ActionButton
+            label="Follow up failures"
+            className="secondary"
+            run={() => call('POST', `${path}/retry`)}
+            invalidate={invalidate}
+            onDone={(followUp) => navigate(`/campaigns/${(followUp as Campaign).id}`)}
+          />
+        ) : null}
         {c.status === 'draft' ? (
           <ActionButton
             label="Delete"
@@ -168,6 +178,12 @@ export default function CampaignDetail() {
         {c.pausedReason ? ` — paused: ${c.pausedReason}` : ''}
         {c.scheduledAt ? ` · scheduled for ${when(c.scheduledAt)}` : ''}
       </p>
+      {c.parentCampaignId ? (
+        <p>
+          A follow-up of <Link href={`/campaigns/${c.parentCampaignId}`}>an earlier campaign</Link>: to its
+          recipients whose messages did not arrive.
+        </p>
+      ) : null}
       <blockquote>{c.message}</blockquote>
       <p>
         Quiet hours: {c.quietHours ? `${c.quietHours.start}–${c.quietHours.end} recipient's time` : 'off'} ·

@@ -30,6 +30,8 @@ export interface Campaign {
   contactListIds: string[];
   senders: string[];
   recipientCount: number | null;
+  /** The campaign this one follows up (POST …/retry); null otherwise. */
+  parentCampaignId: string | null;
   messages_sent: number;
   messages_delivered: number;
   messages_failed: number;

@@ -474,6 +474,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/campaigns/{id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Follow up a campaign: a draft to the recipients whose messages failed or were undelivered, opted-out ones excluded
+         * @description Optional JSON body `{"include": ["failed", "undelivered", "no_receipt"]}` (default failed and undelivered); the body may be omitted.
+         */
+        post: operations["campaigns.retry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/campaigns/{id}/analytics": {
         parameters: {
             query?: never;
@@ -3490,6 +3510,8 @@ export interface operations {
                             startedAt: string | null;
                             completedAt: string | null;
                             cancelledAt: string | null;
+                            /** @description The campaign this follow-up was made from (POST /campaigns/{id}/retry); null otherwise */
+                            parentCampaignId: string | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -3598,6 +3620,8 @@ export interface operations {
                             startedAt: string | null;
                             completedAt: string | null;
                             cancelledAt: string | null;
+                            /** @description The campaign this follow-up was made from (POST /campaigns/{id}/retry); null otherwise */
+                            parentCampaignId: string | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -3676,6 +3700,8 @@ export interface operations {
                             startedAt: string | null;
                             completedAt: string | null;
                             cancelledAt: string | null;
+                            /** @description The campaign this follow-up was made from (POST /campaigns/{id}/retry); null otherwise */
+                            parentCampaignId: string | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -3810,6 +3836,8 @@ export interface operations {
                             startedAt: string | null;
                             completedAt: string | null;
                             cancelledAt: string | null;
+                            /** @description The campaign this follow-up was made from (POST /campaigns/{id}/retry); null otherwise */
+                            parentCampaignId: string | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -3891,6 +3919,8 @@ export interface operations {
                             startedAt: string | null;
                             completedAt: string | null;
                             cancelledAt: string | null;
+                            /** @description The campaign this follow-up was made from (POST /campaigns/{id}/retry); null otherwise */
+                            parentCampaignId: string | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -3972,6 +4002,8 @@ export interface operations {
                             startedAt: string | null;
                             completedAt: string | null;
                             cancelledAt: string | null;
+                            /** @description The campaign this follow-up was made from (POST /campaigns/{id}/retry); null otherwise */
+                            parentCampaignId: string | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -4053,6 +4085,8 @@ export interface operations {
                             startedAt: string | null;
                             completedAt: string | null;
                             cancelledAt: string | null;
+                            /** @description The campaign this follow-up was made from (POST /campaigns/{id}/retry); null otherwise */
+                            parentCampaignId: string | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -4134,6 +4168,98 @@ export interface operations {
                             startedAt: string | null;
                             completedAt: string | null;
                             cancelledAt: string | null;
+                            /** @description The campaign this follow-up was made from (POST /campaigns/{id}/retry); null otherwise */
+                            parentCampaignId: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                            /** @description Messages handed to the carrier */
+                            messages_sent: number;
+                            messages_delivered: number;
+                            /** @description failed + undelivered */
+                            messages_failed: number;
+                            /** @description Messages made so far */
+                            message_count: number;
+                            /** @description delivered / attempted */
+                            deliveryRate: number | null;
+                            /** @description failed_total / attempted */
+                            failureRate: number | null;
+                            deliveryStats?: {
+                                attempted: number;
+                                delivered: number;
+                                failed: number;
+                                undelivered: number;
+                                failedTotal: number;
+                                awaiting: number;
+                                noReceipt: number;
+                                deliveryRate: number | null;
+                                failureRate: number | null;
+                                provisional: boolean;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "campaigns.retry": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description Whose messages to follow up: failed, undelivered (the default: both), and no_receipt (sent, and no receipt after 72 hours) */
+                    include?: ("failed" | "undelivered" | "no_receipt")[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            id: string;
+                            name: string;
+                            message: string;
+                            mediaUrls: string[];
+                            contactListIds: string[];
+                            senders: string[];
+                            timezone: string;
+                            quietHours: {
+                                start: string;
+                                end: string;
+                            } | null;
+                            /** @enum {unknown} */
+                            status: "draft" | "scheduled" | "sending" | "paused" | "completed" | "cancelled";
+                            /** @description The code of the limit that paused the campaign by itself; null when a person paused it */
+                            pausedReason: string | null;
+                            /** @description While a daily or new-account limit holds the campaign, when sending goes on */
+                            waitingUntil: string | null;
+                            scheduledAt: string | null;
+                            /** @description Recipients snapshotted at launch, skipped ones included */
+                            recipientCount: number;
+                            launchedAt: string | null;
+                            startedAt: string | null;
+                            completedAt: string | null;
+                            cancelledAt: string | null;
+                            /** @description The campaign this follow-up was made from (POST /campaigns/{id}/retry); null otherwise */
+                            parentCampaignId: string | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */

@@ -389,6 +389,17 @@ export const OPERATIONS = {
     "response": "json",
     "idempotencyKey": true
   },
+  "campaigns.retry": {
+    "method": "post",
+    "path": "/api/v2/campaigns/{id}/retry",
+    "pathParams": [
+      "id"
+    ],
+    "query": false,
+    "body": "json",
+    "response": "json",
+    "idempotencyKey": true
+  },
   "campaigns.analytics": {
     "method": "get",
     "path": "/api/v2/campaigns/{id}/analytics",

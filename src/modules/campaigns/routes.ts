@@ -3,13 +3,16 @@
 // (`/v2/portal`; any member, since running a campaign is sending). Handlers parse and answer; the rules are in
 // CampaignService. Requests pinned to an older API version see campaigns as that version showed them.
 import { Type } from 'typebox';
+import { ApiError } from '../../platform/errors.ts';
 import type { App } from '../../platform/http/app-type.ts';
 import { callerOf, cursorScope } from '../../platform/http/caller.ts';
+import { REQUEST_BODY_DOC } from '../../platform/http/openapi.ts';
 import { envelope, IdParams } from '../../platform/http/schemas.ts';
 import type { ModuleRoutes } from '../../platform/module.ts';
 import { OffsetPageQuery, PageEnvelope, pageResponse } from '../../platform/pagination.ts';
 import { asOfVersion, type VersionGate } from '../../platform/version.ts';
 import { organizationsModule } from '../organizations/index.ts';
+import { RETRY_INCLUDES, type RetryInclude } from './follow-up-store.ts';
 import {
   type Campaign,
   type CampaignAnalytics,
@@ -18,6 +21,7 @@ import {
   type CampaignListItem,
   CampaignListItemSchema,
   CampaignRecipientSchema,
+  CampaignRetry,
   CampaignSchema,
   CampaignUpdate,
 } from './schemas.ts';
@@ -200,6 +204,30 @@ export const campaignRoutes: ModuleRoutes<CampaignsServices> =
       );
     }
 
+    app.post(
+      '/campaigns/:id/retry',
+      {
+        config: { ...write, errorStatuses: [409] },
+        schema: {
+          operationId: 'campaigns.retry',
+          tags,
+          summary:
+            'Follow up a campaign: a draft to the recipients whose messages failed or were undelivered, opted-out ones excluded',
+          description:
+            'Optional JSON body `{"include": ["failed", "undelivered", "no_receipt"]}` (default failed and undelivered); the body may be omitted.',
+          [REQUEST_BODY_DOC]: { required: false, content: { 'application/json': { schema: CampaignRetry } } },
+          params: IdParams,
+          response: { 201: envelope(CampaignSchema) },
+        },
+      },
+      async (request, reply) => {
+        const { organizationId } = callerOf(request);
+        const include = retryInclude(request.body);
+        const followUp = await campaigns.retry(organizationId, request.params.id, include);
+        return reply.status(201).send(one(request.apiVersion, followUp));
+      },
+    );
+
     app.get(
       '/campaigns/:id/analytics',
       {
@@ -246,3 +274,26 @@ export const campaignRoutes: ModuleRoutes<CampaignsServices> =
       },
     );
   };
+
+/**
+ * A retry's optional body (absent: the default): `include`, one to three distinct known values, nothing else.
+ * Read here because the body may be missing altogether, which a body schema would refuse.
+ */
+function retryInclude(body: unknown): RetryInclude[] | undefined {
+  if (body === undefined || body === null) return undefined;
+  if (typeof body !== 'object' || Array.isArray(body)) throw ApiError.badRequest('body must be an object');
+  const { include, ...rest } = body as { include?: unknown };
+  const unknown = Object.keys(rest);
+  if (unknown.length > 0) throw ApiError.badRequest(`body.${unknown[0]} is not a known field`);
+  if (include === undefined) return undefined;
+  const known: readonly unknown[] = RETRY_INCLUDES;
+  if (
+    !Array.isArray(include) ||
+    include.length === 0 ||
+    !include.every((each) => known.includes(each)) ||
+    new Set(include).size !== include.length
+  ) {
+    throw ApiError.badRequest(`body.include must be distinct values of ${RETRY_INCLUDES.join(', ')}`);
+  }
+  return include as RetryInclude[];
+}

@@ -1,6 +1,7 @@
 // The campaign records the API shows (CONTRACT section 8). List rows carry `delivery_stats` in snake_case and
 // the detail `deliveryStats` in camelCase, as the spec's "Campaign delivery statistics" table names them.
 import { type Static, Type } from 'typebox';
+import { RETRY_INCLUDES } from './follow-up-store.ts';
 
 export const CAMPAIGN_STATUSES = [
   'draft',
@@ -48,6 +49,22 @@ export const CampaignCreate = Type.Object(
   { additionalProperties: false },
 );
 export type CampaignCreateInput = Static<typeof CampaignCreate>;
+
+export const CampaignRetry = Type.Object(
+  {
+    include: Type.Optional(
+      Type.Array(Type.Enum(RETRY_INCLUDES), {
+        minItems: 1,
+        maxItems: RETRY_INCLUDES.length,
+        uniqueItems: true,
+        description:
+          'Whose messages to follow up: failed, undelivered (the default: both), and no_receipt (sent, and no receipt after 72 hours)',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type CampaignRetryInput = Static<typeof CampaignRetry>;
 
 export const CampaignUpdate = Type.Partial(CampaignCreate, { additionalProperties: false, minProperties: 1 });
 export type CampaignUpdateInput = Static<typeof CampaignUpdate>;
@@ -103,6 +120,9 @@ const CampaignFields = {
   startedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   completedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   cancelledAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  parentCampaignId: Type.Union([Type.String(), Type.Null()], {
+    description: 'The campaign this follow-up was made from (POST /campaigns/{id}/retry); null otherwise',
+  }),
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
   messages_sent: Type.Integer({ description: 'Messages handed to the carrier' }),

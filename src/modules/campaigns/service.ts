@@ -21,6 +21,7 @@ import {
 import type { NumberService, PhoneNumber } from '../numbers/index.ts';
 import type { Organization, OrganizationService } from '../organizations/index.ts';
 import { CampaignCancelled, CampaignPaused, CampaignStarted } from './events.ts';
+import { FollowUpStore, type RetryInclude } from './follow-up-store.ts';
 import type {
   Campaign,
   CampaignAnalytics,
@@ -44,6 +45,10 @@ export const START_QUEUE = 'campaigns.start';
 /** A sent message with no receipt after this long is "no receipt" rather than "awaiting" (spec). */
 export const RECEIPT_WAIT_MS = 72 * 60 * 60 * 1000;
 const DEFAULT_QUIET_HOURS = { start: '08:00', end: '21:00' };
+/** What a retry takes when the request does not say: the recipients whose message did not arrive. */
+const DEFAULT_RETRY_INCLUDE: RetryInclude[] = ['failed', 'undelivered'];
+/** The longest campaign name (CampaignCreate's). */
+const MAX_NAME = 200;
 /** Recipients whose segments are counted per read while checking a launch against the limits. */
 const LAUNCH_CHUNK = 5000;
 
@@ -62,6 +67,7 @@ export class CampaignService {
   private readonly numbers: NumberService;
   private readonly messaging: MessagingService;
   readonly store = new CampaignStore();
+  private readonly followUps = new FollowUpStore();
 
   constructor(deps: {
     db: Database;
@@ -222,6 +228,34 @@ export class CampaignService {
       }
     });
     return this.get(organization.id, id);
+  }
+
+  /**
+   * POST /campaigns/{id}/retry: a draft follow-up to the recipients whose messages ended as `include` says
+   * (follow-up-store.ts), with the parent's text and settings. 409 CAMPAIGN_STATE for a draft, which has sent
+   * nothing to follow up. The parent's row lock orders it after any state change of the parent under way.
+   */
+  async retry(
+    organizationId: string,
+    id: string,
+    include: readonly RetryInclude[] = DEFAULT_RETRY_INCLUDE,
+  ): Promise<Campaign> {
+    const followUpId = await this.db.transaction(async (tx) => {
+      const parent = await this.locked(tx, organizationId, id);
+      if (parent.status === 'draft') {
+        throw new ApiError(409, 'This campaign is a draft: it has sent nothing to follow up', {
+          code: 'CAMPAIGN_STATE',
+        });
+      }
+      const now = this.clock.now();
+      const followUp = { id: newId('cmp', now.getTime()), parentId: parent.id, organizationId };
+      const suffix = ' (follow-up)';
+      const name = `${parent.name.slice(0, MAX_NAME - suffix.length)}${suffix}`;
+      await this.followUps.insert(tx, { ...followUp, name, now });
+      await this.followUps.choose(tx, followUp, include, this.receiptCutoff());
+      return followUp.id;
+    });
+    return this.get(organizationId, followUpId);
   }
 
   /** The scheduled start: a campaign still scheduled for now or earlier starts sending. */
@@ -561,6 +595,7 @@ function toCampaign(row: CampaignWithCounts, stats: DeliveryStatsValue): Campaig
     startedAt: iso(row.started_at),
     completedAt: iso(row.completed_at),
     cancelledAt: iso(row.cancelled_at),
+    parentCampaignId: row.parent_campaign_id,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
     messages_sent: messagesSent(row),

@@ -28,6 +28,8 @@ export interface CampaignRow {
   started_at: Date | null;
   completed_at: Date | null;
   cancelled_at: Date | null;
+  /** The campaign a follow-up was made from (follow-up-store.ts). */
+  parent_campaign_id: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -253,10 +255,11 @@ export class CampaignStore {
   }
 
   /**
-   * Makes the campaign's recipient rows from its lists, in one statement: each phone once (the first contact
-   * to hold it), opted-out phones as `skipped`, each pending phone given the sender it got first from this
-   * organization's campaigns when that number is in the pool, else one of the pool by a hash of the phone.
-   * Then remembers the senders given for the first time. Returns how many rows and how many were skipped.
+   * Makes the campaign's recipient rows, in one statement: a follow-up's chosen phones first (in their order),
+   * then its lists' members, each phone once (the first contact to hold it), opted-out phones as `skipped`,
+   * each pending phone given the sender it got first from this organization's campaigns when that number is in
+   * the pool, else one of the pool by a hash of the phone. Then remembers the senders given for the first time.
+   * Returns how many rows and how many were skipped.
    */
   async snapshotRecipients(
     tx: Queryable,
@@ -264,14 +267,21 @@ export class CampaignStore {
   ): Promise<{ recipients: number; skipped: number }> {
     await tx.query('DELETE FROM campaign_recipients WHERE campaign_id = $1', [campaign.id]);
     const [counts] = await tx.query<{ recipients: number; skipped: number }>(
-      `WITH members AS (
+      `WITH listed AS (
          SELECT DISTINCT ON (c.phone) c.id, c.phone, c.created_at
            FROM contact_list_members m JOIN contacts c ON c.id = m.contact_id
           WHERE m.list_id = ANY($3::text[]) AND c.organization_id = $2
           ORDER BY c.phone, c.created_at, c.id
+       ), members AS (
+         SELECT ch.contact_id AS id, ch.phone, 0 AS source, ch.position, NULL::timestamptz AS created_at
+           FROM campaign_chosen_recipients ch WHERE ch.campaign_id = $1
+         UNION ALL
+         SELECT l.id, l.phone, 1, 0, l.created_at FROM listed l
+          WHERE NOT EXISTS (SELECT 1 FROM campaign_chosen_recipients ch
+                             WHERE ch.campaign_id = $1 AND ch.phone = l.phone)
        ), inserted AS (
          INSERT INTO campaign_recipients (campaign_id, position, phone, contact_id, sender, status)
-         SELECT $1, row_number() OVER (ORDER BY mb.created_at, mb.id), mb.phone, mb.id,
+         SELECT $1, row_number() OVER (ORDER BY mb.source, mb.position, mb.created_at, mb.id), mb.phone, mb.id,
                 CASE WHEN o.phone IS NOT NULL THEN NULL
                      WHEN s.sender = ANY($4::text[]) THEN s.sender
                      ELSE ($4::text[])[1 + abs(hashtext(mb.phone)) % cardinality($4::text[])] END,
