@@ -157,7 +157,7 @@ export default function CampaignDetail() {
           <ActionButton
             label="Follow up failures"
             className="secondary"
-            run={() => call('POST', `${path}/retry`)}
+            run={async () => (await call<{ data: Campaign }>('POST', `${path}/retry`)).data}
             invalidate={invalidate}
             onDone={(followUp) => navigate(`/campaigns/${(followUp as Campaign).id}`)}
           />
