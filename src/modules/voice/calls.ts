@@ -350,7 +350,12 @@ export class CallService {
   /** Resolves when no call is live in this process, or at `deadline` (a Date.now() time), whichever is first. */
   async whenNoLiveCalls(deadline: number): Promise<void> {
     while (this.running.size > 0 && Date.now() < deadline) {
-      await Promise.race([Promise.allSettled([...this.running.values()]), sleep(deadline - Date.now())]);
+      const timer = new AbortController();
+      await Promise.race([
+        Promise.allSettled([...this.running.values()]),
+        sleep(deadline - Date.now(), undefined, { signal: timer.signal }).catch(() => {}),
+      ]);
+      timer.abort();
     }
   }
 
