@@ -114,7 +114,9 @@ async function startWorkers(
 ): Promise<() => Promise<void>> {
   if (db.engine !== 'postgres') {
     ctx.jobs.start();
-    return () => ctx.jobs.stop();
+    return async () => {
+      await ctx.jobs.stop();
+    };
   }
   const children: ChildProcess[] = [];
   for (let i = 0; i < count; i++) {

@@ -46,6 +46,8 @@ export interface Config {
   httpCarrier?: { baseUrl: string; apiKey: string; publicKey: string };
   /** Seconds a client has to send a whole request, body included (REQUEST_TIMEOUT_SECONDS); then 408. */
   requestTimeoutSeconds: number;
+  /** Seconds SIGTERM waits for live calls before ending them (SHUTDOWN_GRACE_SECONDS; docs/operations.md). */
+  shutdownGraceSeconds: number;
   /** Jobs a worker runs at once (WORKER_CONCURRENCY): its slots, shared by every queue. */
   workerConcurrency: number;
   /** Connections in the PostgreSQL pool (DATABASE_POOL_SIZE); PGlite has one connection. */
@@ -180,6 +182,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push('REQUEST_TIMEOUT_SECONDS must be a whole number of seconds from 1 to 3600');
   }
 
+  const shutdownGraceSeconds = Number(env.SHUTDOWN_GRACE_SECONDS || 30);
+  if (!Number.isInteger(shutdownGraceSeconds) || shutdownGraceSeconds < 0 || shutdownGraceSeconds > 3600) {
+    problems.push('SHUTDOWN_GRACE_SECONDS must be a whole number of seconds from 0 to 3600');
+  }
+
   const workerConcurrency = Number(env.WORKER_CONCURRENCY || 16);
   if (!Number.isInteger(workerConcurrency) || workerConcurrency < 1 || workerConcurrency > 256) {
     problems.push('WORKER_CONCURRENCY must be a whole number from 1 to 256');
@@ -263,6 +270,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smpp,
     httpCarrier,
     requestTimeoutSeconds,
+    shutdownGraceSeconds,
     workerConcurrency,
     databasePoolSize,
     sipDomain: env.SIP_DOMAIN || 'localhost',

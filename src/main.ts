@@ -7,6 +7,7 @@ import { openDatabase } from './platform/db/index.ts';
 import { migrate } from './platform/db/migrate.ts';
 import { createLogger } from './platform/log.ts';
 import { createRuntime } from './runtime.ts';
+import { runShutdown, shutdownBoundMs, shutdownPhases } from './shutdown.ts';
 
 async function main() {
   const config = loadConfigOrExit();
@@ -46,18 +47,21 @@ async function main() {
     printDemoCredentials(demo, `http://localhost:${port}`);
   }
 
+  // Graceful shutdown: the phases of src/shutdown.ts in order, and a hard stop should they overrun their bounds.
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    log.info({ signal }, 'shutting down');
-    await app?.close();
-    ctx.sipListener.stop();
-    await ctx.jobs.stop();
-    await ctx.carrier.stop?.();
-    await ctx.rateLimiter.store.close();
-    await db.close();
-    process.exit(0);
+    const startedAt = Date.now();
+    const graceSeconds = config.shutdownGraceSeconds;
+    log.info({ signal, graceSeconds, liveCalls: ctx.calls.liveCount }, 'shutting down');
+    setTimeout(() => {
+      log.error({ signal, ms: Date.now() - startedAt }, 'shutdown overran its bound: exiting now');
+      process.exit(1);
+    }, shutdownBoundMs(graceSeconds)).unref();
+    const clean = await runShutdown(shutdownPhases({ runtime: ctx, app, db, graceSeconds, startedAt }), log);
+    log.info({ signal, ms: Date.now() - startedAt, clean }, 'shut down');
+    process.exit(clean ? 0 : 1);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));

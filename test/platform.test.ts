@@ -36,6 +36,16 @@ describe('configuration', () => {
     assert.equal(config.jwtSecret, 'x'.repeat(40));
   });
 
+  test('SHUTDOWN_GRACE_SECONDS is 30 by default, a whole number of seconds from 0 to 3600', () => {
+    const base = { DATA_DIR: 'memory://' };
+    assert.equal(loadConfig(base).shutdownGraceSeconds, 30);
+    assert.equal(loadConfig({ ...base, SHUTDOWN_GRACE_SECONDS: '0' }).shutdownGraceSeconds, 0);
+    assert.equal(loadConfig({ ...base, SHUTDOWN_GRACE_SECONDS: '120' }).shutdownGraceSeconds, 120);
+    for (const wrong of ['-1', '2.5', '3601', 'soon']) {
+      assert.throws(() => loadConfig({ ...base, SHUTDOWN_GRACE_SECONDS: wrong }), /SHUTDOWN_GRACE_SECONDS/);
+    }
+  });
+
   test('CARRIER=smpp needs an smpp:// URL with a system id; the window is bounded; other carriers are refused', () => {
     assert.throws(
       () => loadConfig({ CARRIER: 'smpp' }),

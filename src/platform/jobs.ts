@@ -292,9 +292,17 @@ export class JobQueue {
     this.worker.start();
   }
 
-  /** Stops claiming and waits for the jobs in hand to finish and be recorded. */
-  async stop(): Promise<void> {
-    await this.worker.stop();
+  /**
+   * Stops claiming and waits for the jobs in hand to finish and be recorded. With `finishWithinMs` (a
+   * process shutting down), no longer than that: the jobs still running then are handed back (pending again,
+   * the attempt not counted) so another worker takes them at once rather than at lease expiry. Their handlers
+   * may still be running here: what they record as the job's outcome is refused (the job is no longer this
+   * worker's), and their other effects may happen twice, the at-least-once every handler is written for.
+   * Returns how many jobs were handed back.
+   */
+  async stop(options: { finishWithinMs?: number } = {}): Promise<{ handedBack: number }> {
+    const unfinished = await this.worker.stop(options.finishWithinMs);
+    return { handedBack: await this.store.handBack(unfinished.map((job) => job.id)) };
   }
 
   private slotQueues(): SlotQueue[] {

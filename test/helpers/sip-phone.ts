@@ -157,6 +157,22 @@ export class SipPhone {
 
   /** Calls `target` (an extension number), answering the challenge; the dialog once answered and ACKed. */
   async call(target: string, headers: Record<string, string> = {}): Promise<PhoneDialog> {
+    const { answer, dialog } = await this.offer(target, headers);
+    if (answer.status !== 200) throw new Error(`${this.extension}: call answered ${answer.status}`);
+    dialog.remoteTag = tagOf(first(answer, 'to'));
+    dialog.remote = first(answer, 'to');
+    this.send(this.inDialog('ACK', dialog, dialog.cseq));
+    return dialog;
+  }
+
+  /**
+   * An INVITE to `target`, answering a digest challenge: its final response, whatever it is (a refusal is
+   * ACKed, RFC 3261 section 17.1.1.3; a 200 is left for the caller to ACK), and the dialog it began.
+   */
+  async offer(
+    target: string,
+    headers: Record<string, string> = {},
+  ): Promise<{ answer: SipText; dialog: PhoneDialog }> {
     const uri = `sip:${target}@localhost`;
     const dialog = this.newDialog(`<${uri}>`);
     const offer = { 'Content-Type': 'application/sdp', ...headers };
@@ -171,14 +187,8 @@ export class SipPhone {
         this.sdp(),
       );
     }
-    if (answer.status !== 200) {
-      this.ackFailure(uri, dialog, answer);
-      throw new Error(`${this.extension}: call answered ${answer.status}`);
-    }
-    dialog.remoteTag = tagOf(first(answer, 'to'));
-    dialog.remote = first(answer, 'to');
-    this.send(this.inDialog('ACK', dialog, dialog.cseq));
-    return dialog;
+    if (answer.status !== 200) this.ackFailure(uri, dialog, answer);
+    return { answer, dialog };
   }
 
   /** Answers the INVITE that rings (autoAnswer off): 200 with our SDP; the dialog. */
@@ -201,6 +211,12 @@ export class SipPhone {
   ): Promise<SipText> {
     dialog.cseq += 1;
     return this.exchange(this.inDialog(method, dialog, dialog.cseq, headers, body));
+  }
+
+  /** A request outside any dialog (OPTIONS, say) to `target`; its final response. */
+  outOfDialogRequest(method: string, target: string): Promise<SipText> {
+    const uri = `sip:${target}@localhost`;
+    return this.request(method, uri, this.newDialog(`<${uri}>`), {});
   }
 
   private newDialog(remote: string): PhoneDialog {

@@ -67,6 +67,8 @@ export class CallService {
   private queues?: QueueRuntime;
   private apps?: FlowApps;
   private hangups?: Promise<(() => Promise<void>) | undefined>;
+  /** The server is closing: the last call to end stops the listener and the leases (close). */
+  private closing = false;
 
   constructor(deps: {
     db: Database;
@@ -320,13 +322,58 @@ export class CallService {
       });
   }
 
-  /** Stops listening (the server is closing). */
+  /**
+   * The server is closing: stops listening for hang-ups and renewing leases, at once when no call is live, else
+   * when the last live call ends (a shutdown keeps calls up for its grace period: their leases must hold, and a
+   * hang-up asked of them by another process must still reach them).
+   */
   async close(): Promise<void> {
+    this.closing = true;
+    if (this.running.size === 0) await this.stopListening();
+  }
+
+  private async stopListening(): Promise<void> {
     const hangups = this.hangups;
     this.hangups = undefined;
     const stop = await hangups;
     await stop?.();
     this.admission.stopLeases();
+  }
+
+  // Shutdown (docs/operations.md "Shutdown")
+
+  /** How many calls this process holds now (their programs run here). */
+  get liveCount(): number {
+    return this.running.size;
+  }
+
+  /** Resolves when no call is live in this process, or at `deadline` (a Date.now() time), whichever is first. */
+  async whenNoLiveCalls(deadline: number): Promise<void> {
+    while (this.running.size > 0 && Date.now() < deadline) {
+      const timer = new AbortController();
+      await Promise.race([
+        Promise.allSettled([...this.running.values()]),
+        sleep(deadline - Date.now(), undefined, { signal: timer.signal }).catch(() => {}),
+      ]);
+      timer.abort();
+    }
+  }
+
+  /**
+   * Ends every call this process holds with `cause` (each side still there is sent a BYE; the record says
+   * `cause`), asking again, as a hang-up does, a call caught between two steps; resolves when each has ended, or
+   * at `deadline`. Returns how many calls it ended.
+   */
+  async endAll(cause: string, deadline: number): Promise<number> {
+    const ids = [...this.running.keys()];
+    while (this.running.size > 0 && Date.now() < deadline) {
+      for (const [id, engine] of this.engines) engine.hangup(id, cause);
+      await Promise.race([
+        Promise.allSettled([...this.running.values()]),
+        sleep(Math.min(HANGUP_POLL_MS, Math.max(0, deadline - Date.now()))),
+      ]);
+    }
+    return ids.filter((id) => !this.running.has(id)).length;
   }
 
   // Transfers (call-transfer.ts)
@@ -382,7 +429,14 @@ export class CallService {
         this.running.delete(row.id);
         this.engines.delete(row.id);
         this.lives.delete(row.id);
-        if (this.running.size === 0) this.admission.stopLeases();
+        if (this.running.size === 0) {
+          this.admission.stopLeases();
+          if (this.closing) {
+            void this.stopListening().catch((error) =>
+              this.log.warn({ err: error }, 'could not stop listening'),
+            );
+          }
+        }
         this.queues?.callEnded();
       }
     })();

@@ -105,8 +105,11 @@ export interface Pbx {
     ringSeconds: number,
     options: { keepCurrent: boolean },
   ): Promise<RingResult> | undefined;
-  /** Ends what the call is doing now; the pending step resolves with cause `hangup_requested`. */
-  hangup(callId: string): boolean;
+  /**
+   * Ends what the call is doing now; the pending step resolves with `cause`: `hangup_requested` (the API's, the
+   * default) or `server_shutdown` (the process is stopping and its grace period ran out: docs/operations.md).
+   */
+  hangup(callId: string, cause?: string): boolean;
   /** The platform is done with the call (it ended): the PBX forgets it. */
   release(callId: string): void;
 }

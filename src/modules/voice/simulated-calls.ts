@@ -69,7 +69,8 @@ export const ACCEPTS: Record<Step, readonly PbxEvent[]> = {
 export interface Waiter {
   step: Step;
   deliver(event: PbxEvent, at: Date, utterance?: Utterance): Promise<void>;
-  hangup(at: Date): void;
+  /** The call was hung up (the API's, or the server shutting down's), with `cause`. */
+  hangup(at: Date, cause: string): void;
 }
 
 /** A scripted event: seconds after the previous one, the event, and the caller's words for an utterance. */

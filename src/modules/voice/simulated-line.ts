@@ -99,7 +99,7 @@ export function keysWaiter(line: LineSteps, step: 'gather' | 'stream' = 'gather'
   return {
     step,
     deliver: async (_completed: string, at: Date) => line.hungUp('normal_clearing', at),
-    hangup: (at: Date) => line.hungUp('hangup_requested', at),
+    hangup: (at: Date, cause: string) => line.hungUp(cause, at),
   };
 }
 

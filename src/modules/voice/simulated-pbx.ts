@@ -102,7 +102,7 @@ export class SimulatedPbx implements Pbx {
             ...(answeredBy ? { answeredBy } : {}),
           });
         },
-        hangup: (at) => settle({ outcome: 'canceled', at, cause: 'hangup_requested' }),
+        hangup: (at, cause) => settle({ outcome: 'canceled', at, cause }),
       }),
       (simulated) => ringPlan(simulated, party, ringSeconds),
     );
@@ -133,7 +133,7 @@ export class SimulatedPbx implements Pbx {
           // control's, which ACCEPTS refuses for this step.
           settle(await end(at, event === 'failed' ? 'transfer_failed' : 'normal_clearing'));
         },
-        hangup: (at) => void end(at, 'hangup_requested').then(settle, fail),
+        hangup: (at, cause) => void end(at, cause).then(settle, fail),
       }),
       () => [[simulated.behaviour.durationSeconds ?? DEFAULT_TALK_SECONDS, 'completed']],
     );
@@ -155,7 +155,7 @@ export class SimulatedPbx implements Pbx {
       (settle, fail) => ({
         step: 'voicemail',
         deliver: async (_event, at) => settle(await end(at, 'normal_clearing')),
-        hangup: (at) => void end(at, 'hangup_requested').then(settle, fail),
+        hangup: (at, cause) => void end(at, cause).then(settle, fail),
       }),
       () => [[speaking, 'completed']],
     );
@@ -183,7 +183,7 @@ export class SimulatedPbx implements Pbx {
               if (event === 'utterance') settle({ kind: 'speech', at, ...utterance });
               else settle({ kind: 'hangup', at, cause: 'normal_clearing' });
             },
-            hangup: (at) => settle({ kind: 'hangup', at, cause: 'hangup_requested' }),
+            hangup: (at, cause) => settle({ kind: 'hangup', at, cause }),
           }),
           () => {
             const next = simulated.behaviour.utterances?.shift();
@@ -251,12 +251,12 @@ export class SimulatedPbx implements Pbx {
     );
   }
 
-  hangup(callId: string): boolean {
+  hangup(callId: string, cause = 'hangup_requested'): boolean {
     const call = this.calls.get(callId);
     if (!call) return false;
     this.clearTimers(call);
-    call.waiter?.hangup(this.now(call));
-    call.line?.hungUp('hangup_requested', this.now(call));
+    call.waiter?.hangup(this.now(call), cause);
+    call.line?.hungUp(cause, this.now(call));
     return true;
   }
 

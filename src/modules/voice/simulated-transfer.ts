@@ -27,7 +27,8 @@ export function simulatedTransfer(
   return pbx.ring(party, ringSeconds).then(async (result) => {
     pbx.resume(talk);
     if (result.outcome === 'canceled') {
-      if (result.cause === 'hangup_requested') talk.hangup(result.at);
+      // Hung up while the target rang (the API, the server shutting down): the conversation ends the same way.
+      if (result.cause !== 'caller_hangup') talk.hangup(result.at, result.cause);
       else await talk.deliver('completed', result.at);
     } else if (result.outcome !== 'answered' && !options.keepCurrent) {
       await talk.deliver('failed', result.at);

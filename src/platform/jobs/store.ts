@@ -330,6 +330,29 @@ export class JobStore {
     );
   }
 
+  /**
+   * Gives jobs this worker holds back to the queue at once (it is stopping and will not finish them): pending
+   * again, due as they were, the interrupted attempt not counted against `max_attempts` (it did not fail), and
+   * the workers told at once, so another one takes them now instead of when the lease would have run out.
+   * Returns how many it gave back (a job whose outcome was recorded meanwhile is left as it is).
+   */
+  async handBack(ids: string[]): Promise<number> {
+    if (ids.length === 0) return 0;
+    const [row] = await this.db.query<{ count: number }>(
+      `WITH handed AS (
+         UPDATE jobs SET status = 'pending', attempts = GREATEST(attempts - 1, 0), locked_by = NULL,
+                locked_until = NULL
+          WHERE id = ANY($1::text[]) AND locked_by = $2 AND status = 'running'
+          RETURNING queue),
+       notified AS (
+         SELECT 1 FROM (SELECT DISTINCT queue FROM handed) AS queues
+          CROSS JOIN LATERAL pg_notify($3, queues.queue))
+       SELECT (SELECT count(*)::int FROM handed) AS count, (SELECT count(*)::int FROM notified) AS notified`,
+      [ids, this.workerId, JOBS_CHANNEL],
+    );
+    return row?.count ?? 0;
+  }
+
   /** Marks a job dead in `q`'s transaction; false when this worker no longer holds it. */
   async markDead(q: Queryable, id: string, at: Date, message: string): Promise<boolean> {
     const rows = await q.query(

@@ -92,7 +92,8 @@ export interface JobWorkerOptions {
 export class JobWorker {
   private readonly options: JobWorkerOptions;
   private readonly slots: Slots;
-  private readonly runs = new Set<Promise<void>>();
+  /** The jobs running now, by the promise of their run. */
+  private readonly runs = new Map<Promise<void>, Job>();
   private running = false;
   /** A wake-up asked for a claim that has not been made yet. */
   private wanted = false;
@@ -119,8 +120,11 @@ export class JobWorker {
     this.wake();
   }
 
-  /** Stops claiming, then waits for the jobs in hand to be finished and recorded. */
-  async stop(): Promise<void> {
+  /**
+   * Stops claiming, then waits for the jobs in hand to be finished and recorded: all of them, or with
+   * `finishWithinMs` no longer than that. Returns the jobs still running then (for the caller to hand back).
+   */
+  async stop(finishWithinMs = Number.POSITIVE_INFINITY): Promise<Job[]> {
     this.running = false;
     clearTimeout(this.timer);
     this.timer = undefined;
@@ -132,7 +136,20 @@ export class JobWorker {
     const unlisten = await listening;
     await unlisten?.().catch((error) => this.options.onError(error));
     await this.pump;
-    await Promise.allSettled([...this.runs]);
+    const finished = Promise.allSettled([...this.runs.keys()]);
+    if (Number.isFinite(finishWithinMs)) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        finished,
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, Math.max(0, finishWithinMs));
+        }),
+      ]);
+      clearTimeout(timer);
+    } else {
+      await finished;
+    }
+    return [...this.runs.values()];
   }
 
   /** Asks for a claim as soon as the one under way (if any) is done. */
@@ -215,7 +232,7 @@ export class JobWorker {
         // at its own limit may have due jobs that claim left out, and so may the key of a job that ends.
         if (!this.idle || wasAtLimit || job.concurrencyKey !== null) this.wake();
       });
-    this.runs.add(run);
+    this.runs.set(run, job);
   }
 
   /** Wakes the worker at `at` (a Date.now() time), unless an earlier wake-up is already set. */

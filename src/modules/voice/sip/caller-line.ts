@@ -55,9 +55,9 @@ export function callerLineOf(
 ): LineSteps {
   const held = sipCall && deps.lines.get(sipCall);
   if (held) return held;
-  const onBye: SipCall['onBye'] = (from) => {
+  const onBye: SipCall['onBye'] = (from, cause) => {
     if (from !== 'caller' && sipCall) deps.hangUpCaller(sipCall);
-    line.hungUp(from === 'api' ? 'hangup_requested' : 'normal_clearing');
+    line.hungUp(from === 'api' ? (cause ?? 'hangup_requested') : 'normal_clearing');
   };
   const onCancel = (cause: string) => line.hungUp(cause);
   const line = rtpCallerLine({

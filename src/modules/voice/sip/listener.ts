@@ -22,6 +22,8 @@ export class SipListener {
   private address?: string;
   private media?: { bind: string; advertise: string };
   private readonly strict?: StrictSipCheck;
+  /** Set when the server is shutting down: the Retry-After (seconds) new calls are refused with. */
+  private refusingRetryAfter?: number;
 
   constructor(
     private readonly registrar: Registrar,
@@ -94,6 +96,27 @@ export class SipListener {
     this.log.info({ port: options.port, host: options.host }, 'SIP listener started');
   }
 
+  /**
+   * The server is shutting down (docs/voice.md "Real SIP: shutdown"): from now on a new call, an INVITE outside a
+   * dialog, is answered 503 Service Unavailable with `Retry-After` (RFC 3261 section 21.5.4), and so is an
+   * OPTIONS outside a dialog, which RFC 3261 section 11.2 answers as an INVITE would be (a balancer's probe sees
+   * the process going). Requests in the dialogs of calls under way (re-INVITE, BYE, INFO, REFER…) are served as
+   * before, and so are REGISTER (registrations live in the database and outlast the process) and CANCEL.
+   */
+  refuseNewCalls(retryAfterSeconds: number): void {
+    this.refusingRetryAfter = retryAfterSeconds;
+  }
+
+  /** Whether new calls are refused (the server is shutting down). */
+  get refusingNewCalls(): boolean {
+    return this.refusingRetryAfter !== undefined;
+  }
+
+  /** Resolves when every BYE the PBX sent has its final response. */
+  byesAnswered(): Promise<void> {
+    return this.pbx.byesAnswered();
+  }
+
   stop(): void {
     this.pbx.closeAll();
     this.stack?.destroy();
@@ -138,6 +161,16 @@ export class SipListener {
     if (request.method === 'ACK') return this.pbx.ack(request);
     // RFC 3261 section 8.2.6.2: a response past 100 Trying carries a To tag; the PBX's refusals are tagged here.
     const reply = (response: sip.SipMessage) => stack.send(toTagged(response));
+    if (
+      this.refusingRetryAfter !== undefined &&
+      (request.method === 'INVITE' || request.method === 'OPTIONS') &&
+      !request.headers.to.params.tag
+    ) {
+      stack.send(
+        this.respond(request, 503, 'Service Unavailable', { 'retry-after': String(this.refusingRetryAfter) }),
+      );
+      return;
+    }
     const refusal = capabilityRefusal(request);
     // An INFO's body is judged by the keys it may carry (dialog-requests.ts), not as a session description.
     if (refusal && !(request.method === 'INFO' && refusal.status === 415)) {

@@ -7,6 +7,9 @@ import type { SipAor, SipMessage, SipStack } from './stack/index.ts';
 import * as sip from './stack/index.ts';
 
 export class CallSignalling {
+  /** Our BYEs still waiting for their final response: a stopping listener waits for them (byesAnswered). */
+  private readonly byes = new Set<Promise<void>>();
+
   constructor(
     private readonly deps: {
       stack: () => SipStack | undefined;
@@ -67,7 +70,27 @@ export class CallSignalling {
     dialog.ended = true;
     this.dialogEnded(dialog.callId, undefined, outcome);
     dialog.leg?.move('bye');
-    this.deps.stack()?.send(inDialogRequest(dialog, 'BYE'));
+    const stack = this.deps.stack();
+    if (!stack) return;
+    let answered!: () => void;
+    const pending = new Promise<void>((resolve) => {
+      answered = resolve;
+    });
+    this.byes.add(pending);
+    // The stack answers a BYE nobody answered with a 408 of its own (timer F): every BYE settles.
+    stack.send(inDialogRequest(dialog, 'BYE'), (response) => {
+      if ((response.status ?? 0) < 200) return;
+      this.byes.delete(pending);
+      answered();
+    });
+  }
+
+  /**
+   * Resolves when every BYE sent so far has its final response (on UDP the stack resends a BYE until then, so
+   * closing the socket earlier could leave a phone that lost our BYE in a call that no longer exists).
+   */
+  async byesAnswered(): Promise<void> {
+    await Promise.all([...this.byes]);
   }
 
   /**

@@ -34,7 +34,8 @@ export interface SipCall {
   ownMedia?: RtpSession;
   /** What the current step waits for. */
   onCancel?: (cause: string) => void;
-  onBye?: (from: 'caller' | 'callee' | 'api') => void;
+  /** A side hung up (a BYE), or the platform did (`api`, with its cause: `hangup_requested`, `server_shutdown`). */
+  onBye?: (from: 'caller' | 'callee' | 'api', cause?: string) => void;
   /** The conversation in progress (SipPbx.converse): ends it, each side still there sent a BYE, with `cause`. */
   talk?: { end(cause: string): void };
   /** A transfer under way (transfers.ts, refer.ts): its phase, and the side it replaces. */

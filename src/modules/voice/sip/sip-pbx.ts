@@ -213,13 +213,16 @@ export class SipPbx implements Pbx {
         resolve({ at: this.deps.clock.now(), cause, ...(samples ? { recording: rtpAudio(samples) } : {}) });
       };
       sipCall.talk = { end: (cause) => end(undefined, cause) };
-      sipCall.onBye = (from) => {
+      sipCall.onBye = (from, cause) => {
         // The side a transfer replaces hung up while the target rings: the call goes on without it.
         if (from !== 'api' && sipCall.transfer?.side === from) {
           sipCall.transfer.gone = true;
           return;
         }
-        end(from === 'api' ? undefined : from, from === 'api' ? 'hangup_requested' : 'normal_clearing');
+        end(
+          from === 'api' ? undefined : from,
+          from === 'api' ? (cause ?? 'hangup_requested') : 'normal_clearing',
+        );
       };
     });
   }
@@ -250,9 +253,9 @@ export class SipPbx implements Pbx {
           audio: rtpAudio(samples),
         });
       };
-      sipCall.onBye = (from) => {
+      sipCall.onBye = (from, cause) => {
         if (from !== 'caller') this.signalling.hangUpCaller(sipCall);
-        end(from === 'api' ? 'hangup_requested' : 'normal_clearing');
+        end(from === 'api' ? (cause ?? 'hangup_requested') : 'normal_clearing');
       };
       // The greeting takes its own time; the message may then last MAX_SECONDS.
       let limit: NodeJS.Timeout | undefined;
@@ -289,9 +292,9 @@ export class SipPbx implements Pbx {
     });
     if (!sipCall) line.hungUp('normal_clearing');
     else {
-      sipCall.onBye = (from) => {
+      sipCall.onBye = (from, cause) => {
         if (from !== 'caller') this.signalling.hangUpCaller(sipCall);
-        line.hungUp(from === 'api' ? 'hangup_requested' : 'normal_clearing');
+        line.hungUp(from === 'api' ? (cause ?? 'hangup_requested') : 'normal_clearing');
       };
     }
     return line;
@@ -370,11 +373,11 @@ export class SipPbx implements Pbx {
     return this.transfers.transfer(call, party, ringSeconds, options);
   }
 
-  hangup(callId: string): boolean {
+  hangup(callId: string, cause = 'hangup_requested'): boolean {
     const call = this.table.get(callId);
     if (!call) return false;
-    if (call.onBye) call.onBye('api');
-    else call.onCancel?.('hangup_requested');
+    if (call.onBye) call.onBye('api', cause);
+    else call.onCancel?.(cause);
     return true;
   }
 
@@ -392,6 +395,11 @@ export class SipPbx implements Pbx {
     call.relay?.close();
     call.ownMedia?.close();
     this.table.forget(callId);
+  }
+
+  /** Resolves when every BYE we sent has its final response (a stopping listener waits, within a bound). */
+  byesAnswered(): Promise<void> {
+    return this.signalling.byesAnswered();
   }
 
   /**
