@@ -35,7 +35,8 @@ function buildIfStale(): void {
   });
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, seconds = 60): Promise<T> {
+/** Waits for `probe` to answer; the bound is generous because CI machines are shared (no timing is asserted). */
+async function until<T>(what: string, probe: () => Promise<T | undefined>, seconds = 180): Promise<T> {
   const deadline = Date.now() + seconds * 1000;
   for (;;) {
     const value = await probe();
