@@ -3,15 +3,15 @@
 // migration, the demo seed) and then RESTARTS starts on that existing database, each timed from spawn to the
 // first 200 from GET /health; after the last, the server idles IDLE_SECONDS and its RSS is read from /proc.
 // The embedded database's share is PGlite opened and migrated alone in a process of its own (its RSS minus that
-// of the same process before). NODE=/path/to/node measures another Node binary. Run: npm run bench:startup
-// (needs `npm run build` first).
+// of the same process before). BENCH_NODE=/path/to/node measures another Node binary (npm run sets NODE itself).
+// Run: npm run bench:startup (needs `npm run build` first).
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-const NODE = process.env.NODE || process.execPath;
+const NODE = process.env.BENCH_NODE || process.execPath;
 const RESTARTS = Number(process.env.RESTARTS ?? 5);
 const IDLE_SECONDS = Number(process.env.IDLE_SECONDS ?? 10);
 const PORT = Number(process.env.PORT ?? 3917);
