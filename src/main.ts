@@ -5,14 +5,14 @@ import { loadConfigOrExit } from './config.ts';
 import { printDemoCredentials, seedDemoIfEmpty } from './first-run.ts';
 import { openDatabase } from './platform/db/index.ts';
 import { migrate } from './platform/db/migrate.ts';
-import { createLogger } from './platform/log.ts';
+import { createLogger, terminalDestination } from './platform/log.ts';
 import { createRuntime } from './runtime.ts';
 import { runShutdown, shutdownBoundMs, shutdownPhases } from './shutdown.ts';
 
 async function main() {
   const config = loadConfigOrExit();
 
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, terminalDestination(process.stdout, config.appEnv));
   const db = await openDatabase(config);
   const applied = await migrate(db);
   if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');

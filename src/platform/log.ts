@@ -3,6 +3,7 @@
 // `detail`, `query`, `params`/`parameters`, `where` and any other property, which repeat statement values such
 // as e-mails, hashes and phone numbers, are dropped), a request as its method, path and address (no query
 // string, no headers, no body). Known secret field names are redacted wherever they appear, as a second net.
+import { createRequire } from 'node:module';
 import { type DestinationStream, type Logger, pino } from 'pino';
 
 /** Field names that hold a secret or credential, redacted at any depth pino can reach. */
@@ -74,4 +75,32 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
     },
     destination,
   );
+}
+
+/**
+ * How logs are written: readable lines for a person at a terminal while developing, JSON lines for everything
+ * else (a log shipper, a pipe, a file, systemd's journal, and production even on a terminal, where the lines
+ * must read the same as in the log store).
+ */
+export function logFormat(stdout: { isTTY?: boolean }, appEnv: string): 'pretty' | 'json' {
+  return stdout.isTTY === true && appEnv !== 'production' ? 'pretty' : 'json';
+}
+
+/**
+ * Where the server's logger writes: `stdout` itself for JSON (undefined: pino's own fast destination), or
+ * pino-pretty in this thread, writing to `stdout`, when logFormat says pretty. pino-pretty is loaded only then,
+ * so a production start does not pay for it. Redaction and the serializers run before it, as for JSON.
+ */
+export function terminalDestination(
+  stdout: NodeJS.WritableStream & { isTTY?: boolean },
+  appEnv: string,
+): DestinationStream | undefined {
+  if (logFormat(stdout, appEnv) === 'json') return undefined;
+  const pretty = createRequire(import.meta.url)('pino-pretty') as typeof import('pino-pretty');
+  return pretty.build({
+    destination: stdout,
+    sync: true,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname',
+  });
 }
