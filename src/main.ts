@@ -6,12 +6,15 @@ import { printDemoCredentials, seedDemoIfEmpty } from './first-run.ts';
 import { openDatabase } from './platform/db/index.ts';
 import { migrate } from './platform/db/migrate.ts';
 import { createLogger } from './platform/log.ts';
+import { startTelemetry } from './platform/telemetry/index.ts';
 import { createRuntime } from './runtime.ts';
 
 async function main() {
   const config = loadConfigOrExit();
 
   const log = createLogger(config.logLevel);
+  // Before the database and the app: the pg and http patches must be in place for them (docs/operations.md).
+  const telemetry = config.otlpEndpoint ? startTelemetry({ endpoint: config.otlpEndpoint }) : undefined;
   const db = await openDatabase(config);
   const applied = await migrate(db);
   if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');
@@ -57,6 +60,7 @@ async function main() {
     await ctx.carrier.stop?.();
     await ctx.rateLimiter.store.close();
     await db.close();
+    await telemetry?.shutdown().catch(() => {});
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
