@@ -76,6 +76,8 @@ describe('OpenAPI operations', () => {
     const anonymous = new Set([
       'system.version',
       'system.health',
+      'system.health.live',
+      'system.health.ready',
       'carriers.webhook',
       'portal.auth.login',
       'portal.auth.loginVerify',
