@@ -1,16 +1,20 @@
 // GET /metrics (CONTRACT section 15, docs/operations.md) over a real socket: scraped before and after sending
 // messages, delivering webhooks (one accepted, one refused by the receiver) and ending a call on the simulated
-// PBX, each counter moved by exactly what was done; the exposition parses strictly; every metric the docs
+// PBX, each counter moved by exactly what was done; a phone's registration counted in SIP messages and read as a
+// registration; an AI agent's turns observed once each; the exposition parses strictly; every metric the docs
 // list is exposed and every exposed one is listed; the token is required (401 in Shape A), and without
 // METRICS_TOKEN the route does not exist (404).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isShapeA, startTestApp, type TestApp } from './helpers/app.ts';
 import { runFor, sender } from './helpers/messaging.ts';
 import { createUser, signIn } from './helpers/portal.ts';
 import { moved, parsePrometheus, type Scrape, seriesValue } from './helpers/prometheus.ts';
 import { type Receiver, startReceiver } from './helpers/receiver.ts';
+import { sipOffice } from './helpers/sip-office.ts';
+import { SipPhone } from './helpers/sip-phone.ts';
 
 const METRICS_TOKEN = 'metrics-token-0123456789abcdef';
 
@@ -211,6 +215,87 @@ test('without METRICS_TOKEN, /metrics does not exist', async () => {
     });
     assert.equal(res.status, 404);
     assert.ok(isShapeA(res.body));
+  } finally {
+    await t.close();
+  }
+});
+
+test('SIP: registrations are read from their table, and each message in and out is counted once', async () => {
+  const { t, port, create } = await sipOffice({ config: { metricsToken: METRICS_TOKEN } });
+  const phone = await SipPhone.open(port, await create('101'));
+  try {
+    const scrape = async () => {
+      const res = await t.request('GET', '/metrics', {
+        headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+      });
+      assert.equal(res.status, 200);
+      return parsePrometheus(res.text);
+    };
+    const first = await scrape();
+    assert.equal(seriesValue(first, 'comms_sip_registrations'), 0);
+    // One REGISTER challenged (401), then one answered with credentials (200).
+    assert.equal(await phone.register(), 200);
+    const last = await scrape();
+    assert.equal(seriesValue(last, 'comms_sip_registrations'), 1);
+    assert.equal(seriesValue(last, 'comms_sip_registered_extensions'), 1);
+    const sip = (direction: string, statusClass: string) => ({
+      direction,
+      method: 'REGISTER',
+      status_class: statusClass,
+    });
+    assert.equal(moved(first, last, 'comms_sip_messages_total', sip('in', 'request')), 2);
+    assert.equal(moved(first, last, 'comms_sip_messages_total', sip('out', '4xx')), 1);
+    assert.equal(moved(first, last, 'comms_sip_messages_total', sip('out', '2xx')), 1);
+  } finally {
+    phone.close();
+    t.ctx.sipListener.stop();
+    await t.close();
+  }
+});
+
+test('agent turns: each answered utterance is one observation of the turn latency', async () => {
+  const t = await startTestApp({ config: { metricsToken: METRICS_TOKEN } });
+  try {
+    const office = await sender(t);
+    const api = (method: string, path: string, body?: unknown) =>
+      t.request(method, `/api/v2${path}`, { apiKey: office.key, body });
+    const agent = await api('POST', '/agents', {
+      name: 'Receptionist',
+      firstMessage: 'Hello, how can I help?',
+    });
+    assert.equal(agent.status, 201, agent.text);
+    const [number] = (await api('GET', '/numbers')).body.data;
+    const routed = await api('PATCH', `/numbers/${number.id}`, {
+      voiceRoute: { type: 'agent', target: agent.body.data.id },
+    });
+    assert.equal(routed.status, 200, routed.text);
+    const scrape = async () => {
+      const res = await t.request('GET', '/metrics', {
+        headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+      });
+      return parsePrometheus(res.text);
+    };
+    const first = await scrape();
+    const arrived = await t.admin('POST', '/test/pbx/inbound', {
+      from: '+14155550123',
+      to: office.number,
+      utterances: ['Are you open on Saturdays?', 'Thanks, that is all. Goodbye!'],
+    });
+    assert.equal(arrived.status, 201, arrived.text);
+    // The agent talks in the background and ends the call on the goodbye.
+    let outcome: string | null = null;
+    for (let i = 0; i < 200 && !outcome; i++) {
+      await sleep(50);
+      const rows = (await api('GET', '/agent-calls?limit=10')).body.data as {
+        callId: string;
+        outcome: string;
+      }[];
+      outcome = rows.find((row) => row.callId === arrived.body.data.id)?.outcome ?? null;
+    }
+    assert.equal(outcome, 'ended_by_agent');
+    const last = await scrape();
+    assert.equal(moved(first, last, 'comms_agent_turn_latency_seconds_count'), 2);
+    assert.ok(moved(first, last, 'comms_agent_turn_latency_seconds_sum') > 0);
   } finally {
     await t.close();
   }
