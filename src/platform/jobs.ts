@@ -407,7 +407,7 @@ export class JobQueue {
     const labels = { queue: job.queue };
     try {
       await inJobSpan(
-        { ...job, traceparent: job.traceparent ?? null },
+        job,
         () => registered.handler(job.payload as never, job as Job<never>),
         (error) => !(error instanceof RetryAt),
       );

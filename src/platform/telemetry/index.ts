@@ -103,7 +103,7 @@ export function injectTraceHeaders(headers: Record<string, string>): void {
  * `failed` tells an error from a planned retry, which is not one.
  */
 export function inJobSpan<T>(
-  job: { id: string; queue: string; attempts: number; traceparent: string | null },
+  job: { id: string; queue: string; attempts: number; traceparent?: string | null },
   work: () => Promise<T>,
   failed: (error: unknown) => boolean,
 ): Promise<T> {
