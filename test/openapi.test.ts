@@ -76,8 +76,8 @@ describe('OpenAPI operations', () => {
     const anonymous = new Set([
       'system.version',
       'system.health',
-      'system.health.live',
-      'system.health.ready',
+      'system.live',
+      'system.ready',
       'carriers.webhook',
       'portal.auth.login',
       'portal.auth.loginVerify',

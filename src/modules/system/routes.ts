@@ -88,7 +88,7 @@ export const systemRoutes = (services: SystemServices, platform: Platform) => as
     '/health/live',
     {
       schema: {
-        operationId: 'system.health.live',
+        operationId: 'system.live',
         tags: ['System'],
         summary: 'Liveness: the process answers',
         description:
@@ -124,7 +124,7 @@ export const systemRoutes = (services: SystemServices, platform: Platform) => as
     '/health/ready',
     {
       schema: {
-        operationId: 'system.health.ready',
+        operationId: 'system.ready',
         tags: ['System'],
         summary: 'Readiness: database, migrations, Redis and the worker',
         description:
