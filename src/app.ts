@@ -16,6 +16,8 @@ import { type ConsoleServing, serveConsole } from './platform/http/console.ts';
 import { mountInterface, type RoutePlugin, SECURITY_SCHEMES } from './platform/http/interfaces.ts';
 import { boundJsonDepth } from './platform/http/json-body.ts';
 import { webhooksDocument, withDocumentedRequestBodies } from './platform/http/openapi.ts';
+import { countRequests } from './platform/http/request-metrics.ts';
+import { requestTracing } from './platform/telemetry/index.ts';
 import { findUnstorableText } from './platform/text.ts';
 import {
   CURRENT_VERSION,
@@ -80,6 +82,11 @@ export async function buildApp(runtime: Runtime): Promise<App> {
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  // Observability first, so its hooks see every request (docs/operations.md): a span per request when tracing,
+  // and the request metrics.
+  const tracing = requestTracing();
+  if (tracing) await app.register(tracing);
+  countRequests(app as never, runtime.metrics);
   boundJsonDepth(app as never);
   trackRequestPaths(app as never);
   app.decorateRequest('apiVersion', CURRENT_VERSION);

@@ -88,6 +88,13 @@ export interface Config {
    * when unset. Not read from the environment: the contract says 5 s; tests shorten it.
    */
   flowAppTimeoutMs?: number;
+  /** METRICS_TOKEN: the Bearer token `GET /metrics` asks for; unset, /metrics answers 404 (docs/operations.md). */
+  metricsToken?: string;
+  /**
+   * OTEL_EXPORTER_OTLP_ENDPOINT: the OTLP/HTTP collector traces go to (`http://collector:4318`, spans to its
+   * `/v1/traces`); unset, nothing is traced (docs/operations.md).
+   */
+  otlpEndpoint?: string;
 }
 
 export class ConfigError extends Error {}
@@ -241,6 +248,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push('ENCRYPTION_KEY lists the same key twice');
   }
 
+  const metricsToken = env.METRICS_TOKEN || undefined;
+  if (metricsToken !== undefined && metricsToken.length < 16) {
+    problems.push('METRICS_TOKEN must be at least 16 characters');
+  }
+  const otlpEndpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined;
+  if (otlpEndpoint && !/^https?:\/\/[^/]/.test(otlpEndpoint)) {
+    problems.push('OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL');
+  }
+
   let jwtSecret = env.JWT_SECRET || '';
   if (appEnv === 'production') {
     if (!jwtSecret) problems.push('JWT_SECRET is required in production');
@@ -288,6 +304,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           model: env.AGENT_LLM_MODEL || 'gpt-4o-mini',
         }
       : undefined,
+    metricsToken,
+    otlpEndpoint,
   };
 }
 

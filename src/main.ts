@@ -1,18 +1,25 @@
 // Starts the product: reads the configuration, opens and migrates the database, then starts the roles
 // asked for (ROLES=api,worker by default: the HTTP API and the background worker in one process).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { buildApp } from './app.ts';
 import { loadConfigOrExit } from './config.ts';
 import { printDemoCredentials, seedDemoIfEmpty } from './first-run.ts';
 import { openDatabase } from './platform/db/index.ts';
 import { migrate } from './platform/db/migrate.ts';
 import { createLogger, terminalDestination } from './platform/log.ts';
+import { startTelemetry } from './platform/telemetry/index.ts';
 import { createRuntime } from './runtime.ts';
 import { runShutdown, shutdownBoundMs, shutdownPhases } from './shutdown.ts';
+
+/** How long the last spans get to reach the collector at shutdown. */
+const TELEMETRY_FLUSH_MS = 1_000;
 
 async function main() {
   const config = loadConfigOrExit();
 
   const log = createLogger(config.logLevel, terminalDestination(process.stdout, config.appEnv));
+  // Before the database and the app: the pg and http patches must be in place for them (docs/operations.md).
+  const telemetry = config.otlpEndpoint ? startTelemetry({ endpoint: config.otlpEndpoint }) : undefined;
   const db = await openDatabase(config);
   const applied = await migrate(db);
   if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');
@@ -60,6 +67,8 @@ async function main() {
       process.exit(1);
     }, shutdownBoundMs(graceSeconds)).unref();
     const clean = await runShutdown(shutdownPhases({ runtime: ctx, app, db, graceSeconds, startedAt }), log);
+    // The spans of the shutdown itself go out last (bounded: a collector that is down does not hold the exit).
+    if (telemetry) await Promise.race([telemetry.shutdown().catch(() => {}), sleep(TELEMETRY_FLUSH_MS)]);
     log.info({ signal, ms: Date.now() - startedAt, clean }, 'shut down');
     process.exit(clean ? 0 : 1);
   };

@@ -9,10 +9,12 @@ import { MODULES } from './modules.ts';
 import { Clock } from './platform/clock.ts';
 import { createSecretBox } from './platform/crypto.ts';
 import type { Database } from './platform/db/index.ts';
+import { observeDatabasePool } from './platform/db/metrics.ts';
 import { EventOutbox } from './platform/events.ts';
 import { Idempotency } from './platform/idempotency.ts';
 import { JobQueue } from './platform/jobs.ts';
 import { createMailer } from './platform/mail.ts';
+import { Metrics } from './platform/metrics/index.ts';
 import {
   type ComposedModule,
   composeModules,
@@ -51,9 +53,16 @@ export function createPlatform(
   clock?: Clock,
 ): Platform {
   const theClock = clock ?? new Clock(config.appEnv === 'test');
+  const metrics = new Metrics({
+    onReadError: (error, gauges) => log.warn({ err: error, gauges }, 'a metrics read failed'),
+  });
+  // Process metrics only where someone scrapes them: each app would otherwise watch the event loop and GC.
+  if (config.metricsToken) metrics.collectProcessMetrics();
+  observeDatabasePool(metrics, db);
   const jobs = new JobQueue(db, theClock, {
     concurrency: config.workerConcurrency,
     onError: (error, job) => log.warn({ err: error, jobId: job.id, queue: job.queue }, 'job failed'),
+    meter: metrics,
   });
   const counters = createCounterStore(config.redisUrl, (error) =>
     log.error({ err: error }, "Redis unreachable: rate limits fall back to this instance's own counters"),
@@ -72,6 +81,7 @@ export function createPlatform(
     idempotency: new Idempotency(db, theClock),
     mailer: createMailer(config.smtpUrl, log, config.appEnv === 'production'),
     log,
+    metrics,
     secretBox: (purpose) =>
       createSecretBox({ keys: config.encryptionKeys, legacy: config.jwtSecret }, purpose),
   };

@@ -76,6 +76,8 @@ describe('OpenAPI operations', () => {
     const anonymous = new Set([
       'system.version',
       'system.health',
+      'system.live',
+      'system.ready',
       'carriers.webhook',
       'portal.auth.login',
       'portal.auth.loginVerify',

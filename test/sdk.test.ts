@@ -70,6 +70,8 @@ describe('the SDK against a real server', () => {
 
     // System and account.
     assert.equal((await comms.system.health()).status, 'ok');
+    assert.deepEqual(await comms.system.live(), { status: 'ok' });
+    assert.equal((await comms.system.ready()).database, 'ok');
     assert.ok(await comms.system.version());
     assert.equal((await comms.me.get()).organization.id, who.id);
 

@@ -20,9 +20,13 @@ import {
   insertSelectedJobs,
   type Job,
   JobStore,
+  type OpenJobs,
+  type Quota,
   type SelectedJobs,
 } from './jobs/store.ts';
 import { DEFAULT_SCHEDULE_STEP_MS, JobWorker, type SlotQueue, Slots } from './jobs/worker.ts';
+import type { CounterMetric, HistogramMetric, Meter } from './metrics/index.ts';
+import { currentTraceparent, inJobSpan, tracingEnabled } from './telemetry/index.ts';
 
 export type { Job, SelectedJobs } from './jobs/store.ts';
 
@@ -104,6 +108,18 @@ export interface JobQueueOptions {
    */
   scheduleStepMs?: number;
   onError?: (error: unknown, job: Job) => void;
+  /** Where the queue's metrics are declared (docs/operations.md); none without one. */
+  meter?: Meter;
+}
+
+/** How the background worker is doing: stopped (never started here), alive, or stalled in a turn. */
+export type WorkerState = 'stopped' | 'alive' | 'stalled';
+
+interface JobMetrics {
+  completed: CounterMetric<'queue'>;
+  failures: CounterMetric<'queue'>;
+  dead: CounterMetric<'queue'>;
+  duration: HistogramMetric<'queue'>;
 }
 
 export class JobQueue {
@@ -114,6 +130,8 @@ export class JobQueue {
   private readonly store: JobStore;
   private readonly completions: CompletionBatch;
   private readonly worker: JobWorker;
+  private readonly pollIntervalMs: number;
+  private readonly metrics?: JobMetrics;
 
   constructor(
     private readonly db: Database,
@@ -128,18 +146,92 @@ export class JobQueue {
     this.onError = options.onError ?? (() => {});
     this.store = new JobStore({ db, workerId: this.workerId });
     this.completions = new CompletionBatch({ write: (ids) => this.store.complete(ids, this.clock.now()) });
+    this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
     this.worker = new JobWorker({
       db,
       clock,
       concurrency: this.concurrency,
-      pollIntervalMs: options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS,
+      pollIntervalMs: this.pollIntervalMs,
       scheduleStepMs: options.scheduleStepMs ?? DEFAULT_SCHEDULE_STEP_MS,
       queues: () => this.slotQueues(),
-      claim: (quotas, total) => this.store.claim(quotas, total, this.clock.now()),
+      claim: (quotas, total) => this.claim(quotas, total),
       nextRunAt: (quotas) => this.store.nextRunAt(quotas, this.clock.now()),
       run: (job) => this.execute(job),
       onError: (error, job) => this.onError(error, job ?? ({ id: '-', queue: '-' } as Job)),
     });
+    if (options.meter) this.metrics = this.declareMetrics(options.meter);
+  }
+
+  /** Counters moved as jobs end, and the open jobs read from the table at scrape time. */
+  private declareMetrics(meter: Meter): JobMetrics {
+    const labels = ['queue'] as const;
+    meter.readings({
+      gauges: [
+        { name: 'comms_jobs_waiting', help: 'Jobs due and waiting for a worker', labels },
+        {
+          name: 'comms_jobs_scheduled',
+          help: 'Jobs pending for a later time (retries, paced sends)',
+          labels,
+        },
+        { name: 'comms_jobs_running', help: 'Jobs claimed by a worker and under way', labels },
+        {
+          name: 'comms_jobs_oldest_waiting_seconds',
+          help: 'How long the oldest due job has waited for a worker (0: none waiting)',
+          labels,
+        },
+      ],
+      read: async () => {
+        const open = new Map((await this.store.openJobs(this.clock.now())).map((row) => [row.queue, row]));
+        // Every queue this process knows, at 0 when it has nothing open, so an alert sees the series.
+        const queues = [...new Set([...this.queues.keys(), ...open.keys()])];
+        const sample = (value: (row: OpenJobs | undefined) => number) =>
+          queues.map((queue) => ({ labels: { queue }, value: value(open.get(queue)) }));
+        return {
+          comms_jobs_waiting: sample((row) => row?.waiting ?? 0),
+          comms_jobs_scheduled: sample((row) => row?.scheduled ?? 0),
+          comms_jobs_running: sample((row) => row?.running ?? 0),
+          comms_jobs_oldest_waiting_seconds: sample((row) => row?.oldest_seconds ?? 0),
+        };
+      },
+    });
+    return {
+      completed: meter.counter({ name: 'comms_jobs_completed_total', help: 'Jobs run to success', labels }),
+      failures: meter.counter({
+        name: 'comms_jobs_failures_total',
+        help: 'Job runs that failed (each is retried until its attempts run out)',
+        labels,
+      }),
+      dead: meter.counter({
+        name: 'comms_jobs_dead_total',
+        help: 'Jobs that failed their last attempt and will not run again',
+        labels,
+      }),
+      duration: meter.histogram({
+        name: 'comms_job_duration_seconds',
+        help: 'How long a job run took, whatever its outcome',
+        labels,
+      }),
+    };
+  }
+
+  /**
+   * Whether this process's background worker is running and turning: `stalled` when it has not come round to
+   * a claim for many poll intervals (a claim hung on the database, a blocked loop).
+   */
+  workerState(): WorkerState {
+    const lastTurn = this.worker.lastTurnAt;
+    if (lastTurn === undefined) return 'stopped';
+    return Date.now() - lastTurn > Math.max(30_000, this.pollIntervalMs * 10) ? 'stalled' : 'alive';
+  }
+
+  /** One claim; when tracing, with each job's traceparent (telemetry). */
+  private async claim(quotas: Quota[], total: number): Promise<Job[]> {
+    const jobs = await this.store.claim(quotas, total, this.clock.now());
+    if (tracingEnabled() && jobs.length > 0) {
+      const traceparents = await this.store.traceparents(jobs.map((job) => job.id));
+      for (const job of jobs) job.traceparent = traceparents.get(job.id) ?? null;
+    }
+    return jobs;
   }
 
   register<Payload>(queue: string, handler: JobHandler<Payload>, options: QueueOptions<Payload> = {}): void {
@@ -197,6 +289,7 @@ export class JobQueue {
       dedupeKey: options.dedupeKey ?? null,
       concurrencyKey: concurrencyKey(options.concurrencyKey),
       createdAt: now,
+      traceparent: currentTraceparent(),
     });
     return inserted ?? id;
   }
@@ -220,6 +313,7 @@ export class JobQueue {
       runAt: options.runAt ?? now,
       maxAttempts: options.maxAttempts ?? this.queues.get(queue)?.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
       createdAt: now,
+      traceparent: currentTraceparent(),
     });
   }
 
@@ -230,7 +324,7 @@ export class JobQueue {
    */
   async runDue(limit = this.concurrency): Promise<number> {
     const slots = new Slots({ total: limit });
-    const jobs = await this.store.claim(slots.quotas(this.slotQueues()), limit, this.clock.now());
+    const jobs = await this.claim(slots.quotas(this.slotQueues()), limit);
     await Promise.all(jobs.map((job) => this.execute(job)));
     return jobs.length;
   }
@@ -255,7 +349,7 @@ export class JobQueue {
       );
       let claimed = 0;
       if (wanted > 0) {
-        const jobs = await this.store.claim(quotas, wanted, this.clock.now());
+        const jobs = await this.claim(quotas, wanted);
         claimed = jobs.length;
         if (claimed > 0) rounds++;
         total += claimed;
@@ -317,12 +411,22 @@ export class JobQueue {
   /** Runs one job to its recorded outcome; returns when it is to run again, if it was rescheduled. */
   private async execute(job: Job): Promise<Date | undefined> {
     const registered = this.queues.get(job.queue)!;
+    const started = performance.now();
+    const labels = { queue: job.queue };
     try {
-      await registered.handler(job.payload as never, job as Job<never>);
+      await inJobSpan(
+        job,
+        () => registered.handler(job.payload as never, job as Job<never>),
+        (error) => !(error instanceof RetryAt),
+      );
       await this.completions.complete(job.id);
+      this.metrics?.completed.inc(labels);
     } catch (error) {
       // A RetryAt is the handler's plan (a receiver's Retry-After, a retry schedule), not a failure to report.
-      if (!(error instanceof RetryAt)) this.onError(error, job);
+      if (!(error instanceof RetryAt)) {
+        this.onError(error, job);
+        this.metrics?.failures.inc(labels);
+      }
       const now = this.clock.nowMs();
       const message = error instanceof Error ? error.message : String(error);
       if (error instanceof RetryAt || job.attempts < job.maxAttempts) {
@@ -332,6 +436,9 @@ export class JobQueue {
         return runAt;
       }
       await this.bury(registered, job, error, new Date(now), message);
+      this.metrics?.dead.inc(labels);
+    } finally {
+      this.metrics?.duration.observe(labels, (performance.now() - started) / 1000);
     }
     return undefined;
   }

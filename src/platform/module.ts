@@ -22,6 +22,7 @@ import type { RoutePlugin } from './http/interfaces.ts';
 import type { Idempotency } from './idempotency.ts';
 import type { JobHandler, JobQueue, QueueOptions } from './jobs.ts';
 import type { Mailer } from './mail.ts';
+import type { Metrics } from './metrics/index.ts';
 import type { Paginator } from './pagination.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { RetentionRule } from './retention.ts';
@@ -39,6 +40,11 @@ export interface Platform {
   idempotency: Idempotency;
   mailer: Mailer;
   log: FastifyBaseLogger;
+  /**
+   * This instance's metrics (GET /metrics): a module declares its own through the Meter methods (counter,
+   * histogram, readings) when it is created, and counts where things happen.
+   */
+  metrics: Metrics;
   /** An AEAD box for one purpose (`totp-secret`, `webhook-secret`), keyed from the app's root secret. */
   secretBox(purpose: string): SecretBox;
 }

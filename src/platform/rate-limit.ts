@@ -59,6 +59,8 @@ export interface CounterStore {
   getMany(keys: string[]): Promise<number[]>;
   /** Resolves when counting is ready (Redis connected), or after `timeoutMs` at the latest. */
   ready(timeoutMs?: number): Promise<void>;
+  /** Whether the shared store answers now (readiness); absent for the in-process store, which always does. */
+  reachable?(): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -170,6 +172,14 @@ export class RedisCounterStore implements CounterStore {
         resolve();
       }
     });
+  }
+
+  async reachable(): Promise<boolean> {
+    try {
+      return (await this.redis.ping()) === 'PONG';
+    } catch {
+      return false;
+    }
   }
 
   async close(): Promise<void> {

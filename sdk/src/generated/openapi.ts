@@ -37,6 +37,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/health/live": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Liveness: the process answers
+         * @description Always 200 while the process runs and its event loop turns; checks nothing else, so that a database outage never gets healthy instances restarted. Restart the process when this stops answering.
+         */
+        get: operations["system.live"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/health/ready": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Readiness: database, migrations, Redis and the worker
+         * @description 200 when this instance can serve: the database answers and has every migration of this code, Redis answers (when configured), and the worker's claim loop is alive (when this process runs one). 503 with `Retry-After` otherwise, each part saying `ok` or what is wrong with it. Take the instance out of the load balancer meanwhile; do not restart it for this.
+         */
+        get: operations["system.ready"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/numbers": {
         parameters: {
             query?: never;
@@ -1965,6 +2005,56 @@ export interface operations {
                         database: string;
                         /** @enum {string} */
                         databaseState: "reachable";
+                    };
+                };
+            };
+        };
+    };
+    "system.live": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "ok";
+                    };
+                };
+            };
+        };
+    };
+    "system.ready": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description `ok`; `unreachable`; or `migrations_pending` when the database lacks a migration of this code */
+                        database: "ok" | "unreachable" | "migrations_pending";
+                        /** @description Only when REDIS_URL is set */
+                        redis?: "ok" | "unreachable";
+                        /** @description Only when this process runs the background worker: whether its claim loop keeps turning */
+                        worker?: "ok" | "stalled";
                     };
                 };
             };

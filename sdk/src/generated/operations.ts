@@ -17,6 +17,22 @@ export const OPERATIONS = {
     "response": "json",
     "idempotencyKey": false
   },
+  "system.live": {
+    "method": "get",
+    "path": "/health/live",
+    "pathParams": [],
+    "query": false,
+    "response": "json",
+    "idempotencyKey": false
+  },
+  "system.ready": {
+    "method": "get",
+    "path": "/health/ready",
+    "pathParams": [],
+    "query": false,
+    "response": "json",
+    "idempotencyKey": false
+  },
   "numbers.list": {
     "method": "get",
     "path": "/api/v2/numbers",

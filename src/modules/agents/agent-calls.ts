@@ -2,12 +2,14 @@
 // and ends the call; this runner does the talking (the agent's first message, then turn by turn: the caller's
 // words, transcribed when they come as audio, and the brain's reply), keeps the transcript turn by turn, and
 // when the call ends writes its outcome, a summary and the duration, with agent_call.* events.
+
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { EventOutbox } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
+import type { HistogramMetric } from '../../platform/metrics/index.ts';
 import type { PageQueryInput, Paginator } from '../../platform/pagination.ts';
 import type { AgentEnd, AgentLine, AgentRunner, CallMedia, CallRow, CallService } from '../voice/index.ts';
 import { type AgentCallRow, AgentCallStore } from './agent-call-store.ts';
@@ -31,6 +33,7 @@ export class AgentCallService implements AgentRunner {
   private readonly calls: CallService;
   private readonly media: CallMedia;
   private readonly log: FastifyBaseLogger;
+  private readonly turnLatency?: HistogramMetric;
   readonly store = new AgentCallStore();
 
   constructor(deps: {
@@ -43,7 +46,10 @@ export class AgentCallService implements AgentRunner {
     calls: CallService;
     media: CallMedia;
     log: FastifyBaseLogger;
+    /** The time from a caller's utterance ending to the reply starting (metrics). */
+    turnLatency?: HistogramMetric;
   }) {
+    this.turnLatency = deps.turnLatency;
     this.db = deps.db;
     this.clock = deps.clock;
     this.pagination = deps.pagination;
@@ -159,6 +165,8 @@ export class AgentCallService implements AgentRunner {
       await speak(agent.firstMessage);
       for (;;) {
         const heard = await line.listen();
+        // The line hands over an utterance when the caller stopped speaking: the turn's latency starts here.
+        const utteranceEnded = performance.now();
         if (heard.kind === 'hangup') {
           if (timeUp) return { kind: 'ended_by_agent', at: heard.at };
           return { kind: 'hangup', at: heard.at, cause: heard.cause };
@@ -187,6 +195,7 @@ export class AgentCallService implements AgentRunner {
             action: agent.transferTo ? ('transfer' as const) : ('end_call' as const),
           };
         });
+        this.turnLatency?.observe({}, (performance.now() - utteranceEnded) / 1000);
         await speak(reply.reply);
         if (reply.action === 'end_call') return { kind: 'ended_by_agent', at: this.clock.now() };
         if (reply.action === 'transfer' && agent.transferTo) {

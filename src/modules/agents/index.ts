@@ -58,6 +58,11 @@ export const agentsModule = defineModule({
       calls,
       media,
       log,
+      turnLatency: platform.metrics.histogram({
+        name: 'comms_agent_turn_latency_seconds',
+        help: "Time from the end of a caller's utterance to the agent starting its reply (transcription and the model's answer included)",
+        buckets: [0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10],
+      }),
     });
     // Numbers routed to an agent reach it; POST /agents/{id}/calls places calls through it.
     calls.useAgents(agentCalls);

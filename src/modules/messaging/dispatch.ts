@@ -13,7 +13,7 @@ import type { ContactService } from '../contacts/index.ts';
 import { optOutKey } from '../contacts/index.ts';
 import { MessageFailed, MessageSent } from './events.ts';
 import { MediaProbe, type MediaRefusal } from './media-probe.ts';
-import { toMessage } from './message.ts';
+import { type CountMessages, toMessage } from './message.ts';
 import { encodingFor, splitSegments } from './segments.ts';
 import type { MessageRow, MessageStore } from './store.ts';
 
@@ -63,6 +63,7 @@ export class MessageDispatcher {
   private readonly mediaProbe: MediaProbe;
   /** Collects the dispatches started in one turn of the event loop into one batch (dispatchBatch). */
   private readonly batches: DataLoader<string, void>;
+  private readonly countMessages: CountMessages;
 
   constructor(deps: {
     db: Database;
@@ -76,7 +77,9 @@ export class MessageDispatcher {
     automaticReceipts: boolean;
     guardMediaUrls: boolean;
     resolver?: Resolver;
+    countMessages?: CountMessages;
   }) {
+    this.countMessages = deps.countMessages ?? (() => {});
     this.db = deps.db;
     this.clock = deps.clock;
     this.jobs = deps.jobs;
@@ -120,6 +123,7 @@ export class MessageDispatcher {
       { messageId },
       { runAt: slot, dedupeKey: dispatchKey(messageId) },
     );
+    this.countMessages('queued');
   }
 
   /** Books slots for a batch of messages in order, up to the first after `until` (CarrierPacing.bookSlots). */
@@ -141,6 +145,7 @@ export class MessageDispatcher {
       ],
       timed: true,
     });
+    this.countMessages('queued', booked.length);
   }
 
   /**
@@ -217,7 +222,7 @@ export class MessageDispatcher {
 
     // A deadlock victim is recorded again rather than its jobs retried: those would hand the carrier again
     // the messages it has just taken.
-    await retryingConflicts(() =>
+    const outcome = await retryingConflicts(() =>
       this.db.transaction(async (tx) => {
         const now = this.clock.now();
         const sent = await this.store.markManySent(
@@ -240,8 +245,11 @@ export class MessageDispatcher {
             .map((row) => ({ organizationId: row.organization_id, data: toMessage(row, now) })),
         );
         if (this.automaticReceipts) await this.enqueuePlannedReceipts(tx, sent, accepted, now);
+        return { sent: sent.length, finished: finished.map((row) => row.status) };
       }),
     );
+    this.countMessages('sent', outcome.sent);
+    for (const status of outcome.finished) this.countMessages(status);
     return ids.map((id) => failures.get(id));
   }
 
@@ -289,6 +297,7 @@ export class MessageDispatcher {
   ): Promise<void> {
     await this.db.transaction(async (tx) => {
       const updated = await this.store.finishQueued(tx, row.id, status, error, this.clock.now());
+      if (updated) this.countMessages(status);
       if (updated && status === 'failed') {
         await this.events.record(tx, MessageFailed, {
           organizationId: updated.organization_id,

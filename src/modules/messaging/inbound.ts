@@ -11,7 +11,7 @@ import type { NumberService, PhoneNumber } from '../numbers/index.ts';
 import type { OrganizationService } from '../organizations/index.ts';
 import type { MessageDispatcher } from './dispatch.ts';
 import { MessageReceived } from './events.ts';
-import { toMessage } from './message.ts';
+import { type CountMessages, toMessage } from './message.ts';
 import type { Message } from './schemas.ts';
 import { countSegments } from './segments.ts';
 import type { MessageStore } from './store.ts';
@@ -32,6 +32,7 @@ export class InboundMessages {
   private readonly contacts: ContactService;
   private readonly dispatcher: MessageDispatcher;
   private readonly store: MessageStore;
+  private readonly countMessages: CountMessages;
 
   constructor(deps: {
     db: Database;
@@ -42,6 +43,7 @@ export class InboundMessages {
     contacts: ContactService;
     dispatcher: MessageDispatcher;
     store: MessageStore;
+    countMessages?: CountMessages;
   }) {
     this.db = deps.db;
     this.clock = deps.clock;
@@ -51,6 +53,7 @@ export class InboundMessages {
     this.contacts = deps.contacts;
     this.dispatcher = deps.dispatcher;
     this.store = deps.store;
+    this.countMessages = deps.countMessages ?? (() => {});
   }
 
   /**
@@ -105,6 +108,7 @@ export class InboundMessages {
         return { message: toMessage(first, now), keyword: null, reply: null, duplicate: true as const };
       }
       const message = toMessage(row, this.clock.now());
+      this.countMessages('received');
       await this.events.record(tx, MessageReceived, {
         organizationId: organization.id,
         data: message,

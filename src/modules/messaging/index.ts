@@ -13,6 +13,11 @@ export const messagingModule = defineModule({
   create: ({ platform, use }): MessagingServices => {
     const { db, clock, jobs, events, pagination, idempotency, config } = platform;
     const { numbers, carrier } = use(numbersModule);
+    const messagesByStatus = platform.metrics.counter({
+      name: 'comms_messages_total',
+      help: 'Messages reaching a status (queued, sent, delivered, undelivered, failed, cancelled, received), by carrier',
+      labels: ['status', 'carrier'],
+    });
     const messages = new MessagingService({
       db,
       clock,
@@ -20,6 +25,9 @@ export const messagingModule = defineModule({
       events,
       pagination,
       idempotency,
+      countMessages: (status, count = 1) => {
+        if (count > 0) messagesByStatus.inc({ status, carrier: carrier.name }, count);
+      },
       organizations: use(organizationsModule).organizations,
       numbers,
       contacts: use(contactsModule).contacts,

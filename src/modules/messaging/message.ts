@@ -35,3 +35,6 @@ export function toMessage(row: MessageRow, now: Date): Message {
     updatedAt: row.status_updated_at.toISOString(),
   };
 }
+
+/** Counts messages reaching a status (comms_messages_total, docs/operations.md); `count` of them at once. */
+export type CountMessages = (status: string, count?: number) => void;

@@ -7,7 +7,7 @@ import type { Database } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { EventOutbox } from '../../platform/events.ts';
 import { RECEIPT_EVENTS } from './events.ts';
-import { toMessage } from './message.ts';
+import { type CountMessages, toMessage } from './message.ts';
 import type { Message } from './schemas.ts';
 import type { MessageStore } from './store.ts';
 
@@ -35,7 +35,16 @@ export class MessageReceipts {
   private readonly events: EventOutbox;
   private readonly store: MessageStore;
 
-  constructor(deps: { db: Database; clock: Clock; events: EventOutbox; store: MessageStore }) {
+  private readonly countMessages: CountMessages;
+
+  constructor(deps: {
+    db: Database;
+    clock: Clock;
+    events: EventOutbox;
+    store: MessageStore;
+    countMessages?: CountMessages;
+  }) {
+    this.countMessages = deps.countMessages ?? (() => {});
     this.db = deps.db;
     this.clock = deps.clock;
     this.events = deps.events;
@@ -58,7 +67,7 @@ export class MessageReceipts {
   }
 
   private async applyBatch(receipts: readonly QueuedReceipt[]): Promise<undefined[]> {
-    await this.db.transaction(async (tx) => {
+    const statuses = await this.db.transaction(async (tx) => {
       const now = this.clock.now();
       const updated = await this.store.recordManyReceipts(
         tx,
@@ -74,7 +83,9 @@ export class MessageReceipts {
             .map((row) => ({ organizationId: row.organization_id, data: toMessage(row, now) })),
         );
       }
+      return updated.map((row) => row.status);
     });
+    for (const status of statuses) this.countMessages(status);
     return receipts.map(() => undefined);
   }
 
@@ -84,7 +95,8 @@ export class MessageReceipts {
    * another status, is a 409.
    */
   async apply(messageId: string, status: ReceiptStatus): Promise<Message> {
-    return this.db.transaction(async (tx) => {
+    let applied = false;
+    const message = await this.db.transaction(async (tx) => {
       const updated = await this.store.recordReceipt(
         tx,
         messageId,
@@ -93,6 +105,7 @@ export class MessageReceipts {
         this.clock.now(),
       );
       if (updated) {
+        applied = true;
         await this.events.record(tx, RECEIPT_EVENTS[status], {
           organizationId: updated.organization_id,
           data: toMessage(updated, this.clock.now()),
@@ -108,5 +121,7 @@ export class MessageReceipts {
           : `The message is already ${current.status}`,
       );
     });
+    if (applied) this.countMessages(status);
+    return message;
   }
 }

@@ -25,6 +25,7 @@ import {
 import { type MessageFilters, MessageHistory } from './history.ts';
 import { InboundMessages, type Keyword } from './inbound.ts';
 import { SendLimits } from './limits.ts';
+import type { CountMessages } from './message.ts';
 import { MessageReceipts } from './receipts.ts';
 import type {
   Direction,
@@ -80,7 +81,10 @@ export class MessagingService {
     carrier: Carrier;
     options: MessagingOptions;
     idempotency: Idempotency;
+    /** Counts messages reaching each status (comms_messages_total). */
+    countMessages?: CountMessages;
   }) {
+    const { countMessages } = deps;
     const { db, clock, jobs, events, pagination, organizations, numbers, contacts, carrier } = deps;
     const store = new MessageStore();
     this.db = db;
@@ -103,6 +107,7 @@ export class MessagingService {
       store,
       automaticReceipts: deps.options.automaticReceipts,
       guardMediaUrls: deps.options.guardMediaUrls ?? false,
+      countMessages,
     });
     this.campaignMessages = new CampaignMessages({ clock, limits: this.limits, dispatcher: this.dispatcher });
     this.sender = new MessageSender({
@@ -114,7 +119,7 @@ export class MessagingService {
       dispatcher: this.dispatcher,
       store,
     });
-    this.receipts = new MessageReceipts({ db, clock, events, store });
+    this.receipts = new MessageReceipts({ db, clock, events, store, countMessages });
     this.inbound = new InboundMessages({
       db,
       clock,
@@ -124,6 +129,7 @@ export class MessagingService {
       contacts,
       dispatcher: this.dispatcher,
       store,
+      countMessages,
     });
     this.history = new MessageHistory({ db, clock, pagination, store });
   }

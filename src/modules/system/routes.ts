@@ -8,6 +8,7 @@ import type { App } from '../../platform/http/app-type.ts';
 import { envelope } from '../../platform/http/schemas.ts';
 import type { Platform } from '../../platform/module.ts';
 import { CHANGELOG, CURRENT_VERSION, versionTable } from '../../platform/version.ts';
+import type { Readiness } from './readiness.ts';
 
 const nullableDate = Type.Union([Type.String(), Type.Null()]);
 const VersionSchema = Type.Object({
@@ -27,7 +28,7 @@ const VersionSchema = Type.Object({
   ),
 });
 
-export const systemRoutes = (_services: unknown, platform: Platform) => async (app: App) => {
+export const systemRoutes = (services: SystemServices, platform: Platform) => async (app: App) => {
   app.get(
     '/api/version',
     {
@@ -81,7 +82,70 @@ export const systemRoutes = (_services: unknown, platform: Platform) => async (a
       return { status: 'ok' as const, database, databaseState: 'reachable' as const };
     },
   );
+
+  // The probes of an orchestrator (CONTRACT section 15, docs/operations.md "Health").
+  app.get(
+    '/health/live',
+    {
+      schema: {
+        operationId: 'system.live',
+        tags: ['System'],
+        summary: 'Liveness: the process answers',
+        description:
+          'Always 200 while the process runs and its event loop turns; checks nothing else, so that a database ' +
+          'outage never gets healthy instances restarted. Restart the process when this stops answering.',
+        response: { 200: Type.Object({ status: Type.Literal('ok') }) },
+      },
+    },
+    async () => ({ status: 'ok' as const }),
+  );
+
+  const ReadinessParts = {
+    database: Type.Union(
+      [Type.Literal('ok'), Type.Literal('unreachable'), Type.Literal('migrations_pending')],
+      {
+        description:
+          '`ok`; `unreachable`; or `migrations_pending` when the database lacks a migration of this code',
+      },
+    ),
+    redis: Type.Optional(
+      Type.Union([Type.Literal('ok'), Type.Literal('unreachable')], {
+        description: 'Only when REDIS_URL is set',
+      }),
+    ),
+    worker: Type.Optional(
+      Type.Union([Type.Literal('ok'), Type.Literal('stalled')], {
+        description:
+          'Only when this process runs the background worker: whether its claim loop keeps turning',
+      }),
+    ),
+  };
+  app.get(
+    '/health/ready',
+    {
+      schema: {
+        operationId: 'system.ready',
+        tags: ['System'],
+        summary: 'Readiness: database, migrations, Redis and the worker',
+        description:
+          '200 when this instance can serve: the database answers and has every migration of this code, Redis ' +
+          "answers (when configured), and the worker's claim loop is alive (when this process runs one). 503 with " +
+          '`Retry-After` otherwise, each part saying `ok` or what is wrong with it. Take the instance out of the ' +
+          'load balancer meanwhile; do not restart it for this.',
+        response: { 200: Type.Object(ReadinessParts), 503: Type.Object(ReadinessParts) },
+      },
+    },
+    async (_request, reply) => {
+      const { ready, report } = await services.readiness.check();
+      if (!ready) reply.status(503).header('Retry-After', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
+      return report;
+    },
+  );
 };
+
+export interface SystemServices {
+  readiness: Readiness;
+}
 
 const CENTURY_SECONDS = 100 * 366 * 24 * 3600;
 

@@ -24,7 +24,15 @@ export interface Leftovers {
 }
 
 export class CallEnding {
-  constructor(private readonly deps: { store: CallStore; media: CallMedia; events: EventOutbox }) {}
+  constructor(
+    private readonly deps: {
+      store: CallStore;
+      media: CallMedia;
+      events: EventOutbox;
+      /** Counts a call ended, by its end status (comms_calls_ended_total). */
+      countEnded?: (status: EndStatus) => void;
+    },
+  ) {}
 
   /**
    * Ends `current` on `tx`. Undefined when the call had ended already (the store changes only a live call):
@@ -53,8 +61,10 @@ export class CallEnding {
     if (left.recording)
       change.recording_id = (await media.addRecording(tx, current, left.recording, end.at)).id;
     const row = await store.change(tx, current.id, change, end.at);
-    if (row)
+    if (row) {
       await events.record(tx, CallCompleted, { organizationId: row.organization_id, data: toCall(row) });
+      this.deps.countEnded?.(end.status);
+    }
     return row;
   }
 }

@@ -80,6 +80,13 @@ export interface CallChange {
 }
 
 export class CallStore {
+  /** Calls not ended yet, by status (metrics; through the partial index of live calls). */
+  async liveByStatus(db: Queryable): Promise<{ status: string; calls: number }[]> {
+    return db.query(
+      `SELECT status, count(*)::int AS calls FROM calls WHERE ended_at IS NULL GROUP BY status`,
+    );
+  }
+
   async insert(db: Queryable, call: NewCall): Promise<CallRow> {
     const [row] = await db.query<CallRow>(
       `INSERT INTO calls (id, organization_id, region, direction, from_number, to_number, status, started_at,

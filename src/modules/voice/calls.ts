@@ -5,6 +5,7 @@
 // asked of them, from this process or, over NOTIFY, from another one.
 // Each call's program runs while the call lives, in the process whose PBX holds it; that process renews the
 // call's capacity lease while it runs (migrations/021_calls.sql).
+
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../platform/clock.ts';
@@ -18,6 +19,7 @@ import { CallAdmission } from './admission.ts';
 import { AudioFetcher } from './audio-fetch.ts';
 import { CallEnding, toCall } from './call-end.ts';
 import { CallEntry } from './call-entry.ts';
+import type { EndStatus } from './call-states.ts';
 import { type CallRow, CallStore } from './call-store.ts';
 import { CallTransfers, type PhoneTransferRefusal } from './call-transfer.ts';
 import { type AgentRunner, DialPlan } from './dial-plan.ts';
@@ -89,6 +91,8 @@ export class CallService {
     streams?: StreamTargetOptions;
     /** The platform's SIP domain: a transfer to a `sip:` URI names an extension there. */
     sipDomain?: string;
+    /** Counts a call ended, by its end status (metrics). */
+    countEnded?: (status: EndStatus) => void;
   }) {
     this.db = deps.db;
     this.clock = deps.clock;
@@ -123,7 +127,7 @@ export class CallService {
       log,
       streams: deps.streams,
     });
-    this.ending = new CallEnding({ store, media: deps.media, events });
+    this.ending = new CallEnding({ store, media: deps.media, events, countEnded: deps.countEnded });
     this.liveDeps = { db, clock, events, store, ending: this.ending, log };
     this.admission = new CallAdmission({
       db,

@@ -18,6 +18,7 @@ import { FLOW_APP_ANSWER_BYTES, FLOW_APP_TIMEOUT_MS, FlowApps, webhookRouteCheck
 import { CallFlowService, callFlowRoutes } from './flows/index.ts';
 import { CallMedia, TRANSCRIBE_QUEUE } from './media.ts';
 import { mediaRoutes } from './media-routes.ts';
+import { voiceMetrics } from './metrics.ts';
 import { QueueRuntime, QueueService, queueRoutes } from './queues/index.ts';
 import { RingGroupService, ringGroupRoutes } from './ring-groups/index.ts';
 import { extensionRoutes } from './routes.ts';
@@ -85,6 +86,11 @@ export const voiceModule = defineModule({
     const simulatedPbx = new SimulatedPbx(clock, config.appEnv === 'test' ? 'manual' : 'auto');
     let sipListener: SipListener | undefined;
     let sipPbx: SipPbx | undefined;
+    const metrics = voiceMetrics(platform.metrics, {
+      db,
+      calls: () => calls.store,
+      registrar: () => registrar,
+    });
     const calls = new CallService({
       db,
       clock,
@@ -102,6 +108,7 @@ export const voiceModule = defineModule({
       log,
       streams,
       sipDomain: config.sipDomain,
+      countEnded: metrics.callEnded,
     });
     const registrar = new Registrar({
       db,
@@ -132,6 +139,7 @@ export const voiceModule = defineModule({
       log,
       config.sipMediaAddress,
       config.appEnv === 'test',
+      metrics.sipMessage,
     );
     const ringGroups = new RingGroupService({ db, clock, pagination });
     // With a SIP listener, members' phones ring over SIP: one with no registered phone is offline.

@@ -26,7 +26,9 @@ import type { Database, Queryable } from '../../platform/db/index.ts';
 import type { DomainEvent, EventConsumer, EventOutbox } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
 import { type Job, type JobQueue, RetryAt } from '../../platform/jobs.ts';
+import type { CounterMetric, HistogramMetric, Meter } from '../../platform/metrics/index.ts';
 import type { JobSpec } from '../../platform/module.ts';
+import { injectTraceHeaders } from '../../platform/telemetry/index.ts';
 import { EndpointDisabled } from './events.ts';
 import type { DeliveryStatus } from './schemas.ts';
 import { DELIVER_QUEUE, type Enqueue, type WebhookService } from './service.ts';
@@ -72,6 +74,10 @@ export class WebhookDelivery {
   private readonly transport: WebhookTransport;
   private readonly store = new WebhookStore();
   private readonly endpointConcurrency: number;
+  private readonly metrics?: {
+    attempts: CounterMetric<'outcome'>;
+    duration: HistogramMetric<'outcome'>;
+  };
 
   constructor(deps: {
     db: Database;
@@ -82,6 +88,8 @@ export class WebhookDelivery {
     transport: WebhookTransport;
     /** Attempts of one endpoint in flight at once (default ENDPOINT_CONCURRENCY). */
     endpointConcurrency?: number;
+    /** Where the delivery metrics are declared (docs/operations.md). */
+    meter?: Meter;
   }) {
     this.db = deps.db;
     this.clock = deps.clock;
@@ -90,11 +98,49 @@ export class WebhookDelivery {
     this.service = deps.service;
     this.transport = deps.transport;
     this.endpointConcurrency = deps.endpointConcurrency ?? ENDPOINT_CONCURRENCY;
+    if (deps.meter) this.metrics = this.declareMetrics(deps.meter);
     // An attempt that could outlive the lease could be taken up and POSTed again by another worker; half the
     // lease leaves ample room to read the delivery before and record its outcome after.
     if (this.transport.timeoutMs > (LEASE_SECONDS * 1000) / 2) {
       throw new Error(`A delivery attempt's deadline must be under half the job lease (${LEASE_SECONDS} s)`);
     }
+  }
+
+  /**
+   * Attempts by outcome with their duration, counted as they happen; endpoints by state, read from their table
+   * at scrape time (a count per state, never a series per endpoint: their number is unbounded).
+   */
+  private declareMetrics(meter: Meter) {
+    meter.readings({
+      gauges: [
+        {
+          name: 'comms_webhook_endpoints',
+          help: 'Webhook endpoints by state: healthy, failing (a run of failures under way), disabled',
+          labels: ['state'],
+        },
+      ],
+      read: async () => {
+        const counts = await this.store.endpointStates(this.db);
+        return {
+          comms_webhook_endpoints: (['healthy', 'failing', 'disabled'] as const).map((state) => ({
+            labels: { state },
+            value: counts[state],
+          })),
+        };
+      },
+    });
+    return {
+      attempts: meter.counter({
+        name: 'comms_webhook_deliveries_total',
+        help: 'Webhook delivery attempts by outcome: succeeded (a 2xx) or failed (anything else, no answer included)',
+        labels: ['outcome'] as const,
+      }),
+      duration: meter.histogram({
+        name: 'comms_webhook_delivery_duration_seconds',
+        help: 'Time of one delivery attempt, from its start to the answer (or the failure), by outcome',
+        labels: ['outcome'] as const,
+      }),
+    };
   }
 
   /** Retention: removes deliveries (and their attempts) finished before `before`; returns how many. */
@@ -193,7 +239,13 @@ export class WebhookDelivery {
     const now = this.clock.now();
     const secrets = this.signingSecrets(delivery, now);
     const headers = signedHeaders(delivery.event_id, now, delivery.body, secrets);
+    // The receiver's trace continues ours: the delivery job's span, the child of what caused the event.
+    injectTraceHeaders(headers);
     const result = await this.transport.post(delivery.url, headers, delivery.body);
+    const ok = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
+    const outcome = ok ? 'succeeded' : 'failed';
+    this.metrics?.attempts.inc({ outcome });
+    this.metrics?.duration.observe({ outcome }, result.durationMs / 1000);
     const nextAt = await this.record(delivery, result, job.manual === true);
     if (nextAt) throw new RetryAt(nextAt, `webhook delivery failed: ${result.error ?? result.statusCode}`);
   }

@@ -220,6 +220,17 @@ export class WebhookStore {
     return row;
   }
 
+  /** How many endpoints of every organization are healthy, failing (a run of failures) and disabled (metrics). */
+  async endpointStates(db: Queryable): Promise<Record<'healthy' | 'failing' | 'disabled', number>> {
+    const [row] = await db.query<{ healthy: number; failing: number; disabled: number }>(
+      `SELECT count(*) FILTER (WHERE enabled AND failing_since IS NULL)::int AS healthy,
+              count(*) FILTER (WHERE enabled AND failing_since IS NOT NULL)::int AS failing,
+              count(*) FILTER (WHERE NOT enabled)::int AS disabled
+         FROM webhook_endpoints`,
+    );
+    return row!;
+  }
+
   /** Whether an enabled endpoint of the organization subscribes to `eventType`. */
   async hasSubscribedEndpoint(db: Queryable, organizationId: string, eventType: string): Promise<boolean> {
     const rows = await db.query(

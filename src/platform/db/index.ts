@@ -20,7 +20,19 @@ export interface Database extends Queryable {
    * commits) until the returned function is called. Optional: a database without it is polled.
    */
   listen?(subscription: Subscription): Promise<() => Promise<void>>;
+  /** The connection pool's use now (PostgreSQL); PGlite is one in-process connection and has none. */
+  poolUse?(): PoolUse;
   close(): Promise<void>;
+}
+
+export interface PoolUse {
+  /** The most connections the pool opens (DATABASE_POOL_SIZE). */
+  max: number;
+  /** Connections open, lent or idle. */
+  open: number;
+  idle: number;
+  /** Queries and transactions waiting for a connection. */
+  waiting: number;
 }
 
 export interface Subscription {
@@ -167,6 +179,15 @@ export class PostgresDatabase implements Database {
     // An idle client losing its connection must not crash the process; the pool replaces it.
     pool.on('error', () => {});
     return new PostgresDatabase(pool);
+  }
+
+  poolUse(): PoolUse {
+    return {
+      max: this.pool.options.max ?? 10,
+      open: this.pool.totalCount,
+      idle: this.pool.idleCount,
+      waiting: this.pool.waitingCount,
+    };
   }
 
   async query<Row>(sql: string, params: unknown[] = []): Promise<Row[]> {

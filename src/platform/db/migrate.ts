@@ -9,10 +9,31 @@ import type { Database } from './index.ts';
 export const migrationsDir = join(dirname(fileURLToPath(import.meta.url)), '../../../migrations');
 const MIGRATION_LOCK = 727_001;
 
-export async function migrate(db: Database, dir = migrationsDir): Promise<string[]> {
-  const files = readdirSync(dir)
+function migrationFiles(dir: string): string[] {
+  return readdirSync(dir)
     .filter((name) => /^\d+_[\w-]+\.sql$/.test(name))
     .sort();
+}
+
+/**
+ * The migrations of this code the database has not applied (readiness: an instance must not serve a schema
+ * older than its code). The files are listed once per process: they do not change under a running server.
+ */
+export async function pendingMigrations(db: Database, dir = migrationsDir): Promise<string[]> {
+  let files = knownFiles.get(dir);
+  if (!files) {
+    files = migrationFiles(dir);
+    knownFiles.set(dir, files);
+  }
+  const applied = new Set(
+    (await db.query<{ name: string }>('SELECT name FROM schema_migrations')).map((row) => row.name),
+  );
+  return files.filter((name) => !applied.has(name));
+}
+const knownFiles = new Map<string, string[]>();
+
+export async function migrate(db: Database, dir = migrationsDir): Promise<string[]> {
+  const files = migrationFiles(dir);
   return db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
     await tx.exec(

@@ -21,6 +21,8 @@ export interface Job<Payload = unknown> {
   createdAt: Date;
   /** The job's concurrency group, if it has one. */
   concurrencyKey: string | null;
+  /** The W3C traceparent it was enqueued under; read only when tracing (JobQueue.claim). */
+  traceparent?: string | null;
 }
 
 /** How many jobs of one queue a claim may take, and how long it holds them. */
@@ -41,6 +43,8 @@ export interface NewJob {
   dedupeKey: string | null;
   concurrencyKey: string | null;
   createdAt: Date;
+  /** The W3C traceparent of the context that enqueued it, when tracing (telemetry). */
+  traceparent: string | null;
 }
 
 /** Jobs made by one statement from rows the caller selects (see JobQueue.enqueueSelected). */
@@ -55,6 +59,14 @@ export interface SelectedJobs {
   timed?: boolean;
   /** The parameters `with` and `rows` refer to, from $1. */
   params: unknown[];
+}
+
+export interface OpenJobs {
+  queue: string;
+  waiting: number;
+  scheduled: number;
+  running: number;
+  oldest_seconds: number;
 }
 
 interface JobRow {
@@ -74,8 +86,9 @@ export async function insertJob(q: Queryable, job: NewJob): Promise<string | und
   // back), and folds the notifications of one transaction with the same payload into one. A duplicate
   // (dedupe key taken) notifies too: one needless look by the workers, cheaper than a second statement.
   const rows = await q.query<{ id: string }>(
-    `INSERT INTO jobs (id, queue, payload, run_at, max_attempts, dedupe_key, concurrency_key, created_at)
-     SELECT $1, $2, $3::jsonb, $4, $5, $6, $7, $8 FROM pg_notify($9, $2)
+    `INSERT INTO jobs (id, queue, payload, run_at, max_attempts, dedupe_key, concurrency_key, created_at,
+                       traceparent)
+     SELECT $1, $2, $3::jsonb, $4, $5, $6, $7, $8, $10 FROM pg_notify($9, $2)
      ON CONFLICT (dedupe_key) DO NOTHING
      RETURNING id`,
     [
@@ -88,6 +101,7 @@ export async function insertJob(q: Queryable, job: NewJob): Promise<string | und
       job.concurrencyKey,
       job.createdAt,
       JOBS_CHANNEL,
+      job.traceparent,
     ],
   );
   return rows[0]?.id;
@@ -102,20 +116,38 @@ export async function insertJob(q: Queryable, job: NewJob): Promise<string | und
 export async function insertSelectedJobs(
   q: Queryable,
   selected: SelectedJobs,
-  job: { queue: string; idPrefix: string; runAt: Date; maxAttempts: number; createdAt: Date },
+  job: {
+    queue: string;
+    idPrefix: string;
+    runAt: Date;
+    maxAttempts: number;
+    createdAt: Date;
+    traceparent: string | null;
+  },
 ): Promise<number> {
   const n = selected.params.length;
   const rows = await q.query(
     `WITH ${selected.with ? `${selected.with},` : ''}
        selected_job AS (${selected.rows})
-     INSERT INTO jobs (id, queue, payload, run_at, max_attempts, dedupe_key, concurrency_key, created_at)
+     INSERT INTO jobs (id, queue, payload, run_at, max_attempts, dedupe_key, concurrency_key, created_at,
+                       traceparent)
      SELECT $${n + 1} || random_id_tail(), $${n + 2}, selected_job.payload,
             ${selected.timed ? `COALESCE(selected_job.run_at, $${n + 3}::timestamptz)` : `$${n + 3}::timestamptz`}, $${n + 4},
-            ${selected.timed ? 'selected_job.dedupe_key' : 'NULL'}, selected_job.concurrency_key, $${n + 5}
+            ${selected.timed ? 'selected_job.dedupe_key' : 'NULL'}, selected_job.concurrency_key, $${n + 5},
+            $${n + 7}::text
        FROM selected_job CROSS JOIN pg_notify($${n + 6}, $${n + 2})
      ON CONFLICT (dedupe_key) DO NOTHING
      RETURNING 1`,
-    [...selected.params, job.idPrefix, job.queue, job.runAt, job.maxAttempts, job.createdAt, JOBS_CHANNEL],
+    [
+      ...selected.params,
+      job.idPrefix,
+      job.queue,
+      job.runAt,
+      job.maxAttempts,
+      job.createdAt,
+      JOBS_CHANNEL,
+      job.traceparent,
+    ],
   );
   return rows.length;
 }
@@ -309,6 +341,37 @@ export class JobStore {
       [quotas.map((quota) => quota.queue), quotas.map((quota) => Boolean(quota.perKeyConcurrency)), now],
     );
     return row?.run_at ?? undefined;
+  }
+
+  /**
+   * The traceparents stored with the given jobs (tracing only: the claim does not return them, so that a
+   * server that does not trace reads nothing more).
+   */
+  async traceparents(ids: string[]): Promise<Map<string, string>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.db.query<{ id: string; traceparent: string }>(
+      'SELECT id, traceparent FROM jobs WHERE id = ANY($1::text[]) AND traceparent IS NOT NULL',
+      [ids],
+    );
+    return new Map(rows.map((row) => [row.id, row.traceparent]));
+  }
+
+  /**
+   * Per queue, the open jobs at `now`: due and waiting for a worker, scheduled for later, running, and the age
+   * of the oldest due one. Reads only open jobs, through the partial index of open jobs (jobs_due).
+   */
+  async openJobs(now: Date): Promise<OpenJobs[]> {
+    return this.db.query<OpenJobs>(
+      `SELECT queue,
+              count(*) FILTER (WHERE status = 'pending' AND run_at <= $1)::int AS waiting,
+              count(*) FILTER (WHERE status = 'pending' AND run_at > $1)::int AS scheduled,
+              count(*) FILTER (WHERE status = 'running')::int AS running,
+              COALESCE(EXTRACT(EPOCH FROM $1 - min(run_at) FILTER (WHERE status = 'pending' AND run_at <= $1)),
+                       0)::float8 AS oldest_seconds
+         FROM jobs WHERE status IN ('pending', 'running')
+        GROUP BY queue`,
+      [now],
+    );
   }
 
   /** Marks jobs this worker still holds completed, in one statement. */

@@ -105,6 +105,8 @@ export class JobWorker {
   private timerAt = Number.POSITIVE_INFINITY;
   private listening?: Promise<(() => Promise<void>) | undefined>;
   private stopWatchingClock?: () => void;
+  /** When (Date.now()) the worker last came round to a claim; undefined while it is not running. */
+  lastTurnAt?: number;
 
   constructor(options: JobWorkerOptions) {
     this.options = options;
@@ -115,6 +117,7 @@ export class JobWorker {
     if (this.running) return;
     this.running = true;
     this.idle = false;
+    this.lastTurnAt = Date.now();
     this.listening = this.listen();
     this.stopWatchingClock = this.options.clock.onMove(() => this.wake());
     this.wake();
@@ -126,6 +129,7 @@ export class JobWorker {
    */
   async stop(finishWithinMs = Number.POSITIVE_INFINITY): Promise<Job[]> {
     this.running = false;
+    this.lastTurnAt = undefined;
     clearTimeout(this.timer);
     this.timer = undefined;
     this.timerAt = Number.POSITIVE_INFINITY;
@@ -178,6 +182,7 @@ export class JobWorker {
   private async fill(): Promise<void> {
     const { clock, pollIntervalMs } = this.options;
     let nextLook = Date.now() + pollIntervalMs;
+    this.lastTurnAt = Date.now();
     try {
       while (this.running) {
         const queues = this.options.queues();

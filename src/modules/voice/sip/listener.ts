@@ -17,6 +17,46 @@ import type { SipPbx } from './sip-pbx.ts';
 import * as sip from './stack/index.ts';
 import { StrictSipCheck } from './strict-check.ts';
 
+/** One SIP message for the metrics: bounded labels only (an unknown method counts as `other`). */
+export interface SipMessageCount {
+  direction: 'in' | 'out';
+  method: string;
+  /** `request`, or a response's class: `1xx` … `6xx`. */
+  statusClass: string;
+}
+
+const COUNTED_METHODS = new Set([
+  'INVITE',
+  'ACK',
+  'BYE',
+  'CANCEL',
+  'REGISTER',
+  'OPTIONS',
+  'INFO',
+  'UPDATE',
+  'REFER',
+  'NOTIFY',
+  'SUBSCRIBE',
+  'MESSAGE',
+  'PRACK',
+  'PUBLISH',
+]);
+
+function messageCount(direction: 'in' | 'out', message: sip.SipMessage): SipMessageCount {
+  const method = message.method ?? message.headers?.cseq?.method ?? '';
+  const status = typeof message.status === 'number' ? message.status : undefined;
+  return {
+    direction,
+    method: COUNTED_METHODS.has(method) ? method : 'other',
+    statusClass:
+      status === undefined
+        ? 'request'
+        : status >= 100 && status < 700
+          ? `${Math.floor(status / 100)}xx`
+          : 'other',
+  };
+}
+
 export class SipListener {
   private stack?: sip.SipStack;
   private address?: string;
@@ -35,6 +75,8 @@ export class SipListener {
     private readonly mediaAddress?: string,
     /** Check every message we send by a strict phone's rules (test mode), keeping each breach. */
     strict = false,
+    /** Counts each message in and out (metrics), retransmissions included. */
+    private readonly countMessage: (message: SipMessageCount) => void = () => {},
   ) {
     if (strict) this.strict = new StrictSipCheck();
   }
@@ -126,6 +168,7 @@ export class SipListener {
   /** A message on its way out (retransmissions too): one debug line, and the strict check in test mode. */
   private sent(message: sip.SipMessage, target?: Partial<sip.SipRemote>): void {
     this.trace('SIP out', message, target);
+    this.countMessage(messageCount('out', message));
     if (!this.strict) return;
     const before = this.strict.violations.length;
     this.strict.onSent(message, target);
@@ -136,6 +179,7 @@ export class SipListener {
 
   private received(message: sip.SipMessage, remote?: Partial<sip.SipRemote>): void {
     this.trace('SIP in', message, remote);
+    this.countMessage(messageCount('in', message));
     this.strict?.onReceived(message);
   }
 

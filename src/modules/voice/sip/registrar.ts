@@ -92,6 +92,11 @@ export class Registrar {
     return { extension };
   }
 
+  /** Registered phones now: live bindings, and the extensions with at least one (metrics). */
+  activeRegistrations(): Promise<{ bindings: number; extensions: number }> {
+    return this.store.countActive(this.deps.db, this.deps.clock.now());
+  }
+
   async register(request: SipMessage, remote: SipRemote): Promise<RegistrarAnswer> {
     const authenticated = await this.authenticate(request, remote);
     if ('answer' in authenticated) return authenticated.answer;

@@ -22,6 +22,16 @@ export class RegistrationStore {
     );
   }
 
+  /** Bindings not expired at `now`, and the extensions they belong to (metrics). */
+  async countActive(db: Queryable, now: Date): Promise<{ bindings: number; extensions: number }> {
+    const [row] = await db.query<{ bindings: number; extensions: number }>(
+      `SELECT count(*)::int AS bindings, count(DISTINCT extension_id)::int AS extensions
+         FROM sip_registrations WHERE expires_at > $1`,
+      [now],
+    );
+    return row!;
+  }
+
   async remove(db: Queryable, extensionId: string, contact?: string): Promise<void> {
     await db.query(
       'DELETE FROM sip_registrations WHERE extension_id = $1 AND ($2::text IS NULL OR contact = $2)',
