@@ -7065,6 +7065,7 @@ export interface operations {
                             transferTo: string | null;
                             maxDurationSeconds: number;
                             recordCalls: boolean;
+                            bargeIn: boolean;
                             tools: {
                                 /** @description How the model calls it; not `end_call` or `transfer` */
                                 name: string;
@@ -7134,6 +7135,8 @@ export interface operations {
                         /** @description https URL the arguments are POSTed to as JSON; its JSON answer goes back to the model */
                         url: string;
                     }[];
+                    /** @description Whether a caller who talks over the agent (about 200 ms of speech) cuts it off and is answered; default true. Turn it off for lines that echo the agent back */
+                    bargeIn?: boolean;
                 };
             };
         };
@@ -7160,6 +7163,7 @@ export interface operations {
                             transferTo: string | null;
                             maxDurationSeconds: number;
                             recordCalls: boolean;
+                            bargeIn: boolean;
                             tools: {
                                 /** @description How the model calls it; not `end_call` or `transfer` */
                                 name: string;
@@ -7212,6 +7216,7 @@ export interface operations {
                             transferTo: string | null;
                             maxDurationSeconds: number;
                             recordCalls: boolean;
+                            bargeIn: boolean;
                             tools: {
                                 /** @description How the model calls it; not `end_call` or `transfer` */
                                 name: string;
@@ -7307,6 +7312,8 @@ export interface operations {
                         /** @description https URL the arguments are POSTed to as JSON; its JSON answer goes back to the model */
                         url: string;
                     }[];
+                    /** @description Whether a caller who talks over the agent (about 200 ms of speech) cuts it off and is answered; default true. Turn it off for lines that echo the agent back */
+                    bargeIn?: boolean;
                 };
             };
         };
@@ -7333,6 +7340,7 @@ export interface operations {
                             transferTo: string | null;
                             maxDurationSeconds: number;
                             recordCalls: boolean;
+                            bargeIn: boolean;
                             tools: {
                                 /** @description How the model calls it; not `end_call` or `transfer` */
                                 name: string;
@@ -7400,8 +7408,24 @@ export interface operations {
                             transcript: {
                                 /** @enum {unknown} */
                                 role: "agent" | "caller";
+                                /** @description What was said; of an interrupted agent turn, what was said up to the cut */
                                 text: string;
                                 at: string;
+                                /** @description How long an agent turn's stages took (calls whose line carries audio) */
+                                latency?: {
+                                    /** @description Silence waited after the caller's speech before the turn ended */
+                                    endOfTurnMs: number;
+                                    /** @description Recognising their words */
+                                    recognitionMs: number;
+                                    /** @description From asking the brain to its reply's first sentence */
+                                    brainMs: number;
+                                    /** @description From that sentence to its first audio (synthesis) */
+                                    firstAudioMs: number;
+                                    /** @description From the end of the caller's speech to the agent's first audio */
+                                    totalMs: number;
+                                };
+                                /** @description The caller talked over the agent and cut it off */
+                                interrupted?: boolean;
                             }[];
                             /** @description What the call was about, once it ended */
                             summary: string | null;
@@ -7455,8 +7479,24 @@ export interface operations {
                             transcript: {
                                 /** @enum {unknown} */
                                 role: "agent" | "caller";
+                                /** @description What was said; of an interrupted agent turn, what was said up to the cut */
                                 text: string;
                                 at: string;
+                                /** @description How long an agent turn's stages took (calls whose line carries audio) */
+                                latency?: {
+                                    /** @description Silence waited after the caller's speech before the turn ended */
+                                    endOfTurnMs: number;
+                                    /** @description Recognising their words */
+                                    recognitionMs: number;
+                                    /** @description From asking the brain to its reply's first sentence */
+                                    brainMs: number;
+                                    /** @description From that sentence to its first audio (synthesis) */
+                                    firstAudioMs: number;
+                                    /** @description From the end of the caller's speech to the agent's first audio */
+                                    totalMs: number;
+                                };
+                                /** @description The caller talked over the agent and cut it off */
+                                interrupted?: boolean;
                             }[];
                             /** @description What the call was about, once it ended */
                             summary: string | null;
@@ -7515,8 +7555,24 @@ export interface operations {
                             transcript: {
                                 /** @enum {unknown} */
                                 role: "agent" | "caller";
+                                /** @description What was said; of an interrupted agent turn, what was said up to the cut */
                                 text: string;
                                 at: string;
+                                /** @description How long an agent turn's stages took (calls whose line carries audio) */
+                                latency?: {
+                                    /** @description Silence waited after the caller's speech before the turn ended */
+                                    endOfTurnMs: number;
+                                    /** @description Recognising their words */
+                                    recognitionMs: number;
+                                    /** @description From asking the brain to its reply's first sentence */
+                                    brainMs: number;
+                                    /** @description From that sentence to its first audio (synthesis) */
+                                    firstAudioMs: number;
+                                    /** @description From the end of the caller's speech to the agent's first audio */
+                                    totalMs: number;
+                                };
+                                /** @description The caller talked over the agent and cut it off */
+                                interrupted?: boolean;
                             }[];
                             /** @description What the call was about, once it ended */
                             summary: string | null;
@@ -9940,8 +9996,24 @@ export interface operations {
                         transcript: {
                             /** @enum {unknown} */
                             role: "agent" | "caller";
+                            /** @description What was said; of an interrupted agent turn, what was said up to the cut */
                             text: string;
                             at: string;
+                            /** @description How long an agent turn's stages took (calls whose line carries audio) */
+                            latency?: {
+                                /** @description Silence waited after the caller's speech before the turn ended */
+                                endOfTurnMs: number;
+                                /** @description Recognising their words */
+                                recognitionMs: number;
+                                /** @description From asking the brain to its reply's first sentence */
+                                brainMs: number;
+                                /** @description From that sentence to its first audio (synthesis) */
+                                firstAudioMs: number;
+                                /** @description From the end of the caller's speech to the agent's first audio */
+                                totalMs: number;
+                            };
+                            /** @description The caller talked over the agent and cut it off */
+                            interrupted?: boolean;
                         }[];
                         /** @description What the call was about, once it ended */
                         summary: string | null;
@@ -10033,8 +10105,24 @@ export interface operations {
                         transcript: {
                             /** @enum {unknown} */
                             role: "agent" | "caller";
+                            /** @description What was said; of an interrupted agent turn, what was said up to the cut */
                             text: string;
                             at: string;
+                            /** @description How long an agent turn's stages took (calls whose line carries audio) */
+                            latency?: {
+                                /** @description Silence waited after the caller's speech before the turn ended */
+                                endOfTurnMs: number;
+                                /** @description Recognising their words */
+                                recognitionMs: number;
+                                /** @description From asking the brain to its reply's first sentence */
+                                brainMs: number;
+                                /** @description From that sentence to its first audio (synthesis) */
+                                firstAudioMs: number;
+                                /** @description From the end of the caller's speech to the agent's first audio */
+                                totalMs: number;
+                            };
+                            /** @description The caller talked over the agent and cut it off */
+                            interrupted?: boolean;
                         }[];
                         /** @description What the call was about, once it ended */
                         summary: string | null;
@@ -10126,8 +10214,24 @@ export interface operations {
                         transcript: {
                             /** @enum {unknown} */
                             role: "agent" | "caller";
+                            /** @description What was said; of an interrupted agent turn, what was said up to the cut */
                             text: string;
                             at: string;
+                            /** @description How long an agent turn's stages took (calls whose line carries audio) */
+                            latency?: {
+                                /** @description Silence waited after the caller's speech before the turn ended */
+                                endOfTurnMs: number;
+                                /** @description Recognising their words */
+                                recognitionMs: number;
+                                /** @description From asking the brain to its reply's first sentence */
+                                brainMs: number;
+                                /** @description From that sentence to its first audio (synthesis) */
+                                firstAudioMs: number;
+                                /** @description From the end of the caller's speech to the agent's first audio */
+                                totalMs: number;
+                            };
+                            /** @description The caller talked over the agent and cut it off */
+                            interrupted?: boolean;
                         }[];
                         /** @description What the call was about, once it ended */
                         summary: string | null;
