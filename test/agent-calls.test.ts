@@ -109,6 +109,20 @@ describe('agent calls on the simulated PBX', () => {
     assert.equal(during.transcript[0].text, 'Bright Smile Dental, how can I help?');
     assert.match(during.transcript[2].text, /Saturdays we open from 9am to 1pm/);
     assert.match(during.transcript[4].text, /Cigna/);
+    // Each answer records its stages (words came as text: nothing to wait for or recognise), read by the API.
+    const read = (await api('GET', `/agent-calls/${during.id}`)).body.data;
+    assert.equal(read.transcript[0].latency, undefined, 'the first message answers nobody');
+    for (const answer of [read.transcript[2], read.transcript[4]]) {
+      assert.deepEqual(Object.keys(answer.latency).sort(), [
+        'brainMs',
+        'endOfTurnMs',
+        'firstAudioMs',
+        'recognitionMs',
+        'totalMs',
+      ]);
+      assert.equal(answer.latency.endOfTurnMs, 0);
+      assert.equal(answer.interrupted, undefined, 'nobody talks over the agent on the simulated PBX');
+    }
     const call = (await api('GET', `/calls/${callId}`)).body.data;
     assert.equal(call.status, 'in_progress');
     assert.equal(call.agentId, agentId);

@@ -67,6 +67,7 @@ describe('agents', () => {
         transferTo: null,
         maxDurationSeconds: 600,
         recordCalls: true,
+        bargeIn: true,
         tools: [],
         createdAt: undefined,
         updatedAt: undefined,
@@ -82,11 +83,13 @@ describe('agents', () => {
       transferTo: '200',
       maxDurationSeconds: 300,
       recordCalls: false,
+      bargeIn: false,
       tools: [lookup],
       knowledgeBaseIds: [],
     });
     assert.equal(changed.status, 200, changed.text);
     assert.equal(changed.body.data.recordCalls, false);
+    assert.equal(changed.body.data.bargeIn, false);
     assert.deepEqual(changed.body.data.endCallPhrases, ['see you', 'that is all']);
     assert.equal(changed.body.data.transferTo, '200');
     assert.deepEqual(changed.body.data.tools, [lookup]);
@@ -124,6 +127,7 @@ describe('agents', () => {
       ['voice', { name: 'a', voice: 'Robot Voice' }, /voice/],
       ['duration', { name: 'a', maxDurationSeconds: 5 }, /maxDurationSeconds/],
       ['recording', { name: 'a', recordCalls: 'yes' }, /recordCalls/],
+      ['barge-in', { name: 'a', bargeIn: 'sometimes' }, /bargeIn/],
       [
         'their base',
         { name: 'a', knowledgeBaseIds: [theirs.id] },

@@ -75,6 +75,19 @@ const say =
       }),
     );
   };
+/** A streamed answer (`stream: true`): server-sent events, each delta a chunk, then `[DONE]`. */
+const streamed =
+  (deltas: object[]): Answer =>
+  (body, res) => {
+    assert.equal(body.stream, true, 'a streamed completion was asked for');
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(': keep-alive\n\n');
+    for (const delta of deltas)
+      res.write(
+        `data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta }] })}\n\n`,
+      );
+    res.end('data: [DONE]\n\n');
+  };
 const status =
   (code: number, headers: Record<string, string> = {}): Answer =>
   (_body, res) => {
@@ -172,6 +185,46 @@ describe('the OpenAI-compatible responder', () => {
     const second = model.requests[1]!.body.messages;
     assert.equal(second.at(-2).tool_calls[0].function.name, 'book_appointment');
     assert.deepEqual(second.at(-1), { role: 'tool', tool_call_id: 'call_0', content: '{"confirmed":true}' });
+  });
+
+  test('streamed: the words come piece by piece; a tool call streamed in fragments is assembled and made', async () => {
+    fresh();
+    model.script.push(
+      streamed([
+        { role: 'assistant', content: 'Let me ' },
+        { content: 'check. ' },
+        {
+          tool_calls: [
+            { index: 0, id: 'call_x', type: 'function', function: { name: 'book_', arguments: '' } },
+          ],
+        },
+        { tool_calls: [{ index: 0, function: { name: 'appointment', arguments: '{"day":' } }] },
+        { tool_calls: [{ index: 0, function: { arguments: '"Tuesday"}' } }] },
+      ]),
+      streamed([{ content: 'You are booked ' }, { content: 'for Tuesday.' }]),
+    );
+    const pieces: string[] = [];
+    const stream = responder().stream(agent(), [{ role: 'user', content: 'Book me Tuesday' }], context);
+    let next = await stream.next();
+    for (; !next.done; next = await stream.next()) pieces.push(next.value);
+    assert.deepEqual(pieces, ['Let me ', 'check. ', 'You are booked ', 'for Tuesday.']);
+    assert.equal(next.value.reply, 'You are booked for Tuesday.');
+    assert.equal(next.value.action, 'tool');
+    assert.deepEqual(toolCalls, [{ tool: booking, args: { day: 'Tuesday' } }]);
+    const second = model.requests[1]!.body.messages;
+    assert.deepEqual(second.at(-2).tool_calls, [
+      {
+        id: 'call_x',
+        type: 'function',
+        function: { name: 'book_appointment', arguments: '{"day":"Tuesday"}' },
+      },
+    ]);
+    assert.deepEqual(second.at(-1), { role: 'tool', tool_call_id: 'call_x', content: '{"confirmed":true}' });
+    // A server that ignores `stream` and answers one JSON completion is read as that.
+    model.script.push((_body, res) => say('Whole answer.')({}, res));
+    const whole = responder().stream(agent(), [{ role: 'user', content: 'Hi' }], context);
+    assert.deepEqual(await whole.next(), { value: 'Whole answer.', done: false });
+    assert.equal((await whole.next()).done, true);
   });
 
   test('end_call and transfer: the built-in actions, transfer offered only with transferTo', async () => {

@@ -1,4 +1,6 @@
-// Agent calls: each with its outcome, summary and the transcript of who said what.
+// Agent calls: each with its outcome, summary and the transcript of who said what; each agent turn that
+// answered the caller shows how long its stages took (end of turn, recognition, brain, first audio) and
+// whether the caller cut it off.
 import { useState } from 'react';
 import { DataTable, ErrorNote, LoadMore, PageHeader, rowsOf, Status, usePagedList, when } from '../ui.tsx';
 
@@ -10,10 +12,40 @@ interface AgentCall {
   to: string;
   status: string;
   outcome: string | null;
-  transcript: { role: string; text: string; at: string }[];
+  transcript: Turn[];
   summary: string | null;
   durationSeconds: number | null;
   startedAt: string | null;
+}
+
+interface Turn {
+  role: string;
+  text: string;
+  at: string;
+  interrupted?: boolean;
+  latency?: {
+    endOfTurnMs: number;
+    recognitionMs: number;
+    brainMs: number;
+    firstAudioMs: number;
+    totalMs: number;
+  };
+}
+
+/** A turn's stages, in the order they happen. */
+function Stages({ latency }: { latency: NonNullable<Turn['latency']> }) {
+  const stages: [string, number][] = [
+    ['end of turn', latency.endOfTurnMs],
+    ['recognition', latency.recognitionMs],
+    ['brain', latency.brainMs],
+    ['first audio', latency.firstAudioMs],
+  ];
+  return (
+    <small>
+      {' '}
+      — answered in {latency.totalMs} ms ({stages.map(([name, ms]) => `${name} ${ms} ms`).join(', ')})
+    </small>
+  );
 }
 
 export default function AgentCalls() {
@@ -60,6 +92,8 @@ export default function AgentCalls() {
             <p key={`${turn.at}-${turn.role}-${turn.text.slice(0, 12)}`}>
               <strong>{turn.role === 'agent' || turn.role === 'assistant' ? 'Agent' : 'Caller'}:</strong>{' '}
               {turn.text}
+              {turn.interrupted ? <em> (interrupted by the caller)</em> : null}
+              {turn.latency ? <Stages latency={turn.latency} /> : null}
             </p>
           ))}
         </section>

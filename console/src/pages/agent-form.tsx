@@ -15,6 +15,7 @@ export interface Agent {
   transferTo: string | null;
   maxDurationSeconds: number;
   recordCalls: boolean;
+  bargeIn: boolean;
 }
 
 interface KnowledgeBase {
@@ -39,6 +40,7 @@ export function agentFields(form: FormData) {
     transferTo: text(form, 'transferTo') ?? null,
     maxDurationSeconds: max ? Number(max) : undefined,
     recordCalls: form.get('recordCalls') === 'on',
+    bargeIn: form.get('bargeIn') === 'on',
   };
 }
 
@@ -136,6 +138,10 @@ export function AgentForm({
       <label>
         <input type="checkbox" name="recordCalls" defaultChecked={agent?.recordCalls ?? true} /> Record its
         calls
+      </label>
+      <label>
+        <input type="checkbox" name="bargeIn" defaultChecked={agent?.bargeIn ?? true} /> Let callers interrupt
+        it (turn off for lines that echo the agent back)
       </label>
     </MutationForm>
   );

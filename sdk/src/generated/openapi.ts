@@ -7281,6 +7281,7 @@ export interface operations {
                             transferTo: string | null;
                             maxDurationSeconds: number;
                             recordCalls: boolean;
+                            bargeIn: boolean;
                             tools: {
                                 /** @description How the model calls it; not `end_call` or `transfer` */
                                 name: string;
@@ -7350,6 +7351,8 @@ export interface operations {
                         /** @description https URL the arguments are POSTed to as JSON; its JSON answer goes back to the model */
                         url: string;
                     }[];
+                    /** @description Whether a caller who talks over the agent (about 200 ms of speech) cuts it off and is answered; default true. Turn it off for lines that echo the agent back */
+                    bargeIn?: boolean;
                 };
             };
         };
@@ -7376,6 +7379,7 @@ export interface operations {
                             transferTo: string | null;
                             maxDurationSeconds: number;
                             recordCalls: boolean;
+                            bargeIn: boolean;
                             tools: {
                                 /** @description How the model calls it; not `end_call` or `transfer` */
                                 name: string;
@@ -7428,6 +7432,7 @@ export interface operations {
                             transferTo: string | null;
                             maxDurationSeconds: number;
                             recordCalls: boolean;
+                            bargeIn: boolean;
                             tools: {
                                 /** @description How the model calls it; not `end_call` or `transfer` */
                                 name: string;
@@ -7523,6 +7528,8 @@ export interface operations {
                         /** @description https URL the arguments are POSTed to as JSON; its JSON answer goes back to the model */
                         url: string;
                     }[];
+                    /** @description Whether a caller who talks over the agent (about 200 ms of speech) cuts it off and is answered; default true. Turn it off for lines that echo the agent back */
+                    bargeIn?: boolean;
                 };
             };
         };
@@ -7549,6 +7556,7 @@ export interface operations {
                             transferTo: string | null;
                             maxDurationSeconds: number;
                             recordCalls: boolean;
+                            bargeIn: boolean;
                             tools: {
                                 /** @description How the model calls it; not `end_call` or `transfer` */
                                 name: string;
@@ -7616,8 +7624,24 @@ export interface operations {
                             transcript: {
                                 /** @enum {unknown} */
                                 role: "agent" | "caller";
+                                /** @description What was said; of an interrupted agent turn, what was said up to the cut */
                                 text: string;
                                 at: string;
+                                /** @description How long an agent turn's stages took (calls whose line carries audio) */
+                                latency?: {
+                                    /** @description Silence waited after the caller's speech before the turn ended */
+                                    endOfTurnMs: number;
+                                    /** @description Recognising their words */
+                                    recognitionMs: number;
+                                    /** @description From asking the brain to its reply's first sentence */
+                                    brainMs: number;
+                                    /** @description From that sentence to its first audio (synthesis) */
+                                    firstAudioMs: number;
+                                    /** @description From the end of the caller's speech to the agent's first audio */
+                                    totalMs: number;
+                                };
+                                /** @description The caller talked over the agent and cut it off */
+                                interrupted?: boolean;
                             }[];
                             /** @description What the call was about, once it ended */
                             summary: string | null;
@@ -7671,8 +7695,24 @@ export interface operations {
                             transcript: {
                                 /** @enum {unknown} */
                                 role: "agent" | "caller";
+                                /** @description What was said; of an interrupted agent turn, what was said up to the cut */
                                 text: string;
                                 at: string;
+                                /** @description How long an agent turn's stages took (calls whose line carries audio) */
+                                latency?: {
+                                    /** @description Silence waited after the caller's speech before the turn ended */
+                                    endOfTurnMs: number;
+                                    /** @description Recognising their words */
+                                    recognitionMs: number;
+                                    /** @description From asking the brain to its reply's first sentence */
+                                    brainMs: number;
+                                    /** @description From that sentence to its first audio (synthesis) */
+                                    firstAudioMs: number;
+                                    /** @description From the end of the caller's speech to the agent's first audio */
+                                    totalMs: number;
+                                };
+                                /** @description The caller talked over the agent and cut it off */
+                                interrupted?: boolean;
                             }[];
                             /** @description What the call was about, once it ended */
                             summary: string | null;
@@ -7731,8 +7771,24 @@ export interface operations {
                             transcript: {
                                 /** @enum {unknown} */
                                 role: "agent" | "caller";
+                                /** @description What was said; of an interrupted agent turn, what was said up to the cut */
                                 text: string;
                                 at: string;
+                                /** @description How long an agent turn's stages took (calls whose line carries audio) */
+                                latency?: {
+                                    /** @description Silence waited after the caller's speech before the turn ended */
+                                    endOfTurnMs: number;
+                                    /** @description Recognising their words */
+                                    recognitionMs: number;
+                                    /** @description From asking the brain to its reply's first sentence */
+                                    brainMs: number;
+                                    /** @description From that sentence to its first audio (synthesis) */
+                                    firstAudioMs: number;
+                                    /** @description From the end of the caller's speech to the agent's first audio */
+                                    totalMs: number;
+                                };
+                                /** @description The caller talked over the agent and cut it off */
+                                interrupted?: boolean;
                             }[];
                             /** @description What the call was about, once it ended */
                             summary: string | null;
@@ -10122,6 +10178,19 @@ export interface operations {
                  *             "role": "caller",
                  *             "text": "Are you open on Saturdays?",
                  *             "at": "2026-06-10T12:00:04.000Z"
+                 *           },
+                 *           {
+                 *             "role": "agent",
+                 *             "text": "We open on the first and third Saturday of each month",
+                 *             "at": "2026-06-10T12:00:08.000Z",
+                 *             "latency": {
+                 *               "endOfTurnMs": 400,
+                 *               "recognitionMs": 210,
+                 *               "brainMs": 35,
+                 *               "firstAudioMs": 15,
+                 *               "totalMs": 662
+                 *             },
+                 *             "interrupted": true
                  *           }
                  *         ],
                  *         "summary": null,
@@ -10156,8 +10225,24 @@ export interface operations {
                         transcript: {
                             /** @enum {unknown} */
                             role: "agent" | "caller";
+                            /** @description What was said; of an interrupted agent turn, what was said up to the cut */
                             text: string;
                             at: string;
+                            /** @description How long an agent turn's stages took (calls whose line carries audio) */
+                            latency?: {
+                                /** @description Silence waited after the caller's speech before the turn ended */
+                                endOfTurnMs: number;
+                                /** @description Recognising their words */
+                                recognitionMs: number;
+                                /** @description From asking the brain to its reply's first sentence */
+                                brainMs: number;
+                                /** @description From that sentence to its first audio (synthesis) */
+                                firstAudioMs: number;
+                                /** @description From the end of the caller's speech to the agent's first audio */
+                                totalMs: number;
+                            };
+                            /** @description The caller talked over the agent and cut it off */
+                            interrupted?: boolean;
                         }[];
                         /** @description What the call was about, once it ended */
                         summary: string | null;
@@ -10215,6 +10300,19 @@ export interface operations {
                  *             "role": "caller",
                  *             "text": "Are you open on Saturdays?",
                  *             "at": "2026-06-10T12:00:04.000Z"
+                 *           },
+                 *           {
+                 *             "role": "agent",
+                 *             "text": "We open on the first and third Saturday of each month",
+                 *             "at": "2026-06-10T12:00:08.000Z",
+                 *             "latency": {
+                 *               "endOfTurnMs": 400,
+                 *               "recognitionMs": 210,
+                 *               "brainMs": 35,
+                 *               "firstAudioMs": 15,
+                 *               "totalMs": 662
+                 *             },
+                 *             "interrupted": true
                  *           }
                  *         ],
                  *         "summary": "The caller asked: \"Are you open on Saturdays?\" Answered from: Opening hours.",
@@ -10249,8 +10347,24 @@ export interface operations {
                         transcript: {
                             /** @enum {unknown} */
                             role: "agent" | "caller";
+                            /** @description What was said; of an interrupted agent turn, what was said up to the cut */
                             text: string;
                             at: string;
+                            /** @description How long an agent turn's stages took (calls whose line carries audio) */
+                            latency?: {
+                                /** @description Silence waited after the caller's speech before the turn ended */
+                                endOfTurnMs: number;
+                                /** @description Recognising their words */
+                                recognitionMs: number;
+                                /** @description From asking the brain to its reply's first sentence */
+                                brainMs: number;
+                                /** @description From that sentence to its first audio (synthesis) */
+                                firstAudioMs: number;
+                                /** @description From the end of the caller's speech to the agent's first audio */
+                                totalMs: number;
+                            };
+                            /** @description The caller talked over the agent and cut it off */
+                            interrupted?: boolean;
                         }[];
                         /** @description What the call was about, once it ended */
                         summary: string | null;
@@ -10308,6 +10422,19 @@ export interface operations {
                  *             "role": "caller",
                  *             "text": "Are you open on Saturdays?",
                  *             "at": "2026-06-10T12:00:04.000Z"
+                 *           },
+                 *           {
+                 *             "role": "agent",
+                 *             "text": "We open on the first and third Saturday of each month",
+                 *             "at": "2026-06-10T12:00:08.000Z",
+                 *             "latency": {
+                 *               "endOfTurnMs": 400,
+                 *               "recognitionMs": 210,
+                 *               "brainMs": 35,
+                 *               "firstAudioMs": 15,
+                 *               "totalMs": 662
+                 *             },
+                 *             "interrupted": true
                  *           }
                  *         ],
                  *         "summary": "The caller asked: \"Are you open on Saturdays?\" Answered from: Opening hours.",
@@ -10342,8 +10469,24 @@ export interface operations {
                         transcript: {
                             /** @enum {unknown} */
                             role: "agent" | "caller";
+                            /** @description What was said; of an interrupted agent turn, what was said up to the cut */
                             text: string;
                             at: string;
+                            /** @description How long an agent turn's stages took (calls whose line carries audio) */
+                            latency?: {
+                                /** @description Silence waited after the caller's speech before the turn ended */
+                                endOfTurnMs: number;
+                                /** @description Recognising their words */
+                                recognitionMs: number;
+                                /** @description From asking the brain to its reply's first sentence */
+                                brainMs: number;
+                                /** @description From that sentence to its first audio (synthesis) */
+                                firstAudioMs: number;
+                                /** @description From the end of the caller's speech to the agent's first audio */
+                                totalMs: number;
+                            };
+                            /** @description The caller talked over the agent and cut it off */
+                            interrupted?: boolean;
                         }[];
                         /** @description What the call was about, once it ended */
                         summary: string | null;

@@ -1,6 +1,7 @@
 // The SQL of agent calls: one row per call an agent took or placed, its transcript appended turn by turn.
 import type { Queryable } from '../../platform/db/index.ts';
 import type { ListQuery } from '../../platform/pagination.ts';
+import type { TurnLatency } from './turn-pipeline.ts';
 
 export interface AgentCallRow {
   id: string;
@@ -12,7 +13,13 @@ export interface AgentCallRow {
   to_number: string;
   status: 'queued' | 'ringing' | 'in_progress' | 'completed' | 'failed';
   outcome: 'completed' | 'transferred' | 'ended_by_agent' | 'no_answer' | 'failed' | null;
-  transcript: { role: 'agent' | 'caller'; text: string; at: string }[];
+  transcript: {
+    role: 'agent' | 'caller';
+    text: string;
+    at: string;
+    latency?: TurnLatency;
+    interrupted?: boolean;
+  }[];
   summary: string | null;
   duration_seconds: number | null;
   recording_id: string | null;

@@ -18,6 +18,7 @@ import type { AgentBrain } from './brain.ts';
 import { AgentCallCompleted, AgentCallStarted, AgentCallTransferred } from './events.ts';
 import type { Turn } from './responder.ts';
 import type { PublicAgentCall } from './schemas.ts';
+import { speakReply, type TurnLatency, wordsHeard } from './turn-pipeline.ts';
 
 const TIME_UP = "I'm sorry, we've reached the time limit for this call. Thank you for calling. Goodbye!";
 const TROUBLE = "I'm sorry, I'm having trouble answering right now.";
@@ -151,27 +152,31 @@ export class AgentCallService implements AgentRunner {
     );
     timer.unref();
     const turns: Turn[] = [];
-    const speak = async (text: string) => {
-      await line.say(text, agent.row.voice);
+    const bargeIn = agent.row.barge_in;
+    const voice = agent.row.voice;
+    const record = async (text: string, more: { latency?: TurnLatency; interrupted?: boolean } = {}) => {
       turns.push({ role: 'assistant', content: text });
-      await this.store.addTurn(
-        this.db,
-        call.id,
-        { role: 'agent', text, at: this.clock.now().toISOString() },
-        this.clock.now(),
-      );
+      const turn = { role: 'agent' as const, text, at: this.clock.now().toISOString(), ...more };
+      if (!more.interrupted) delete turn.interrupted;
+      await this.store.addTurn(this.db, call.id, turn, this.clock.now());
+    };
+    const speak = async (text: string) => {
+      const said = await line.say(text, voice, { bargeIn });
+      await record(said?.interrupted ? wordsHeard(text, said.heard) : text, {
+        interrupted: said?.interrupted,
+      });
     };
     try {
       await speak(agent.firstMessage);
       for (;;) {
         const heard = await line.listen();
-        // The line hands over an utterance when the caller stopped speaking: the turn's latency starts here.
-        const utteranceEnded = performance.now();
         if (heard.kind === 'hangup') {
           if (timeUp) return { kind: 'ended_by_agent', at: heard.at };
           return { kind: 'hangup', at: heard.at, cause: heard.cause };
         }
+        const endedAt = performance.now();
         const text = heard.text ?? (heard.audio ? await this.transcribe(call, heard.audio) : undefined);
+        const recognisedAt = performance.now();
         if (!text) {
           await speak(UNHEARD);
           continue;
@@ -187,16 +192,23 @@ export class AgentCallService implements AgentRunner {
           await speak(TIME_UP);
           return { kind: 'ended_by_agent', at: this.clock.now() };
         }
-        const reply = await this.brain.reply(agent, turns).catch((error) => {
-          this.log.warn({ err: error, callId: call.id }, 'the agent could not answer');
-          return {
+        const askedAt = performance.now();
+        const spoken = await speakReply(line, this.brain.stream(agent, [...turns]), { voice, bargeIn });
+        const latency = latencyOf(heard.endOfTurnMs ?? 0, { endedAt, recognisedAt, askedAt, spoken });
+        // The metric is the caller's wait: from the end of their speech to the agent's first audio.
+        if (spoken.text && latency) this.turnLatency?.observe({}, latency.totalMs / 1000);
+        if (spoken.text) await record(spoken.text, { latency, interrupted: spoken.interrupted });
+        if (spoken.interrupted) continue;
+        let reply = spoken.reply;
+        if (spoken.error || !reply) {
+          this.log.warn({ err: spoken.error, callId: call.id }, 'the agent could not answer');
+          reply = {
             reply: TROUBLE,
             sources: [],
             action: agent.transferTo ? ('transfer' as const) : ('end_call' as const),
           };
-        });
-        this.turnLatency?.observe({}, (performance.now() - utteranceEnded) / 1000);
-        await speak(reply.reply);
+          await speak(TROUBLE);
+        }
         if (reply.action === 'end_call') return { kind: 'ended_by_agent', at: this.clock.now() };
         if (reply.action === 'transfer' && agent.transferTo) {
           return { kind: 'transfer', at: this.clock.now(), to: agent.transferTo };
@@ -247,6 +259,28 @@ export class AgentCallService implements AgentRunner {
       return undefined;
     }
   }
+}
+
+/** The stages of a turn, from performance.now() marks (`endOfTurnMs` is the silence the line waited). */
+function latencyOf(
+  endOfTurnMs: number,
+  marks: {
+    endedAt: number;
+    recognisedAt: number;
+    askedAt: number;
+    spoken: Awaited<ReturnType<typeof speakReply>>;
+  },
+): TurnLatency | undefined {
+  const { firstSentenceAt, firstAudioAt } = marks.spoken;
+  if (firstSentenceAt === undefined || firstAudioAt === undefined) return undefined;
+  const round = (ms: number) => Math.max(0, Math.round(ms));
+  return {
+    endOfTurnMs: round(endOfTurnMs),
+    recognitionMs: round(marks.recognisedAt - marks.endedAt),
+    brainMs: round(firstSentenceAt - marks.askedAt),
+    firstAudioMs: round(firstAudioAt - firstSentenceAt),
+    totalMs: round(endOfTurnMs + firstAudioAt - marks.endedAt),
+  };
 }
 
 /**

@@ -17,6 +17,7 @@ export interface AgentRow {
   transfer_to: string | null;
   max_duration_seconds: number;
   record_calls: boolean;
+  barge_in: boolean;
   tools: AgentTool[];
   knowledge_base_ids: string[];
   created_at: Date;
@@ -35,6 +36,7 @@ export type AgentColumns = Partial<
     | 'transfer_to'
     | 'max_duration_seconds'
     | 'record_calls'
+    | 'barge_in'
     | 'tools'
   >
 >;
@@ -51,8 +53,8 @@ export class AgentStore {
   ): Promise<void> {
     await db.query(
       `INSERT INTO agents (id, organization_id, name, instructions, first_message, voice, language, end_call_phrases,
-                           transfer_to, max_duration_seconds, record_calls, tools, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12::jsonb, $13, $13)`,
+                           transfer_to, max_duration_seconds, record_calls, tools, barge_in, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12::jsonb, $14, $13, $13)`,
       [
         row.id,
         row.organization_id,
@@ -67,6 +69,7 @@ export class AgentStore {
         row.record_calls,
         JSON.stringify(row.tools),
         row.now,
+        row.barge_in,
       ],
     );
   }

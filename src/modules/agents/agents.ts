@@ -70,6 +70,7 @@ export class AgentService {
         transfer_to: null,
         max_duration_seconds: DEFAULT_MAX_DURATION_SECONDS,
         record_calls: true,
+        barge_in: true,
         tools: [],
         ...definedOnly(columns),
         id,
@@ -177,6 +178,7 @@ export class AgentService {
       transfer_to: transferTo,
       max_duration_seconds: input.maxDurationSeconds,
       record_calls: input.recordCalls,
+      barge_in: input.bargeIn,
       tools: input.tools,
     };
   }
@@ -229,6 +231,7 @@ function toPublic(row: AgentRow): PublicAgent {
     transferTo: row.transfer_to,
     maxDurationSeconds: row.max_duration_seconds,
     recordCalls: row.record_calls,
+    bargeIn: row.barge_in,
     tools: row.tools,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),

@@ -34,12 +34,37 @@ export class AgentBrain {
   async reply(agent: AgentProfile, conversation: Turn[]): Promise<ChatReply> {
     const said = conversation.at(-1)?.content ?? '';
     if (saysAny(said, agent.endCallPhrases)) return { reply: GOODBYE, sources: [], action: 'end_call' };
-    const context: ResponderContext = {
+    return this.ruled(agent, await this.responder.respond(agent, conversation, this.context(agent)));
+  }
+
+  /**
+   * The reply as it is generated (a call speaks it sentence by sentence): yields its words, returns the whole
+   * reply under the same rules as `reply`. A responder that cannot stream yields its reply at once.
+   */
+  async *stream(agent: AgentProfile, conversation: Turn[]): AsyncGenerator<string, ChatReply> {
+    const said = conversation.at(-1)?.content ?? '';
+    if (saysAny(said, agent.endCallPhrases)) {
+      yield GOODBYE;
+      return { reply: GOODBYE, sources: [], action: 'end_call' };
+    }
+    if (!this.responder.stream) {
+      const answer = await this.reply(agent, conversation);
+      yield answer.reply;
+      return answer;
+    }
+    const answer = yield* this.responder.stream(agent, conversation, this.context(agent));
+    return this.ruled(agent, answer);
+  }
+
+  private context(agent: AgentProfile): ResponderContext {
+    return {
       search: (query, limit = 5) =>
         this.knowledge.search(agent.organizationId, agent.knowledgeBaseIds, query, limit),
       callTool: (tool, args) => this.tools.call(tool, args),
     };
-    const answer = await this.responder.respond(agent, conversation, context);
+  }
+
+  private ruled(agent: AgentProfile, answer: ChatReply): ChatReply {
     if (answer.action === 'transfer' && !agent.transferTo) delete answer.action;
     if (!answer.action && saysAny(answer.reply, agent.endCallPhrases)) answer.action = 'end_call';
     return answer;

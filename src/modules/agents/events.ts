@@ -14,6 +14,13 @@ const example: PublicAgentCall = {
   transcript: [
     { role: 'agent', text: 'Bright Smile Dental, how can I help?', at: '2026-06-10T12:00:01.000Z' },
     { role: 'caller', text: 'Are you open on Saturdays?', at: '2026-06-10T12:00:04.000Z' },
+    {
+      role: 'agent',
+      text: 'We open on the first and third Saturday of each month',
+      at: '2026-06-10T12:00:08.000Z',
+      latency: { endOfTurnMs: 400, recognitionMs: 210, brainMs: 35, firstAudioMs: 15, totalMs: 662 },
+      interrupted: true,
+    },
   ],
   summary: 'The caller asked: "Are you open on Saturdays?" Answered from: Opening hours.',
   durationSeconds: 95,

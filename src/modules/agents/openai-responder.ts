@@ -4,8 +4,11 @@
 // excerpts, and those are the reply's sources. The agent's HTTP tools are offered as functions, with two
 // built-in ones, `end_call` and (when the agent can) `transfer`; tool calls go round trips until the model
 // answers in words (at most MAX_ROUNDS requests a reply). Every request has its own timeout; a network error,
-// timeout, 429 or 5xx is retried with backoff (Retry-After honoured, capped); other refusals are not.
+// timeout, 429 or 5xx is retried with backoff (Retry-After honoured, capped); other refusals are not. On a call
+// the reply is streamed (`stream`: openai-stream.ts reads the events) and its words yielded as they come, so
+// the first sentence is spoken while the model writes the rest; the chat endpoint asks for the whole message.
 import { setTimeout as sleep } from 'node:timers/promises';
+import { readCompletion } from './openai-stream.ts';
 import {
   type AgentProfile,
   type Responder,
@@ -54,6 +57,28 @@ export class OpenAiResponder implements Responder {
   }
 
   async respond(agent: AgentProfile, conversation: Turn[], context: ResponderContext): Promise<ChatReply> {
+    const rounds = this.rounds(agent, conversation, context, false);
+    for (;;) {
+      const next = await rounds.next();
+      if (next.done) return next.value;
+    }
+  }
+
+  stream(
+    agent: AgentProfile,
+    conversation: Turn[],
+    context: ResponderContext,
+  ): AsyncGenerator<string, ChatReply> {
+    return this.rounds(agent, conversation, context, true);
+  }
+
+  /** The rounds of requests a reply takes; yields the words of each as they come (when streaming). */
+  private async *rounds(
+    agent: AgentProfile,
+    conversation: Turn[],
+    context: ResponderContext,
+    stream: boolean,
+  ): AsyncGenerator<string, ChatReply> {
     const question = [...conversation].reverse().find((turn) => turn.role === 'user')?.content ?? '';
     const hits = question ? await context.search(question, EXCERPTS) : [];
     const messages: ChatMessage[] = [
@@ -73,7 +98,7 @@ export class OpenAiResponder implements Responder {
     let action: 'end_call' | 'transfer' | undefined;
     let lastContent = '';
     for (let round = 0; round < MAX_ROUNDS; round++) {
-      const message = await this.complete(messages, tools);
+      const message = yield* this.complete(messages, tools, stream);
       lastContent = message.content?.trim() ?? lastContent;
       const calls = message.tool_calls ?? [];
       if (calls.length === 0 || action) {
@@ -118,16 +143,25 @@ export class OpenAiResponder implements Responder {
     throw new ResponderError('the model kept calling tools');
   }
 
-  /** One chat completion, retried on network errors, timeouts, 429 and 5xx. */
-  private async complete(messages: ChatMessage[], tools: unknown[]): Promise<ChatMessage> {
+  /**
+   * One chat completion, retried on network errors, timeouts, 429 and 5xx (before any of it has come: words
+   * already yielded may have been spoken).
+   */
+  private async *complete(
+    messages: ChatMessage[],
+    tools: unknown[],
+    stream: boolean,
+  ): AsyncGenerator<string, ChatMessage> {
     const body = JSON.stringify({
       model: this.model,
       messages,
       tools,
       tool_choice: 'auto',
       temperature: 0.3,
+      ...(stream ? { stream: true } : {}),
     });
     let problem = '';
+    let spoken = false;
     for (let attempt = 0; attempt <= this.retries; attempt++) {
       let wait = RETRY_BASE_MS * 2 ** attempt;
       try {
@@ -141,12 +175,17 @@ export class OpenAiResponder implements Responder {
           signal: AbortSignal.timeout(this.timeoutMs),
         });
         if (response.ok) {
-          const answer = (await response.json().catch(() => undefined)) as
-            | { choices?: { message?: ChatMessage }[] }
-            | undefined;
-          const message = answer?.choices?.[0]?.message;
-          if (!message) throw new ResponderError('the model answered without a message');
-          return message;
+          const reading = readCompletion(response);
+          let step = await reading.next();
+          while (!step.done) {
+            if (stream) {
+              spoken = true;
+              yield step.value;
+            }
+            step = await reading.next();
+          }
+          if (!step.value) throw new ResponderError('the model answered without a message');
+          return step.value as ChatMessage;
         }
         await response.body?.cancel();
         problem = `the model answered ${response.status}`;
@@ -157,6 +196,7 @@ export class OpenAiResponder implements Responder {
         }
       } catch (error) {
         if (error instanceof ResponderError) throw error;
+        if (spoken) throw new ResponderError(`the model's stream broke off: ${(error as Error).message}`);
         const name = (error as Error).name;
         problem =
           name === 'TimeoutError' || name === 'AbortError'

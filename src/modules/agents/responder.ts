@@ -43,6 +43,15 @@ export interface Responder {
    * (their calls in `toolCalls`). Throws ResponderError when it cannot answer (a model that does not answer).
    */
   respond(agent: AgentProfile, conversation: Turn[], context: ResponderContext): Promise<ChatReply>;
+  /**
+   * The same reply as it is generated: yields its words piece by piece (a call speaks each sentence as soon as
+   * it is complete) and returns the whole reply. Absent: the reply comes whole from `respond`.
+   */
+  stream?(
+    agent: AgentProfile,
+    conversation: Turn[],
+    context: ResponderContext,
+  ): AsyncGenerator<string, ChatReply>;
 }
 
 /** The responder could not produce a reply (the model timed out or failed after its retries). */

@@ -141,6 +141,12 @@ export const AgentCreate = Type.Object(
       Type.Boolean({ description: 'Whether its calls are recorded, both sides in one track; default true' }),
     ),
     tools: Type.Optional(Type.Array(ToolSchema, { maxItems: 20 })),
+    bargeIn: Type.Optional(
+      Type.Boolean({
+        description:
+          'Whether a caller who talks over the agent (about 200 ms of speech) cuts it off and is answered; default true. Turn it off for lines that echo the agent back',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -160,6 +166,7 @@ export const AgentSchema = Type.Object({
   transferTo: Type.Union([Type.String(), Type.Null()]),
   maxDurationSeconds: Type.Integer(),
   recordCalls: Type.Boolean(),
+  bargeIn: Type.Boolean(),
   tools: Type.Array(ToolSchema),
   createdAt: Type.String(),
   updatedAt: Type.String(),
@@ -229,10 +236,29 @@ export const AgentCallPlace = Type.Object(
   { additionalProperties: false },
 );
 
+export const TurnLatencySchema = Type.Object(
+  {
+    endOfTurnMs: Type.Integer({
+      description: "Silence waited after the caller's speech before the turn ended",
+    }),
+    recognitionMs: Type.Integer({ description: 'Recognising their words' }),
+    brainMs: Type.Integer({ description: "From asking the brain to its reply's first sentence" }),
+    firstAudioMs: Type.Integer({ description: 'From that sentence to its first audio (synthesis)' }),
+    totalMs: Type.Integer({ description: "From the end of the caller's speech to the agent's first audio" }),
+  },
+  { description: "How long an agent turn's stages took (calls whose line carries audio)" },
+);
+
 export const TranscriptTurn = Type.Object({
   role: Type.Enum(['agent', 'caller']),
-  text: Type.String(),
+  text: Type.String({
+    description: 'What was said; of an interrupted agent turn, what was said up to the cut',
+  }),
   at: Type.String(),
+  latency: Type.Optional(TurnLatencySchema),
+  interrupted: Type.Optional(
+    Type.Boolean({ description: 'The caller talked over the agent and cut it off' }),
+  ),
 });
 
 export const AgentCallSchema = Type.Object({

@@ -116,16 +116,39 @@ export interface Pbx {
 
 /** What a voice agent hears: the caller's words (as text, or as audio to transcribe), or the caller gone. */
 export type Heard =
-  | { kind: 'speech'; at: Date; text?: string; audio?: Buffer }
+  | {
+      kind: 'speech';
+      at: Date;
+      text?: string;
+      audio?: Buffer;
+      /** The silence waited after the caller's last voiced audio before the turn counted as ended. */
+      endOfTurnMs?: number;
+    }
   | { kind: 'hangup'; at: Date; cause: string };
+
+export interface SayOptions {
+  /** The caller may interrupt (barge in). */
+  bargeIn?: boolean;
+  /** The first audio of it goes to the caller now. */
+  onAudio?: () => void;
+}
+
+/** How much of a say the caller heard. */
+export interface Said {
+  /** A caller who talked over it cut it off. */
+  interrupted: boolean;
+  /** The part of its audio sent, 0 to 1. */
+  heard: number;
+}
 
 /** An answered call as a voice agent has it: it speaks, then listens for the caller's next words. */
 export interface AgentLine {
   /**
    * Speaks `text` to the caller (synthesised in `voice`, an espeak-ng voice, where the PBX carries audio);
-   * resolves when it has been said.
+   * resolves when it has been said, or cut off: with `bargeIn`, a caller who talks over it stops it (their
+   * words are the next thing heard). Resolves with what the caller heard, where the PBX carries audio.
    */
-  say(text: string, voice?: string): Promise<void>;
+  say(text: string, voice?: string, options?: SayOptions): Promise<Said | undefined>;
   /** The caller's next utterance, or their hanging up (the API's hang-up too: cause `hangup_requested`). */
   listen(): Promise<Heard>;
   /**

@@ -171,8 +171,11 @@ export class SimulatedPbx implements Pbx {
     const simulated = this.call(call.id);
     const said: (string | Buffer)[] = [];
     return {
-      say: async (text) => {
+      // Said at once and whole: nobody on a simulated call talks over the agent.
+      say: async (text, _voice, options) => {
+        options?.onAudio?.();
         said.push(text);
+        return undefined;
       },
       listen: async () => {
         const heard = await this.wait<Heard>(

@@ -1,14 +1,15 @@
 // An AI agent on a SIP call: what it says is synthesised by espeak-ng and played into RTP at real-time pace;
 // what the caller says is cut into utterances from their RTP (utterances.ts) and handed to the agent as WAV
-// audio, which the agents module transcribes with the call's Transcriber. Turns are half duplex: while the
-// agent speaks, what the line picks up is not the caller's turn (their phone's echo of the agent would be
-// taken for words); the caller is heard again once the agent has finished. With `record`, both sides are kept
-// on one timeline, as a recorded call between two people is.
+// audio, which the agents module transcribes with the call's Transcriber. A say with `bargeIn` goes on hearing
+// the caller: one who talks over the agent (a sustained voice, not a cough) stops its audio at the next packet
+// and their words, from their start, are the next utterance. Without it turns are half duplex: while the agent
+// speaks, what the line picks up is not the caller's turn (a phone with no echo cancelling sends the agent's
+// own voice back). With `record`, both sides are kept on one timeline, as a recorded call between two people is.
 import type { Clock } from '../../../platform/clock.ts';
 import { encodeWav, MAX_SECONDS, synthesise, tone } from '../audio.ts';
-import type { AgentLine, CallAudio, Heard } from '../pbx.ts';
+import type { AgentLine, CallAudio, Heard, Said, SayOptions } from '../pbx.ts';
 import { CallRecorder, type RtpSession, rtpAudio } from './rtp.ts';
-import { UtteranceDetector } from './utterances.ts';
+import { type Utterance, UtteranceDetector } from './utterances.ts';
 
 /** How long a phone may send nothing before what the caller was saying counts as said. */
 const SILENT_PHONE_MS = 800;
@@ -22,6 +23,10 @@ export class RtpAgentLine implements AgentLine {
   private readonly heard: Heard[] = [];
   private waiting?: (heard: Heard) => void;
   private speaking = false;
+  /** The say under way may be cut off by the caller. */
+  private interruptible = false;
+  /** The caller cut off the say under way. */
+  private cut = false;
   private gone?: Heard & { kind: 'hangup' };
   private silentPhone?: NodeJS.Timeout;
 
@@ -36,25 +41,38 @@ export class RtpAgentLine implements AgentLine {
     },
   ) {
     if (deps.record) this.recorder = new CallRecorder(MAX_SECONDS);
+    this.detector.onStart = () => {
+      if (this.speaking && this.interruptible) this.cut = true;
+    };
   }
 
-  async say(text: string, voice?: string): Promise<void> {
-    if (this.gone) return;
+  async say(text: string, voice?: string, options: SayOptions = {}): Promise<Said | undefined> {
+    if (this.gone) return undefined;
     const session = await this.media();
-    if (this.gone) return;
+    if (this.gone) return undefined;
     // A voice this espeak-ng does not have is spoken in its default voice rather than not at all.
     const speech =
       (await synthesise(text, voice)
         .catch(() => synthesise(text))
         .catch(() => undefined)) ?? tone(Math.max(1, text.split(/\s+/).length / WORDS_PER_SECOND));
+    // A caller already talking (an utterance begun) interrupts at once.
+    const bargeIn = options.bargeIn === true;
+    if (bargeIn && this.detector.hearing) return { interrupted: true, heard: 0 };
     this.speaking = true;
-    this.detector.reset();
+    this.interruptible = bargeIn;
+    this.cut = false;
+    this.detector.agentSpeaking = bargeIn;
+    if (!bargeIn) this.detector.reset();
     try {
       const at = this.recorder?.now() ?? 0;
-      const sent = await session.play(speech, () => this.gone !== undefined);
+      options.onAudio?.();
+      const sent = await session.play(speech, () => this.gone !== undefined || this.cut);
       this.recorder?.add('agent', at, session.carried(speech.subarray(0, sent)));
+      return { interrupted: this.cut, heard: speech.length === 0 ? 1 : sent / speech.length };
     } finally {
       this.speaking = false;
+      this.interruptible = false;
+      this.detector.agentSpeaking = false;
     }
   }
 
@@ -78,6 +96,7 @@ export class RtpAgentLine implements AgentLine {
   async close(): Promise<CallAudio | undefined> {
     this.deps.onClose();
     clearTimeout(this.silentPhone);
+    this.detector.close();
     const session = await this.session?.catch(() => undefined);
     session?.close();
     if (!this.recorder) return undefined;
@@ -94,20 +113,25 @@ export class RtpAgentLine implements AgentLine {
 
   private hear(samples: Int16Array, timestamp: number): void {
     this.recorder?.stream('caller', timestamp, samples);
-    if (this.speaking || this.gone) return;
+    if ((this.speaking && !this.interruptible) || this.gone) return;
     for (const utterance of this.detector.push(samples)) this.utterance(utterance);
     clearTimeout(this.silentPhone);
     if (this.detector.hearing) {
       this.silentPhone = setTimeout(() => {
-        const utterance = this.detector.quiet();
-        if (utterance && !this.speaking && !this.gone) this.utterance(utterance);
+        const utterance = this.detector.quiet(SILENT_PHONE_MS);
+        if (utterance && !(this.speaking && !this.interruptible) && !this.gone) this.utterance(utterance);
       }, SILENT_PHONE_MS);
       this.silentPhone.unref();
     }
   }
 
-  private utterance(samples: Int16Array): void {
-    this.deliver({ kind: 'speech', at: this.deps.clock.now(), audio: encodeWav(samples) });
+  private utterance(utterance: Utterance): void {
+    this.deliver({
+      kind: 'speech',
+      at: this.deps.clock.now(),
+      audio: encodeWav(utterance.audio),
+      endOfTurnMs: utterance.quietMs,
+    });
   }
 
   private deliver(heard: Heard): void {

@@ -216,13 +216,13 @@ function listenForSpeech(
   };
   const sink = (samples: Int16Array) => {
     const before = detector.hearing;
-    for (const done of detector.push(samples)) utterance(done);
+    for (const done of detector.push(samples)) utterance(done.audio);
     if (!before && detector.hearing) hooks.started();
     clearTimeout(silentPhone);
     if (detector.hearing) {
       silentPhone = setTimeout(() => {
-        const done = detector.quiet();
-        if (done) utterance(done);
+        const done = detector.quiet(SILENT_PHONE_MS);
+        if (done) utterance(done.audio);
       }, SILENT_PHONE_MS);
       silentPhone.unref();
     }
@@ -231,6 +231,7 @@ function listenForSpeech(
   return () => {
     active = false;
     clearTimeout(silentPhone);
+    detector.close();
     if (currentSink() === sink) setSink(undefined);
   };
 }
