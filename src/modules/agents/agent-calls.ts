@@ -14,8 +14,11 @@ import { type AgentCallRow, AgentCallStore } from './agent-call-store.ts';
 import type { AgentService } from './agents.ts';
 import type { AgentBrain } from './brain.ts';
 import { AgentCallCompleted, AgentCallStarted, AgentCallTransferred } from './events.ts';
+import { callerTurn, keysSaid, pressedKeys } from './keys.ts';
+import { screenForMachine } from './machine-detection.ts';
 import type { Turn } from './responder.ts';
 import type { PublicAgentCall } from './schemas.ts';
+import { summarise, transferSummary } from './summary.ts';
 
 const TIME_UP = "I'm sorry, we've reached the time limit for this call. Thank you for calling. Goodbye!";
 const TROUBLE = "I'm sorry, I'm having trouble answering right now.";
@@ -155,7 +158,15 @@ export class AgentCallService implements AgentRunner {
         this.clock.now(),
       );
     };
+    const record = (turn: AgentCallRow['transcript'][number]) =>
+      this.store.addTurn(this.db, call.id, turn, this.clock.now());
     try {
+      const machine = await screenForMachine(call, agent.row, line, {
+        speak,
+        answeredBy: (who) => this.store.setAnsweredBy(this.db, call.id, who, this.clock.now()),
+        now: () => this.clock.now(),
+      });
+      if (machine) return machine;
       await speak(agent.firstMessage);
       for (;;) {
         const heard = await line.listen();
@@ -163,18 +174,27 @@ export class AgentCallService implements AgentRunner {
           if (timeUp) return { kind: 'ended_by_agent', at: heard.at };
           return { kind: 'hangup', at: heard.at, cause: heard.cause };
         }
-        const text = heard.text ?? (heard.audio ? await this.transcribe(call, heard.audio) : undefined);
+        if (heard.kind === 'keys') {
+          const keyed = await pressedKeys(heard, {
+            agent: agent.row,
+            turns,
+            speak,
+            record,
+            now: () => this.clock.now(),
+          });
+          if (keyed.kind === 'end') return keyed.end;
+          if (keyed.kind === 'done') continue;
+        }
+        const text =
+          heard.kind === 'keys'
+            ? keysSaid(heard.digits)
+            : (heard.text ?? (heard.audio ? await this.transcribe(call, heard.audio) : undefined));
         if (!text) {
           await speak(UNHEARD);
           continue;
         }
         turns.push({ role: 'user', content: text });
-        await this.store.addTurn(
-          this.db,
-          call.id,
-          { role: 'caller', text, at: heard.at.toISOString() },
-          this.clock.now(),
-        );
+        await record(callerTurn(heard, text));
         if (this.clock.nowMs() >= deadline) {
           await speak(TIME_UP);
           return { kind: 'ended_by_agent', at: this.clock.now() };
@@ -196,6 +216,13 @@ export class AgentCallService implements AgentRunner {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  async transferNote(call: CallRow): Promise<{ text: string; voice: string } | undefined> {
+    const agent = await this.agents.profile(call.organization_id, call.agent_id!).catch(() => undefined);
+    if (agent?.row.transfer_mode !== 'warm') return undefined;
+    const row = await this.store.byCall(this.db, call.id);
+    return row && { text: transferSummary(row), voice: agent.row.voice };
   }
 
   async end(call: CallRow, how: { transferred: boolean; endedByAgent: boolean }): Promise<void> {
@@ -240,26 +267,6 @@ export class AgentCallService implements AgentRunner {
   }
 }
 
-/**
- * What the call was about, without a model: the caller's first questions and how it ended. (With a model
- * configured the transcript is there for anything richer.)
- */
-function summarise(row: AgentCallRow, outcome: AgentCallRow['outcome']): string {
-  const asked = row.transcript.filter((turn) => turn.role === 'caller').map((turn) => `"${turn.text}"`);
-  const ending: Record<NonNullable<AgentCallRow['outcome']>, string> = {
-    completed: 'The caller hung up.',
-    transferred: 'The agent transferred the call.',
-    ended_by_agent: 'The agent ended the call.',
-    no_answer: 'Nobody answered.',
-    failed: 'The call failed.',
-  };
-  const questions =
-    asked.length === 0
-      ? 'The caller said nothing.'
-      : `The caller said: ${asked.slice(0, 3).join(', ')}${asked.length > 3 ? ` and ${asked.length - 3} more` : ''}.`;
-  return `${questions} ${ending[outcome ?? 'completed']}`;
-}
-
 function toPublic(row: AgentCallRow): PublicAgentCall {
   return {
     id: row.id,
@@ -271,6 +278,7 @@ function toPublic(row: AgentCallRow): PublicAgentCall {
     status: row.status,
     outcome: row.outcome,
     transcript: row.transcript,
+    answeredBy: row.answered_by,
     summary: row.summary,
     durationSeconds: row.duration_seconds,
     recordingId: row.recording_id,

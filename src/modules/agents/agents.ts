@@ -71,6 +71,9 @@ export class AgentService {
         max_duration_seconds: DEFAULT_MAX_DURATION_SECONDS,
         record_calls: true,
         tools: [],
+        keys: {},
+        machine_detection: null,
+        transfer_mode: 'cold',
         ...definedOnly(columns),
         id,
         organization_id: org.id,
@@ -178,6 +181,9 @@ export class AgentService {
       max_duration_seconds: input.maxDurationSeconds,
       record_calls: input.recordCalls,
       tools: input.tools,
+      keys: input.keys,
+      machine_detection: input.machineDetection,
+      transfer_mode: input.transferMode,
     };
   }
 
@@ -230,6 +236,9 @@ function toPublic(row: AgentRow): PublicAgent {
     maxDurationSeconds: row.max_duration_seconds,
     recordCalls: row.record_calls,
     tools: row.tools,
+    keys: row.keys,
+    machineDetection: row.machine_detection,
+    transferMode: row.transfer_mode,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
   };

@@ -14,8 +14,11 @@ const example: PublicAgentCall = {
   transcript: [
     { role: 'agent', text: 'Bright Smile Dental, how can I help?', at: '2026-06-10T12:00:01.000Z' },
     { role: 'caller', text: 'Are you open on Saturdays?', at: '2026-06-10T12:00:04.000Z' },
+    { role: 'agent', text: 'On Saturdays we open from 9am to 1pm.', at: '2026-06-10T12:00:06.000Z' },
+    { role: 'caller', text: '', at: '2026-06-10T12:00:09.000Z', digits: '0' },
   ],
-  summary: 'The caller asked: "Are you open on Saturdays?" Answered from: Opening hours.',
+  answeredBy: null,
+  summary: 'The caller said: "Are you open on Saturdays?", pressed 0. The caller hung up.',
   durationSeconds: 95,
   recordingId: null,
   startedAt: '2026-06-10T12:00:00.000Z',

@@ -107,14 +107,26 @@ export interface Pbx {
   ): Promise<RingResult> | undefined;
   /** Ends what the call is doing now; the pending step resolves with cause `hangup_requested`. */
   hangup(callId: string): boolean;
+  /**
+   * Speaks `text` to the party who answered the call's last ring, before the caller is put through with them
+   * (an agent's warm transfer: a summary of the call); the caller hears nothing of it. Absent: the PBX cannot.
+   */
+  announce?(call: PbxCall, text: string, voice?: string): Promise<void>;
   /** The platform is done with the call (it ended): the PBX forgets it. */
   release(callId: string): void;
 }
 
-/** What a voice agent hears: the caller's words (as text, or as audio to transcribe), or the caller gone. */
+/**
+ * What a voice agent hears: the caller's words (as text, or as audio to transcribe), keys they pressed (RFC 4733,
+ * SIP INFO, the test control's `digits`; keys pressed while the agent was busy come together), or the caller gone.
+ */
 export type Heard =
   | { kind: 'speech'; at: Date; text?: string; audio?: Buffer }
+  | { kind: 'keys'; at: Date; digits: string }
   | { kind: 'hangup'; at: Date; cause: string };
+
+/** Who answered an outbound call, as heard from their first words (answering machine detection). */
+export type AnsweredBy = 'human' | 'machine' | 'unknown';
 
 /** An answered call as a voice agent has it: it speaks, then listens for the caller's next words. */
 export interface AgentLine {
@@ -125,6 +137,16 @@ export interface AgentLine {
   say(text: string, voice?: string): Promise<void>;
   /** The caller's next utterance, or their hanging up (the API's hang-up too: cause `hangup_requested`). */
   listen(): Promise<Heard>;
+  /**
+   * Before the agent speaks on an outbound call: listens to the callee's greeting and says whether a person or
+   * an answering machine answered ('unknown' when it cannot tell, or the callee hung up). Absent: it cannot.
+   */
+  answeredBy?(): Promise<AnsweredBy>;
+  /**
+   * After `answeredBy` said `machine`: resolves once the greeting is over (its beep ended, or it fell silent),
+   * when a message left is recorded from its start.
+   */
+  greetingOver?(): Promise<void>;
   /**
    * The agent is done with the line (the call ends, or goes on to a person): its media is let go, and what it
    * recorded, when asked to, is handed back.
