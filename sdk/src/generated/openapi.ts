@@ -7076,6 +7076,24 @@ export interface operations {
                                 /** @description https URL the arguments are POSTed to as JSON; its JSON answer goes back to the model */
                                 url: string;
                             }[];
+                            /** @description What a key the caller presses does: `transfer` (to transferTo), `repeat` (the last thing the agent said) or `end_call`. A key not named here is the caller's turn: the brain gets it as "(pressed 1 2 3)". Default {} */
+                            keys: {
+                                [key: string]: "transfer" | "repeat" | "end_call";
+                            };
+                            machineDetection: {
+                                /**
+                                 * @description leave_message: after the beep, the message is spoken and the agent hangs up; hang_up: it hangs up
+                                 * @enum {unknown}
+                                 */
+                                action: "leave_message" | "hang_up";
+                                /** @description What is left on the machine; default firstMessage */
+                                message?: string;
+                            } | null;
+                            /**
+                             * @description cold (default): the caller is put through as soon as the person answers; warm: the person first hears a short summary of the call
+                             * @enum {unknown}
+                             */
+                            transferMode: "cold" | "warm";
                             createdAt: string;
                             updatedAt: string;
                         }[];
@@ -7134,6 +7152,24 @@ export interface operations {
                         /** @description https URL the arguments are POSTed to as JSON; its JSON answer goes back to the model */
                         url: string;
                     }[];
+                    /** @description What a key the caller presses does: `transfer` (to transferTo), `repeat` (the last thing the agent said) or `end_call`. A key not named here is the caller's turn: the brain gets it as "(pressed 1 2 3)". Default {} */
+                    keys?: {
+                        [key: string]: "transfer" | "repeat" | "end_call";
+                    };
+                    machineDetection?: {
+                        /**
+                         * @description leave_message: after the beep, the message is spoken and the agent hangs up; hang_up: it hangs up
+                         * @enum {unknown}
+                         */
+                        action: "leave_message" | "hang_up";
+                        /** @description What is left on the machine; default firstMessage */
+                        message?: string;
+                    } | null;
+                    /**
+                     * @description cold (default): the caller is put through as soon as the person answers; warm: the person first hears a short summary of the call
+                     * @enum {unknown}
+                     */
+                    transferMode?: "cold" | "warm";
                 };
             };
         };
@@ -7171,6 +7207,24 @@ export interface operations {
                                 /** @description https URL the arguments are POSTed to as JSON; its JSON answer goes back to the model */
                                 url: string;
                             }[];
+                            /** @description What a key the caller presses does: `transfer` (to transferTo), `repeat` (the last thing the agent said) or `end_call`. A key not named here is the caller's turn: the brain gets it as "(pressed 1 2 3)". Default {} */
+                            keys: {
+                                [key: string]: "transfer" | "repeat" | "end_call";
+                            };
+                            machineDetection: {
+                                /**
+                                 * @description leave_message: after the beep, the message is spoken and the agent hangs up; hang_up: it hangs up
+                                 * @enum {unknown}
+                                 */
+                                action: "leave_message" | "hang_up";
+                                /** @description What is left on the machine; default firstMessage */
+                                message?: string;
+                            } | null;
+                            /**
+                             * @description cold (default): the caller is put through as soon as the person answers; warm: the person first hears a short summary of the call
+                             * @enum {unknown}
+                             */
+                            transferMode: "cold" | "warm";
                             createdAt: string;
                             updatedAt: string;
                         };
@@ -7223,6 +7277,24 @@ export interface operations {
                                 /** @description https URL the arguments are POSTed to as JSON; its JSON answer goes back to the model */
                                 url: string;
                             }[];
+                            /** @description What a key the caller presses does: `transfer` (to transferTo), `repeat` (the last thing the agent said) or `end_call`. A key not named here is the caller's turn: the brain gets it as "(pressed 1 2 3)". Default {} */
+                            keys: {
+                                [key: string]: "transfer" | "repeat" | "end_call";
+                            };
+                            machineDetection: {
+                                /**
+                                 * @description leave_message: after the beep, the message is spoken and the agent hangs up; hang_up: it hangs up
+                                 * @enum {unknown}
+                                 */
+                                action: "leave_message" | "hang_up";
+                                /** @description What is left on the machine; default firstMessage */
+                                message?: string;
+                            } | null;
+                            /**
+                             * @description cold (default): the caller is put through as soon as the person answers; warm: the person first hears a short summary of the call
+                             * @enum {unknown}
+                             */
+                            transferMode: "cold" | "warm";
                             createdAt: string;
                             updatedAt: string;
                         };
@@ -7307,6 +7379,24 @@ export interface operations {
                         /** @description https URL the arguments are POSTed to as JSON; its JSON answer goes back to the model */
                         url: string;
                     }[];
+                    /** @description What a key the caller presses does: `transfer` (to transferTo), `repeat` (the last thing the agent said) or `end_call`. A key not named here is the caller's turn: the brain gets it as "(pressed 1 2 3)". Default {} */
+                    keys?: {
+                        [key: string]: "transfer" | "repeat" | "end_call";
+                    };
+                    machineDetection?: {
+                        /**
+                         * @description leave_message: after the beep, the message is spoken and the agent hangs up; hang_up: it hangs up
+                         * @enum {unknown}
+                         */
+                        action: "leave_message" | "hang_up";
+                        /** @description What is left on the machine; default firstMessage */
+                        message?: string;
+                    } | null;
+                    /**
+                     * @description cold (default): the caller is put through as soon as the person answers; warm: the person first hears a short summary of the call
+                     * @enum {unknown}
+                     */
+                    transferMode?: "cold" | "warm";
                 };
             };
         };
@@ -7344,6 +7434,24 @@ export interface operations {
                                 /** @description https URL the arguments are POSTed to as JSON; its JSON answer goes back to the model */
                                 url: string;
                             }[];
+                            /** @description What a key the caller presses does: `transfer` (to transferTo), `repeat` (the last thing the agent said) or `end_call`. A key not named here is the caller's turn: the brain gets it as "(pressed 1 2 3)". Default {} */
+                            keys: {
+                                [key: string]: "transfer" | "repeat" | "end_call";
+                            };
+                            machineDetection: {
+                                /**
+                                 * @description leave_message: after the beep, the message is spoken and the agent hangs up; hang_up: it hangs up
+                                 * @enum {unknown}
+                                 */
+                                action: "leave_message" | "hang_up";
+                                /** @description What is left on the machine; default firstMessage */
+                                message?: string;
+                            } | null;
+                            /**
+                             * @description cold (default): the caller is put through as soon as the person answers; warm: the person first hears a short summary of the call
+                             * @enum {unknown}
+                             */
+                            transferMode: "cold" | "warm";
                             createdAt: string;
                             updatedAt: string;
                         };
@@ -7402,7 +7510,11 @@ export interface operations {
                                 role: "agent" | "caller";
                                 text: string;
                                 at: string;
+                                /** @description Keys the caller pressed (a caller turn whose text is empty): "0", "123#" */
+                                digits?: string;
                             }[];
+                            /** @description Outbound calls of an agent with machineDetection: who answered, as heard from the callee's first words; null otherwise */
+                            answeredBy: ("human" | "machine" | "unknown") | null;
                             /** @description What the call was about, once it ended */
                             summary: string | null;
                             durationSeconds: number | null;
@@ -7457,7 +7569,11 @@ export interface operations {
                                 role: "agent" | "caller";
                                 text: string;
                                 at: string;
+                                /** @description Keys the caller pressed (a caller turn whose text is empty): "0", "123#" */
+                                digits?: string;
                             }[];
+                            /** @description Outbound calls of an agent with machineDetection: who answered, as heard from the callee's first words; null otherwise */
+                            answeredBy: ("human" | "machine" | "unknown") | null;
                             /** @description What the call was about, once it ended */
                             summary: string | null;
                             durationSeconds: number | null;
@@ -7517,7 +7633,11 @@ export interface operations {
                                 role: "agent" | "caller";
                                 text: string;
                                 at: string;
+                                /** @description Keys the caller pressed (a caller turn whose text is empty): "0", "123#" */
+                                digits?: string;
                             }[];
+                            /** @description Outbound calls of an agent with machineDetection: who answered, as heard from the callee's first words; null otherwise */
+                            answeredBy: ("human" | "machine" | "unknown") | null;
                             /** @description What the call was about, once it ended */
                             summary: string | null;
                             durationSeconds: number | null;
@@ -9906,8 +10026,20 @@ export interface operations {
                  *             "role": "caller",
                  *             "text": "Are you open on Saturdays?",
                  *             "at": "2026-06-10T12:00:04.000Z"
+                 *           },
+                 *           {
+                 *             "role": "agent",
+                 *             "text": "On Saturdays we open from 9am to 1pm.",
+                 *             "at": "2026-06-10T12:00:06.000Z"
+                 *           },
+                 *           {
+                 *             "role": "caller",
+                 *             "text": "",
+                 *             "at": "2026-06-10T12:00:09.000Z",
+                 *             "digits": "0"
                  *           }
                  *         ],
+                 *         "answeredBy": null,
                  *         "summary": null,
                  *         "durationSeconds": null,
                  *         "recordingId": null,
@@ -9942,7 +10074,11 @@ export interface operations {
                             role: "agent" | "caller";
                             text: string;
                             at: string;
+                            /** @description Keys the caller pressed (a caller turn whose text is empty): "0", "123#" */
+                            digits?: string;
                         }[];
+                        /** @description Outbound calls of an agent with machineDetection: who answered, as heard from the callee's first words; null otherwise */
+                        answeredBy: ("human" | "machine" | "unknown") | null;
                         /** @description What the call was about, once it ended */
                         summary: string | null;
                         durationSeconds: number | null;
@@ -9999,9 +10135,21 @@ export interface operations {
                  *             "role": "caller",
                  *             "text": "Are you open on Saturdays?",
                  *             "at": "2026-06-10T12:00:04.000Z"
+                 *           },
+                 *           {
+                 *             "role": "agent",
+                 *             "text": "On Saturdays we open from 9am to 1pm.",
+                 *             "at": "2026-06-10T12:00:06.000Z"
+                 *           },
+                 *           {
+                 *             "role": "caller",
+                 *             "text": "",
+                 *             "at": "2026-06-10T12:00:09.000Z",
+                 *             "digits": "0"
                  *           }
                  *         ],
-                 *         "summary": "The caller asked: \"Are you open on Saturdays?\" Answered from: Opening hours.",
+                 *         "answeredBy": null,
+                 *         "summary": "The caller said: \"Are you open on Saturdays?\", pressed 0. The caller hung up.",
                  *         "durationSeconds": 95,
                  *         "recordingId": null,
                  *         "startedAt": "2026-06-10T12:00:00.000Z",
@@ -10035,7 +10183,11 @@ export interface operations {
                             role: "agent" | "caller";
                             text: string;
                             at: string;
+                            /** @description Keys the caller pressed (a caller turn whose text is empty): "0", "123#" */
+                            digits?: string;
                         }[];
+                        /** @description Outbound calls of an agent with machineDetection: who answered, as heard from the callee's first words; null otherwise */
+                        answeredBy: ("human" | "machine" | "unknown") | null;
                         /** @description What the call was about, once it ended */
                         summary: string | null;
                         durationSeconds: number | null;
@@ -10092,9 +10244,21 @@ export interface operations {
                  *             "role": "caller",
                  *             "text": "Are you open on Saturdays?",
                  *             "at": "2026-06-10T12:00:04.000Z"
+                 *           },
+                 *           {
+                 *             "role": "agent",
+                 *             "text": "On Saturdays we open from 9am to 1pm.",
+                 *             "at": "2026-06-10T12:00:06.000Z"
+                 *           },
+                 *           {
+                 *             "role": "caller",
+                 *             "text": "",
+                 *             "at": "2026-06-10T12:00:09.000Z",
+                 *             "digits": "0"
                  *           }
                  *         ],
-                 *         "summary": "The caller asked: \"Are you open on Saturdays?\" Answered from: Opening hours.",
+                 *         "answeredBy": null,
+                 *         "summary": "The caller said: \"Are you open on Saturdays?\", pressed 0. The caller hung up.",
                  *         "durationSeconds": 95,
                  *         "recordingId": null,
                  *         "startedAt": "2026-06-10T12:00:00.000Z",
@@ -10128,7 +10292,11 @@ export interface operations {
                             role: "agent" | "caller";
                             text: string;
                             at: string;
+                            /** @description Keys the caller pressed (a caller turn whose text is empty): "0", "123#" */
+                            digits?: string;
                         }[];
+                        /** @description Outbound calls of an agent with machineDetection: who answered, as heard from the callee's first words; null otherwise */
+                        answeredBy: ("human" | "machine" | "unknown") | null;
                         /** @description What the call was about, once it ended */
                         summary: string | null;
                         durationSeconds: number | null;
