@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { concatenate, silence, synthesise, tone } from '../src/modules/voice/audio.ts';
+import { GreetingEnd, MachineDetector, pureTone } from '../src/modules/voice/sip/machine-detector.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { type Sender, sender } from './helpers/messaging.ts';
 import { RtpPeer } from './helpers/rtp-peer.ts';
@@ -307,5 +308,51 @@ describe('keys, answering machines and warm transfers on SIP agent calls', {
     assert.equal(await person.callee.done, 0);
     person.media.close();
     await api('PATCH', `/agents/${agentId}`, { machineDetection: null });
+  });
+});
+
+describe('telling a person from an answering machine, and hearing the beep', {
+  skip: !espeakInstalled && 'espeak-ng not installed',
+}, () => {
+  /** Feeds `samples` as 20 ms packets, as RTP brings them; the first decision. */
+  const feed = <T>(listener: { push(samples: Int16Array): T | undefined }, samples: Int16Array) => {
+    for (let at = 0; at < samples.length; at += 160) {
+      const decision = listener.push(samples.subarray(at, at + 160));
+      if (decision !== undefined) return { decision, atMs: (at + 160) / 8 };
+    }
+    return undefined;
+  };
+
+  test('a short greeting then quiet is a person; a long one a machine; silence tells nothing', async () => {
+    const hello = (await synthesise('Hello?'))!;
+    assert.equal(feed(new MachineDetector(), concatenate(hello, silence(2)))?.decision, 'human');
+    const long = (await synthesise(
+      'Hi, you have reached the Smith family. We cannot come to the phone right now.',
+    ))!;
+    const machine = feed(new MachineDetector(), concatenate(silence(0.5), long));
+    assert.equal(machine?.decision, 'machine');
+    assert.ok(machine!.atMs < long.length / 8, 'decided while the greeting still played');
+    assert.equal(feed(new MachineDetector(), silence(6))?.decision, 'unknown');
+  });
+
+  test('a beep is heard to its end; speech, however tonal, is no beep; a machine without one ends in quiet', async () => {
+    const words = (await synthesise('Please leave a message after the tone. Thank you.'))!;
+    for (const hz of [440, 1000, 1400, 1990]) {
+      const greeting = concatenate(words, silence(0.3), tone(0.5, hz), silence(1));
+      const over = feed(new GreetingEnd(), greeting);
+      assert.equal(over?.decision, 'beep', `${hz} Hz`);
+      // It ends just after the beep, not during it.
+      const beepEndsMs = (words.length + 0.8 * 8000) / 8;
+      assert.ok(over!.atMs > beepEndsMs && over!.atMs <= beepEndsMs + 100, `${hz} Hz: ${over!.atMs} ms`);
+    }
+    // A tone too short (a click of 60 ms) is not a beep.
+    assert.equal(
+      feed(new GreetingEnd(), concatenate(words, tone(0.06, 1000), silence(2)))?.decision,
+      'silence',
+    );
+    const heard = words.length / 160;
+    let tonal = 0;
+    for (let at = 0; at + 160 <= words.length; at += 160) if (pureTone(words.subarray(at, at + 160))) tonal++;
+    assert.ok(tonal < heard / 4, `${tonal} of ${heard} frames of speech looked like a pure tone`);
   });
 });
