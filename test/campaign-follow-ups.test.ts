@@ -112,7 +112,11 @@ describe('campaign follow-ups', () => {
     assert.equal(early.body.data.recipientCount, 0);
     assert.equal((await api(acme, 'POST', `/campaigns/${early.body.data.id}/launch`)).status, 200);
     await runFor(t, 1);
-    assert.equal((await get(acme, early.body.data.id)).status, 'completed', 'nobody to send to: done at once');
+    assert.equal(
+      (await get(acme, early.body.data.id)).status,
+      'completed',
+      'nobody to send to: done at once',
+    );
     t.ctx.clock.advance(72 * 3600 + 1);
     const late = await api(acme, 'POST', `/campaigns/${parent.id}/retry`, {
       include: ['undelivered', 'no_receipt'],

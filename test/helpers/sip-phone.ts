@@ -75,7 +75,11 @@ export class SipPhone {
     private readonly media: Socket,
   ) {
     socket.on('message', (data) => this.onMessage(parseSip(data.toString('latin1'))));
+    media.on('message', () => this.mediaReceived.push(performance.now()));
   }
+
+  /** When each RTP packet reached our media port (performance.now()). */
+  readonly mediaReceived: number[] = [];
 
   static async open(
     server: number,

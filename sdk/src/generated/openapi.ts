@@ -7293,6 +7293,24 @@ export interface operations {
                                 /** @description https URL the arguments are POSTed to as JSON; its JSON answer goes back to the model */
                                 url: string;
                             }[];
+                            /** @description What a key the caller presses does: `transfer` (to transferTo), `repeat` (the last thing the agent said) or `end_call`. A key not named here is the caller's turn: the brain gets it as "(pressed 1 2 3)". Default {} */
+                            keys: {
+                                [key: string]: "transfer" | "repeat" | "end_call";
+                            };
+                            machineDetection: {
+                                /**
+                                 * @description leave_message: after the beep, the message is spoken and the agent hangs up; hang_up: it hangs up
+                                 * @enum {unknown}
+                                 */
+                                action: "leave_message" | "hang_up";
+                                /** @description What is left on the machine; default firstMessage */
+                                message?: string;
+                            } | null;
+                            /**
+                             * @description cold (default): the caller is put through as soon as the person answers; warm: the person first hears a short summary of the call
+                             * @enum {unknown}
+                             */
+                            transferMode: "cold" | "warm";
                             createdAt: string;
                             updatedAt: string;
                         }[];
@@ -7353,6 +7371,24 @@ export interface operations {
                     }[];
                     /** @description Whether a caller who talks over the agent (about 200 ms of speech) cuts it off and is answered; default true. Turn it off for lines that echo the agent back */
                     bargeIn?: boolean;
+                    /** @description What a key the caller presses does: `transfer` (to transferTo), `repeat` (the last thing the agent said) or `end_call`. A key not named here is the caller's turn: the brain gets it as "(pressed 1 2 3)". Default {} */
+                    keys?: {
+                        [key: string]: "transfer" | "repeat" | "end_call";
+                    };
+                    machineDetection?: {
+                        /**
+                         * @description leave_message: after the beep, the message is spoken and the agent hangs up; hang_up: it hangs up
+                         * @enum {unknown}
+                         */
+                        action: "leave_message" | "hang_up";
+                        /** @description What is left on the machine; default firstMessage */
+                        message?: string;
+                    } | null;
+                    /**
+                     * @description cold (default): the caller is put through as soon as the person answers; warm: the person first hears a short summary of the call
+                     * @enum {unknown}
+                     */
+                    transferMode?: "cold" | "warm";
                 };
             };
         };
@@ -7391,6 +7427,24 @@ export interface operations {
                                 /** @description https URL the arguments are POSTed to as JSON; its JSON answer goes back to the model */
                                 url: string;
                             }[];
+                            /** @description What a key the caller presses does: `transfer` (to transferTo), `repeat` (the last thing the agent said) or `end_call`. A key not named here is the caller's turn: the brain gets it as "(pressed 1 2 3)". Default {} */
+                            keys: {
+                                [key: string]: "transfer" | "repeat" | "end_call";
+                            };
+                            machineDetection: {
+                                /**
+                                 * @description leave_message: after the beep, the message is spoken and the agent hangs up; hang_up: it hangs up
+                                 * @enum {unknown}
+                                 */
+                                action: "leave_message" | "hang_up";
+                                /** @description What is left on the machine; default firstMessage */
+                                message?: string;
+                            } | null;
+                            /**
+                             * @description cold (default): the caller is put through as soon as the person answers; warm: the person first hears a short summary of the call
+                             * @enum {unknown}
+                             */
+                            transferMode: "cold" | "warm";
                             createdAt: string;
                             updatedAt: string;
                         };
@@ -7444,6 +7498,24 @@ export interface operations {
                                 /** @description https URL the arguments are POSTed to as JSON; its JSON answer goes back to the model */
                                 url: string;
                             }[];
+                            /** @description What a key the caller presses does: `transfer` (to transferTo), `repeat` (the last thing the agent said) or `end_call`. A key not named here is the caller's turn: the brain gets it as "(pressed 1 2 3)". Default {} */
+                            keys: {
+                                [key: string]: "transfer" | "repeat" | "end_call";
+                            };
+                            machineDetection: {
+                                /**
+                                 * @description leave_message: after the beep, the message is spoken and the agent hangs up; hang_up: it hangs up
+                                 * @enum {unknown}
+                                 */
+                                action: "leave_message" | "hang_up";
+                                /** @description What is left on the machine; default firstMessage */
+                                message?: string;
+                            } | null;
+                            /**
+                             * @description cold (default): the caller is put through as soon as the person answers; warm: the person first hears a short summary of the call
+                             * @enum {unknown}
+                             */
+                            transferMode: "cold" | "warm";
                             createdAt: string;
                             updatedAt: string;
                         };
@@ -7530,6 +7602,24 @@ export interface operations {
                     }[];
                     /** @description Whether a caller who talks over the agent (about 200 ms of speech) cuts it off and is answered; default true. Turn it off for lines that echo the agent back */
                     bargeIn?: boolean;
+                    /** @description What a key the caller presses does: `transfer` (to transferTo), `repeat` (the last thing the agent said) or `end_call`. A key not named here is the caller's turn: the brain gets it as "(pressed 1 2 3)". Default {} */
+                    keys?: {
+                        [key: string]: "transfer" | "repeat" | "end_call";
+                    };
+                    machineDetection?: {
+                        /**
+                         * @description leave_message: after the beep, the message is spoken and the agent hangs up; hang_up: it hangs up
+                         * @enum {unknown}
+                         */
+                        action: "leave_message" | "hang_up";
+                        /** @description What is left on the machine; default firstMessage */
+                        message?: string;
+                    } | null;
+                    /**
+                     * @description cold (default): the caller is put through as soon as the person answers; warm: the person first hears a short summary of the call
+                     * @enum {unknown}
+                     */
+                    transferMode?: "cold" | "warm";
                 };
             };
         };
@@ -7568,6 +7658,24 @@ export interface operations {
                                 /** @description https URL the arguments are POSTed to as JSON; its JSON answer goes back to the model */
                                 url: string;
                             }[];
+                            /** @description What a key the caller presses does: `transfer` (to transferTo), `repeat` (the last thing the agent said) or `end_call`. A key not named here is the caller's turn: the brain gets it as "(pressed 1 2 3)". Default {} */
+                            keys: {
+                                [key: string]: "transfer" | "repeat" | "end_call";
+                            };
+                            machineDetection: {
+                                /**
+                                 * @description leave_message: after the beep, the message is spoken and the agent hangs up; hang_up: it hangs up
+                                 * @enum {unknown}
+                                 */
+                                action: "leave_message" | "hang_up";
+                                /** @description What is left on the machine; default firstMessage */
+                                message?: string;
+                            } | null;
+                            /**
+                             * @description cold (default): the caller is put through as soon as the person answers; warm: the person first hears a short summary of the call
+                             * @enum {unknown}
+                             */
+                            transferMode: "cold" | "warm";
                             createdAt: string;
                             updatedAt: string;
                         };
@@ -7642,7 +7750,11 @@ export interface operations {
                                 };
                                 /** @description The caller talked over the agent and cut it off */
                                 interrupted?: boolean;
+                                /** @description Keys the caller pressed (a caller turn whose text is empty): "0", "123#" */
+                                digits?: string;
                             }[];
+                            /** @description Outbound calls of an agent with machineDetection: who answered, as heard from the callee's first words; null otherwise */
+                            answeredBy: ("human" | "machine" | "unknown") | null;
                             /** @description What the call was about, once it ended */
                             summary: string | null;
                             durationSeconds: number | null;
@@ -7713,7 +7825,11 @@ export interface operations {
                                 };
                                 /** @description The caller talked over the agent and cut it off */
                                 interrupted?: boolean;
+                                /** @description Keys the caller pressed (a caller turn whose text is empty): "0", "123#" */
+                                digits?: string;
                             }[];
+                            /** @description Outbound calls of an agent with machineDetection: who answered, as heard from the callee's first words; null otherwise */
+                            answeredBy: ("human" | "machine" | "unknown") | null;
                             /** @description What the call was about, once it ended */
                             summary: string | null;
                             durationSeconds: number | null;
@@ -7789,7 +7905,11 @@ export interface operations {
                                 };
                                 /** @description The caller talked over the agent and cut it off */
                                 interrupted?: boolean;
+                                /** @description Keys the caller pressed (a caller turn whose text is empty): "0", "123#" */
+                                digits?: string;
                             }[];
+                            /** @description Outbound calls of an agent with machineDetection: who answered, as heard from the callee's first words; null otherwise */
+                            answeredBy: ("human" | "machine" | "unknown") | null;
                             /** @description What the call was about, once it ended */
                             summary: string | null;
                             durationSeconds: number | null;
@@ -10191,8 +10311,20 @@ export interface operations {
                  *               "totalMs": 662
                  *             },
                  *             "interrupted": true
+                 *           },
+                 *           {
+                 *             "role": "agent",
+                 *             "text": "On Saturdays we open from 9am to 1pm.",
+                 *             "at": "2026-06-10T12:00:06.000Z"
+                 *           },
+                 *           {
+                 *             "role": "caller",
+                 *             "text": "",
+                 *             "at": "2026-06-10T12:00:09.000Z",
+                 *             "digits": "0"
                  *           }
                  *         ],
+                 *         "answeredBy": null,
                  *         "summary": null,
                  *         "durationSeconds": null,
                  *         "recordingId": null,
@@ -10243,7 +10375,11 @@ export interface operations {
                             };
                             /** @description The caller talked over the agent and cut it off */
                             interrupted?: boolean;
+                            /** @description Keys the caller pressed (a caller turn whose text is empty): "0", "123#" */
+                            digits?: string;
                         }[];
+                        /** @description Outbound calls of an agent with machineDetection: who answered, as heard from the callee's first words; null otherwise */
+                        answeredBy: ("human" | "machine" | "unknown") | null;
                         /** @description What the call was about, once it ended */
                         summary: string | null;
                         durationSeconds: number | null;
@@ -10313,9 +10449,21 @@ export interface operations {
                  *               "totalMs": 662
                  *             },
                  *             "interrupted": true
+                 *           },
+                 *           {
+                 *             "role": "agent",
+                 *             "text": "On Saturdays we open from 9am to 1pm.",
+                 *             "at": "2026-06-10T12:00:06.000Z"
+                 *           },
+                 *           {
+                 *             "role": "caller",
+                 *             "text": "",
+                 *             "at": "2026-06-10T12:00:09.000Z",
+                 *             "digits": "0"
                  *           }
                  *         ],
-                 *         "summary": "The caller asked: \"Are you open on Saturdays?\" Answered from: Opening hours.",
+                 *         "answeredBy": null,
+                 *         "summary": "The caller said: \"Are you open on Saturdays?\", pressed 0. The caller hung up.",
                  *         "durationSeconds": 95,
                  *         "recordingId": null,
                  *         "startedAt": "2026-06-10T12:00:00.000Z",
@@ -10365,7 +10513,11 @@ export interface operations {
                             };
                             /** @description The caller talked over the agent and cut it off */
                             interrupted?: boolean;
+                            /** @description Keys the caller pressed (a caller turn whose text is empty): "0", "123#" */
+                            digits?: string;
                         }[];
+                        /** @description Outbound calls of an agent with machineDetection: who answered, as heard from the callee's first words; null otherwise */
+                        answeredBy: ("human" | "machine" | "unknown") | null;
                         /** @description What the call was about, once it ended */
                         summary: string | null;
                         durationSeconds: number | null;
@@ -10435,9 +10587,21 @@ export interface operations {
                  *               "totalMs": 662
                  *             },
                  *             "interrupted": true
+                 *           },
+                 *           {
+                 *             "role": "agent",
+                 *             "text": "On Saturdays we open from 9am to 1pm.",
+                 *             "at": "2026-06-10T12:00:06.000Z"
+                 *           },
+                 *           {
+                 *             "role": "caller",
+                 *             "text": "",
+                 *             "at": "2026-06-10T12:00:09.000Z",
+                 *             "digits": "0"
                  *           }
                  *         ],
-                 *         "summary": "The caller asked: \"Are you open on Saturdays?\" Answered from: Opening hours.",
+                 *         "answeredBy": null,
+                 *         "summary": "The caller said: \"Are you open on Saturdays?\", pressed 0. The caller hung up.",
                  *         "durationSeconds": 95,
                  *         "recordingId": null,
                  *         "startedAt": "2026-06-10T12:00:00.000Z",
@@ -10487,7 +10651,11 @@ export interface operations {
                             };
                             /** @description The caller talked over the agent and cut it off */
                             interrupted?: boolean;
+                            /** @description Keys the caller pressed (a caller turn whose text is empty): "0", "123#" */
+                            digits?: string;
                         }[];
+                        /** @description Outbound calls of an agent with machineDetection: who answered, as heard from the callee's first words; null otherwise */
+                        answeredBy: ("human" | "machine" | "unknown") | null;
                         /** @description What the call was about, once it ended */
                         summary: string | null;
                         durationSeconds: number | null;

@@ -19,7 +19,9 @@ export interface AgentCallRow {
     at: string;
     latency?: TurnLatency;
     interrupted?: boolean;
+    digits?: string;
   }[];
+  answered_by: 'human' | 'machine' | 'unknown' | null;
   summary: string | null;
   duration_seconds: number | null;
   recording_id: string | null;
@@ -78,6 +80,20 @@ export class AgentCallStore {
        WHERE call_id = $1`,
       [callId, JSON.stringify([turn]), now],
     );
+  }
+
+  /** Who answered an outbound call that listened for an answering machine. */
+  async setAnsweredBy(
+    db: Queryable,
+    callId: string,
+    answeredBy: NonNullable<AgentCallRow['answered_by']>,
+    now: Date,
+  ) {
+    await db.query('UPDATE agent_calls SET answered_by = $2, updated_at = $3 WHERE call_id = $1', [
+      callId,
+      answeredBy,
+      now,
+    ]);
   }
 
   /** Moves a live agent call to `status` (only from one of `from`, when given). */

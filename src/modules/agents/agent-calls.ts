@@ -16,8 +16,11 @@ import { type AgentCallRow, AgentCallStore } from './agent-call-store.ts';
 import type { AgentService } from './agents.ts';
 import type { AgentBrain } from './brain.ts';
 import { AgentCallCompleted, AgentCallStarted, AgentCallTransferred } from './events.ts';
+import { callerTurn, keysSaid, pressedKeys } from './keys.ts';
+import { screenForMachine } from './machine-detection.ts';
 import type { Turn } from './responder.ts';
 import type { PublicAgentCall } from './schemas.ts';
+import { summarise, transferSummary } from './summary.ts';
 import { speakReply, type TurnLatency, wordsHeard } from './turn-pipeline.ts';
 
 const TIME_UP = "I'm sorry, we've reached the time limit for this call. Thank you for calling. Goodbye!";
@@ -154,19 +157,27 @@ export class AgentCallService implements AgentRunner {
     const turns: Turn[] = [];
     const bargeIn = agent.row.barge_in;
     const voice = agent.row.voice;
-    const record = async (text: string, more: { latency?: TurnLatency; interrupted?: boolean } = {}) => {
+    const addTurn = (turn: AgentCallRow['transcript'][number]) =>
+      this.store.addTurn(this.db, call.id, turn, this.clock.now());
+    const recordAgent = async (text: string, more: { latency?: TurnLatency; interrupted?: boolean } = {}) => {
       turns.push({ role: 'assistant', content: text });
       const turn = { role: 'agent' as const, text, at: this.clock.now().toISOString(), ...more };
       if (!more.interrupted) delete turn.interrupted;
-      await this.store.addTurn(this.db, call.id, turn, this.clock.now());
+      await addTurn(turn);
     };
     const speak = async (text: string) => {
       const said = await line.say(text, voice, { bargeIn });
-      await record(said?.interrupted ? wordsHeard(text, said.heard) : text, {
+      await recordAgent(said?.interrupted ? wordsHeard(text, said.heard) : text, {
         interrupted: said?.interrupted,
       });
     };
     try {
+      const machine = await screenForMachine(call, agent.row, line, {
+        speak,
+        answeredBy: (who) => this.store.setAnsweredBy(this.db, call.id, who, this.clock.now()),
+        now: () => this.clock.now(),
+      });
+      if (machine) return machine;
       await speak(agent.firstMessage);
       for (;;) {
         const heard = await line.listen();
@@ -174,30 +185,44 @@ export class AgentCallService implements AgentRunner {
           if (timeUp) return { kind: 'ended_by_agent', at: heard.at };
           return { kind: 'hangup', at: heard.at, cause: heard.cause };
         }
+        if (heard.kind === 'keys') {
+          const keyed = await pressedKeys(heard, {
+            agent: agent.row,
+            turns,
+            speak,
+            record: addTurn,
+            now: () => this.clock.now(),
+          });
+          if (keyed.kind === 'end') return keyed.end;
+          if (keyed.kind === 'done') continue;
+        }
         const endedAt = performance.now();
-        const text = heard.text ?? (heard.audio ? await this.transcribe(call, heard.audio) : undefined);
+        const text =
+          heard.kind === 'keys'
+            ? keysSaid(heard.digits)
+            : (heard.text ?? (heard.audio ? await this.transcribe(call, heard.audio) : undefined));
         const recognisedAt = performance.now();
         if (!text) {
           await speak(UNHEARD);
           continue;
         }
         turns.push({ role: 'user', content: text });
-        await this.store.addTurn(
-          this.db,
-          call.id,
-          { role: 'caller', text, at: heard.at.toISOString() },
-          this.clock.now(),
-        );
+        await addTurn(callerTurn(heard, text));
         if (this.clock.nowMs() >= deadline) {
           await speak(TIME_UP);
           return { kind: 'ended_by_agent', at: this.clock.now() };
         }
         const askedAt = performance.now();
         const spoken = await speakReply(line, this.brain.stream(agent, [...turns]), { voice, bargeIn });
-        const latency = latencyOf(heard.endOfTurnMs ?? 0, { endedAt, recognisedAt, askedAt, spoken });
+        const latency = latencyOf(heard.kind === 'speech' ? (heard.endOfTurnMs ?? 0) : 0, {
+          endedAt,
+          recognisedAt,
+          askedAt,
+          spoken,
+        });
         // The metric is the caller's wait: from the end of their speech to the agent's first audio.
         if (spoken.text && latency) this.turnLatency?.observe({}, latency.totalMs / 1000);
-        if (spoken.text) await record(spoken.text, { latency, interrupted: spoken.interrupted });
+        if (spoken.text) await recordAgent(spoken.text, { latency, interrupted: spoken.interrupted });
         if (spoken.interrupted) continue;
         let reply = spoken.reply;
         if (spoken.error || !reply) {
@@ -217,6 +242,13 @@ export class AgentCallService implements AgentRunner {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  async transferNote(call: CallRow): Promise<{ text: string; voice: string } | undefined> {
+    const agent = await this.agents.profile(call.organization_id, call.agent_id!).catch(() => undefined);
+    if (agent?.row.transfer_mode !== 'warm') return undefined;
+    const row = await this.store.byCall(this.db, call.id);
+    return row && { text: transferSummary(row), voice: agent.row.voice };
   }
 
   async end(call: CallRow, how: { transferred: boolean; endedByAgent: boolean }): Promise<void> {
@@ -283,26 +315,6 @@ function latencyOf(
   };
 }
 
-/**
- * What the call was about, without a model: the caller's first questions and how it ended. (With a model
- * configured the transcript is there for anything richer.)
- */
-function summarise(row: AgentCallRow, outcome: AgentCallRow['outcome']): string {
-  const asked = row.transcript.filter((turn) => turn.role === 'caller').map((turn) => `"${turn.text}"`);
-  const ending: Record<NonNullable<AgentCallRow['outcome']>, string> = {
-    completed: 'The caller hung up.',
-    transferred: 'The agent transferred the call.',
-    ended_by_agent: 'The agent ended the call.',
-    no_answer: 'Nobody answered.',
-    failed: 'The call failed.',
-  };
-  const questions =
-    asked.length === 0
-      ? 'The caller said nothing.'
-      : `The caller said: ${asked.slice(0, 3).join(', ')}${asked.length > 3 ? ` and ${asked.length - 3} more` : ''}.`;
-  return `${questions} ${ending[outcome ?? 'completed']}`;
-}
-
 function toPublic(row: AgentCallRow): PublicAgentCall {
   return {
     id: row.id,
@@ -314,6 +326,7 @@ function toPublic(row: AgentCallRow): PublicAgentCall {
     status: row.status,
     outcome: row.outcome,
     transcript: row.transcript,
+    answeredBy: row.answered_by,
     summary: row.summary,
     durationSeconds: row.duration_seconds,
     recordingId: row.recording_id,

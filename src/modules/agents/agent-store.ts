@@ -3,7 +3,7 @@
 import { assignments } from '../../platform/db/assignments.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import type { ListQuery } from '../../platform/pagination.ts';
-import type { AgentTool } from './schemas.ts';
+import type { AgentKeyMap, AgentTool, MachineDetectionSettings } from './schemas.ts';
 
 export interface AgentRow {
   id: string;
@@ -19,6 +19,9 @@ export interface AgentRow {
   record_calls: boolean;
   barge_in: boolean;
   tools: AgentTool[];
+  keys: AgentKeyMap;
+  machine_detection: MachineDetectionSettings | null;
+  transfer_mode: 'cold' | 'warm';
   knowledge_base_ids: string[];
   created_at: Date;
   updated_at: Date;
@@ -38,10 +41,13 @@ export type AgentColumns = Partial<
     | 'record_calls'
     | 'barge_in'
     | 'tools'
+    | 'keys'
+    | 'machine_detection'
+    | 'transfer_mode'
   >
 >;
 
-const JSON_COLUMNS = { end_call_phrases: 'jsonb', tools: 'jsonb' };
+const JSON_COLUMNS = { end_call_phrases: 'jsonb', tools: 'jsonb', keys: 'jsonb', machine_detection: 'jsonb' };
 /** An agent with its bases in the order given. */
 const AGENT_COLUMNS = `a.*, COALESCE((SELECT array_agg(akb.knowledge_base_id ORDER BY akb.position)
   FROM agent_knowledge_bases akb WHERE akb.agent_id = a.id), ARRAY[]::text[]) AS knowledge_base_ids`;
@@ -53,8 +59,10 @@ export class AgentStore {
   ): Promise<void> {
     await db.query(
       `INSERT INTO agents (id, organization_id, name, instructions, first_message, voice, language, end_call_phrases,
-                           transfer_to, max_duration_seconds, record_calls, tools, barge_in, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12::jsonb, $14, $13, $13)`,
+                           transfer_to, max_duration_seconds, record_calls, tools, barge_in, keys,
+                           machine_detection, transfer_mode, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12::jsonb, $14, $15::jsonb, $16::jsonb, $17,
+               $13, $13)`,
       [
         row.id,
         row.organization_id,
@@ -70,6 +78,9 @@ export class AgentStore {
         JSON.stringify(row.tools),
         row.now,
         row.barge_in,
+        JSON.stringify(row.keys),
+        row.machine_detection && JSON.stringify(row.machine_detection),
+        row.transfer_mode,
       ],
     );
   }

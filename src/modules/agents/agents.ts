@@ -72,6 +72,9 @@ export class AgentService {
         record_calls: true,
         barge_in: true,
         tools: [],
+        keys: {},
+        machine_detection: null,
+        transfer_mode: 'cold',
         ...definedOnly(columns),
         id,
         organization_id: org.id,
@@ -180,6 +183,9 @@ export class AgentService {
       record_calls: input.recordCalls,
       barge_in: input.bargeIn,
       tools: input.tools,
+      keys: input.keys,
+      machine_detection: input.machineDetection,
+      transfer_mode: input.transferMode,
     };
   }
 
@@ -233,6 +239,9 @@ function toPublic(row: AgentRow): PublicAgent {
     recordCalls: row.record_calls,
     bargeIn: row.barge_in,
     tools: row.tools,
+    keys: row.keys,
+    machineDetection: row.machine_detection,
+    transferMode: row.transfer_mode,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
   };

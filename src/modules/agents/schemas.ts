@@ -108,6 +108,38 @@ export const ToolSchema = Type.Object(
 );
 export type AgentTool = Static<typeof ToolSchema>;
 
+export const KEY_ACTIONS = ['transfer', 'repeat', 'end_call'] as const;
+export type KeyAction = (typeof KEY_ACTIONS)[number];
+const AgentKeys = Type.Record(Type.String({ pattern: '^[0-9*#]$' }), Type.Enum([...KEY_ACTIONS]), {
+  additionalProperties: false,
+  description:
+    'What a key the caller presses does: `transfer` (to transferTo), `repeat` (the last thing the agent said) or `end_call`. A key not named here is the caller\'s turn: the brain gets it as "(pressed 1 2 3)". Default {}',
+});
+const MachineDetection = Type.Object(
+  {
+    action: Type.Enum(['leave_message', 'hang_up'], {
+      description:
+        'leave_message: after the beep, the message is spoken and the agent hangs up; hang_up: it hangs up',
+    }),
+    message: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 1000,
+        description: 'What is left on the machine; default firstMessage',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'Outbound calls listen first for an answering machine (the callee speaking a long greeting); null (default): they do not',
+  },
+);
+const TransferMode = Type.Enum(['cold', 'warm'], {
+  description:
+    'cold (default): the caller is put through as soon as the person answers; warm: the person first hears a short summary of the call',
+});
+
 export const AgentCreate = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 100 }),
@@ -147,6 +179,9 @@ export const AgentCreate = Type.Object(
           'Whether a caller who talks over the agent (about 200 ms of speech) cuts it off and is answered; default true. Turn it off for lines that echo the agent back',
       }),
     ),
+    keys: Type.Optional(AgentKeys),
+    machineDetection: Type.Optional(Type.Union([MachineDetection, Type.Null()])),
+    transferMode: Type.Optional(TransferMode),
   },
   { additionalProperties: false },
 );
@@ -168,10 +203,15 @@ export const AgentSchema = Type.Object({
   recordCalls: Type.Boolean(),
   bargeIn: Type.Boolean(),
   tools: Type.Array(ToolSchema),
+  keys: AgentKeys,
+  machineDetection: Type.Union([MachineDetection, Type.Null()]),
+  transferMode: TransferMode,
   createdAt: Type.String(),
   updatedAt: Type.String(),
 });
 export type PublicAgent = Static<typeof AgentSchema>;
+export type AgentKeyMap = Static<typeof AgentKeys>;
+export type MachineDetectionSettings = Static<typeof MachineDetection>;
 
 // Chat
 
@@ -259,6 +299,9 @@ export const TranscriptTurn = Type.Object({
   interrupted: Type.Optional(
     Type.Boolean({ description: 'The caller talked over the agent and cut it off' }),
   ),
+  digits: Type.Optional(
+    Type.String({ description: 'Keys the caller pressed (a caller turn whose text is empty): "0", "123#"' }),
+  ),
 });
 
 export const AgentCallSchema = Type.Object({
@@ -274,6 +317,10 @@ export const AgentCallSchema = Type.Object({
     Type.Null(),
   ]),
   transcript: Type.Array(TranscriptTurn),
+  answeredBy: Type.Union([Type.Enum(['human', 'machine', 'unknown']), Type.Null()], {
+    description:
+      "Outbound calls of an agent with machineDetection: who answered, as heard from the callee's first words; null otherwise",
+  }),
   summary: nullable('What the call was about, once it ended'),
   durationSeconds: Type.Union([Type.Integer(), Type.Null()]),
   recordingId: Type.Union([Type.String(), Type.Null()]),

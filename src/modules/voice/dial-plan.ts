@@ -47,6 +47,11 @@ export interface AgentRunner {
    * `transferTo`. `hangUp` ends what the line is doing (the agent's time is up).
    */
   converse(call: CallRow, line: AgentLine, hangUp: () => void): Promise<AgentEnd>;
+  /**
+   * A warm transfer: what the person who answered hears before the caller is put through with them (a summary
+   * of the call, in `voice`); undefined for a cold transfer.
+   */
+  transferNote?(call: CallRow): Promise<{ text: string; voice?: string } | undefined>;
   /** The call ended (answered or not): the agent call record gets its end. */
   end(call: CallRow, how: { transferred: boolean; endedByAgent: boolean }): Promise<void>;
 }
@@ -198,6 +203,8 @@ export class DialPlan {
         { recording: agentPart },
       );
     }
+    const note = await this.agents().transferNote?.(live.row);
+    if (note) await live.engine.announce?.(live.leg, note.text, note.voice);
     how.transferred = true;
     const talk = await live.engine.converse(live.leg, { record: live.row.record });
     await live.finish(

@@ -34,7 +34,7 @@ export type { CallRow } from './call-store.ts';
 export type { AgentEnd, AgentRunner, CallService } from './calls.ts';
 export type { ExtensionService } from './extensions.ts';
 export type { CallMedia } from './media.ts';
-export type { AgentLine } from './pbx.ts';
+export type { AgentLine, AnsweredBy, Heard } from './pbx.ts';
 export type { VoiceServices } from './services.ts';
 
 export const voiceModule = defineModule({

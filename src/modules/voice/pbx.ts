@@ -110,11 +110,19 @@ export interface Pbx {
    * default) or `server_shutdown` (the process is stopping and its grace period ran out: docs/operations.md).
    */
   hangup(callId: string, cause?: string): boolean;
+  /**
+   * Speaks `text` to the party who answered the call's last ring, before the caller is put through with them
+   * (an agent's warm transfer: a summary of the call); the caller hears nothing of it. Absent: the PBX cannot.
+   */
+  announce?(call: PbxCall, text: string, voice?: string): Promise<void>;
   /** The platform is done with the call (it ended): the PBX forgets it. */
   release(callId: string): void;
 }
 
-/** What a voice agent hears: the caller's words (as text, or as audio to transcribe), or the caller gone. */
+/**
+ * What a voice agent hears: the caller's words (as text, or as audio to transcribe), keys they pressed (RFC 4733,
+ * SIP INFO, the test control's `digits`; keys pressed while the agent was busy come together), or the caller gone.
+ */
 export type Heard =
   | {
       kind: 'speech';
@@ -124,7 +132,11 @@ export type Heard =
       /** The silence waited after the caller's last voiced audio before the turn counted as ended. */
       endOfTurnMs?: number;
     }
+  | { kind: 'keys'; at: Date; digits: string }
   | { kind: 'hangup'; at: Date; cause: string };
+
+/** Who answered an outbound call, as heard from their first words (answering machine detection). */
+export type AnsweredBy = 'human' | 'machine' | 'unknown';
 
 export interface SayOptions {
   /** The caller may interrupt (barge in). */
@@ -151,6 +163,16 @@ export interface AgentLine {
   say(text: string, voice?: string, options?: SayOptions): Promise<Said | undefined>;
   /** The caller's next utterance, or their hanging up (the API's hang-up too: cause `hangup_requested`). */
   listen(): Promise<Heard>;
+  /**
+   * Before the agent speaks on an outbound call: listens to the callee's greeting and says whether a person or
+   * an answering machine answered ('unknown' when it cannot tell, or the callee hung up). Absent: it cannot.
+   */
+  answeredBy?(): Promise<AnsweredBy>;
+  /**
+   * After `answeredBy` said `machine`: resolves once the greeting is over (its beep ended, or it fell silent),
+   * when a message left is recorded from its start.
+   */
+  greetingOver?(): Promise<void>;
   /**
    * The agent is done with the line (the call ends, or goes on to a person): its media is let go, and what it
    * recorded, when asked to, is handed back.

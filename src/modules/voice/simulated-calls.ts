@@ -28,6 +28,9 @@ export const MAGIC_CALL_SUFFIXES = {
   failed: '0503',
 } as const;
 
+/** Last four digits of a phone number whose callee is an answering machine (an agent's machine detection). */
+export const MACHINE_SUFFIX = '0626';
+
 /** What the simulated far end does: the callee's answer, the caller's words and the talk time. */
 export interface SimulatedBehaviour {
   outcome?: 'answered' | 'no_answer' | 'busy';
@@ -38,10 +41,11 @@ export interface SimulatedBehaviour {
   utterances?: string[];
 }
 
-/** What a test control's `utterance` carries: the caller's words as text, or a WAV of them. */
+/** What a test control's `utterance` carries: the caller's words as text, or a WAV of them (`digits`: keys). */
 export interface Utterance {
   text?: string;
   audio?: Buffer;
+  digits?: string;
 }
 
 export type SimulationMode = 'auto' | 'manual';
@@ -60,7 +64,8 @@ export const ACCEPTS: Record<Step, readonly PbxEvent[]> = {
   ring: ['ringing', 'answered', 'busy', 'no_answer', 'failed', 'completed'],
   converse: ['completed', 'ringing'],
   voicemail: ['completed'],
-  listen: ['utterance', 'completed'],
+  /** An AI agent listening: the caller's words, keys, the caller hanging up. */
+  listen: ['utterance', 'digits', 'completed'],
   /** A flow's gather or record step: keys, words (a speech gather), the caller hanging up. */
   gather: ['digits', 'speech', 'completed'],
   stream: ['digits', 'completed'],

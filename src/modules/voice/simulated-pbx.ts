@@ -33,6 +33,7 @@ import type {
 import {
   ACCEPTS,
   DEFAULT_TALK_SECONDS,
+  MACHINE_SUFFIX,
   type PbxEvent,
   type PlannedEvent,
   ringPlan,
@@ -183,7 +184,8 @@ export class SimulatedPbx implements Pbx {
           (settle) => ({
             step: 'listen',
             deliver: async (event, at, utterance) => {
-              if (event === 'utterance') settle({ kind: 'speech', at, ...utterance });
+              if (event === 'digits') settle({ kind: 'keys', at, digits: utterance?.digits ?? '' });
+              else if (event === 'utterance') settle({ kind: 'speech', at, ...utterance });
               else settle({ kind: 'hangup', at, cause: 'normal_clearing' });
             },
             hangup: (at, cause) => settle({ kind: 'hangup', at, cause }),
@@ -203,6 +205,9 @@ export class SimulatedPbx implements Pbx {
         }
         return heard;
       },
+      // The callee of a number ending in MACHINE_SUFFIX is a machine; its greeting is over at once.
+      answeredBy: async () => (call.to.endsWith(MACHINE_SUFFIX) ? 'machine' : 'human'),
+      greetingOver: async () => {},
       close: async () => (options.record ? conversationAudio(said) : undefined),
     };
   }
@@ -254,6 +259,11 @@ export class SimulatedPbx implements Pbx {
     );
   }
 
+  /** A warm transfer's summary: taken as said to the person (kept with what was said, in manual play). */
+  async announce(call: PbxCall, text: string): Promise<void> {
+    if (this.mode === 'manual') this.spoken.keep(call.id, text);
+  }
+
   hangup(callId: string, cause = 'hangup_requested'): boolean {
     const call = this.calls.get(callId);
     if (!call) return false;
@@ -279,6 +289,11 @@ export class SimulatedPbx implements Pbx {
   async drive(callId: string, event: PbxEvent, utterance?: Utterance, digits = ''): Promise<void> {
     const call = this.calls.get(callId);
     const waiter = call?.waiter;
+    if (event === 'digits' && waiter?.step === 'listen') {
+      const settled = this.settled(call!);
+      await waiter.deliver(event, this.clock.now(), { digits });
+      return settled;
+    }
     if (event === 'digits') return this.press(call, digits);
     if (event === 'speech') return this.speak(call, utterance?.text ?? '');
     if (!call || !waiter)

@@ -7,7 +7,13 @@
 // own voice back). With `record`, both sides are kept on one timeline, as a recorded call between two people is.
 import type { Clock } from '../../../platform/clock.ts';
 import { encodeWav, MAX_SECONDS, synthesise, tone } from '../audio.ts';
-import type { AgentLine, CallAudio, Heard, Said, SayOptions } from '../pbx.ts';
+import type { AgentLine, AnsweredBy, CallAudio, Heard, Said, SayOptions } from '../pbx.ts';
+import {
+  GreetingEnd,
+  type GreetingListener,
+  listenUntilDecided,
+  MachineDetector,
+} from './machine-detector.ts';
 import { CallRecorder, type RtpSession, rtpAudio } from './rtp.ts';
 import { type Utterance, UtteranceDetector } from './utterances.ts';
 
@@ -29,6 +35,8 @@ export class RtpAgentLine implements AgentLine {
   private cut = false;
   private gone?: Heard & { kind: 'hangup' };
   private silentPhone?: NodeJS.Timeout;
+  /** Answering machine detection listening to the callee (machine-detector.ts): their audio is not a turn. */
+  private greeting?: { hear?: (samples: Int16Array) => void; gone?: () => void };
 
   constructor(
     private readonly deps: {
@@ -85,9 +93,26 @@ export class RtpAgentLine implements AgentLine {
     });
   }
 
+  async answeredBy(): Promise<AnsweredBy> {
+    return (await this.hearGreeting(new MachineDetector())) ?? 'unknown';
+  }
+
+  async greetingOver(): Promise<void> {
+    await this.hearGreeting(new GreetingEnd());
+  }
+
+  /** A key the caller pressed (RFC 4733, SIP INFO): the agent's next Heard; keys not yet taken come together. */
+  press(key: string): void {
+    if (this.gone) return;
+    const waiting = this.heard.at(-1);
+    if (!this.waiting && waiting?.kind === 'keys') waiting.digits += key;
+    else this.deliver({ kind: 'keys', at: this.deps.clock.now(), digits: key });
+  }
+
   /** The caller hung up, or the call was hung up (`hangup_requested`): what listens hears it. */
   hungUp(cause: string): void {
     if (this.gone) return;
+    this.greeting?.gone?.();
     this.gone = { kind: 'hangup', at: this.deps.clock.now(), cause };
     this.deliver(this.gone);
     void this.session?.then((session) => session.close()).catch(() => {});
@@ -106,6 +131,7 @@ export class RtpAgentLine implements AgentLine {
   private media(): Promise<RtpSession> {
     this.session ??= this.deps.open().then((session) => {
       session.onAudio = (samples, timestamp) => this.hear(samples, timestamp);
+      session.onDtmf = (key) => this.press(key);
       return session;
     });
     return this.session;
@@ -113,6 +139,10 @@ export class RtpAgentLine implements AgentLine {
 
   private hear(samples: Int16Array, timestamp: number): void {
     this.recorder?.stream('caller', timestamp, samples);
+    if (this.greeting) {
+      this.greeting.hear?.(samples);
+      return;
+    }
     if ((this.speaking && !this.interruptible) || this.gone) return;
     for (const utterance of this.detector.push(samples)) this.utterance(utterance);
     clearTimeout(this.silentPhone);
@@ -138,6 +168,27 @@ export class RtpAgentLine implements AgentLine {
     const waiting = this.waiting;
     this.waiting = undefined;
     if (waiting) waiting(heard);
-    else if (heard.kind === 'speech') this.heard.push(heard);
+    else if (heard.kind !== 'hangup') this.heard.push(heard);
+  }
+
+  /** Runs `listener` on the callee's audio (before the agent speaks); undefined when the line is gone. */
+  private async hearGreeting<T>(listener: GreetingListener<T>): Promise<T | undefined> {
+    if (this.gone || !(await this.media().catch(() => undefined)) || this.gone) return undefined;
+    const greeting: NonNullable<typeof this.greeting> = {};
+    this.greeting = greeting;
+    try {
+      return await listenUntilDecided(
+        listener,
+        (hear) => {
+          greeting.hear = hear;
+        },
+        (stop) => {
+          greeting.gone = stop;
+        },
+      );
+    } finally {
+      this.greeting = undefined;
+      this.detector.reset();
+    }
   }
 }

@@ -104,7 +104,10 @@ export class Ringer {
       current.relay = await RtpRelay.open(hosts.bind);
       // A caller whose INVITE we have not answered gets no media until we do (converse): the callee's first
       // packets, forwarded before our 200 reached the caller, left some phones (baresip) silent all call.
-      if (!current.invite || current.answered) current.relay.setRemote('caller', current.remoteSdp.caller);
+      // A caller on our own media (an AI agent, a call flow) hears the person only once converse moves them onto
+      // the relay: before, a warm transfer's summary to the person is not theirs to hear.
+      if ((!current.invite || current.answered) && !current.ownMedia)
+        current.relay.setRemote('caller', current.remoteSdp.caller);
     }
     const relay = current.relay;
     const offer = callerOffer

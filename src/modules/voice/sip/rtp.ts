@@ -243,6 +243,20 @@ export class RtpRelay {
     entry.latched = false;
   }
 
+  /**
+   * Sends a packet of ours to `side` from its socket (a warm transfer's summary to the person); false when the
+   * relay is closed or the side's address is not known.
+   */
+  sendTo(side: Side, packet: Buffer): boolean {
+    const entry = this.sides[side];
+    if (this.closed || !entry.remote) return false;
+    entry.socket.send(packet, entry.remote.port, entry.remote.address);
+    return true;
+  }
+
+  /** While set, what `side` sends is not passed on (the person the summary is for is not heard by the caller). */
+  held?: Side;
+
   /** From now on both directions are kept, up to `maxSeconds`. */
   startRecording(maxSeconds: number): void {
     this.recording ??= new CallRecorder(maxSeconds);
@@ -270,7 +284,7 @@ export class RtpRelay {
       entry.latched = true;
     }
     const other = this.sides[OTHER[side]];
-    if (other.remote) {
+    if (other.remote && this.held !== side) {
       other.socket.send(packet, other.remote.port, other.remote.address);
       this.forwarded[side]++;
     }

@@ -25,6 +25,7 @@ import type {
   VoicemailGreeting,
 } from '../pbx.ts';
 import { RtpAgentLine } from './agent-line.ts';
+import { announceToCallee } from './announce.ts';
 import { callerLineOf } from './caller-line.ts';
 import { DialogRequests } from './dialog-requests.ts';
 import { codecsOf, Ringer } from './forks.ts';
@@ -58,6 +59,8 @@ export class SipPbx implements Pbx {
   private readonly transfers: SipTransfers;
   /** Each call's open call-flow line: the keys of the caller's SIP INFO go there. */
   private readonly lines = new WeakMap<SipCall, LineSteps>();
+  /** Each call's agent line: the keys of the caller's SIP INFO go there when no flow line is open. */
+  private readonly agentLines = new WeakMap<SipCall, RtpAgentLine>();
   private callService?: CallService;
 
   constructor(private readonly deps: SipPbxDeps) {
@@ -75,7 +78,7 @@ export class SipPbx implements Pbx {
     this.requests = new DialogRequests({
       table,
       signalling: this.signalling,
-      keys: (call, key) => this.lines.get(call)?.press(key),
+      keys: (call, key) => (this.lines.get(call) ?? this.agentLines.get(call))?.press(key),
       refer: (call, side, dialog, request, respond) => refers.refer(call, side, dialog, request, respond),
     });
     this.entry = new InviteEntry({
@@ -287,11 +290,14 @@ export class SipPbx implements Pbx {
       record: options.record,
       // The line's end hands the call's BYEs to whatever step comes next (the transfer's ring, converse).
       onClose: () => {
-        if (sipCall) sipCall.onBye = undefined;
+        if (!sipCall) return;
+        sipCall.onBye = undefined;
+        this.agentLines.delete(sipCall);
       },
     });
     if (!sipCall) line.hungUp('normal_clearing');
     else {
+      this.agentLines.set(sipCall, line);
       sipCall.onBye = (from, cause) => {
         if (from !== 'caller') this.signalling.hangUpCaller(sipCall);
         line.hungUp(from === 'api' ? (cause ?? 'hangup_requested') : 'normal_clearing');
@@ -371,6 +377,12 @@ export class SipPbx implements Pbx {
     options: { keepCurrent: boolean },
   ): Promise<RingResult> | undefined {
     return this.transfers.transfer(call, party, ringSeconds, options);
+  }
+
+  /** A warm transfer's summary to the person who answered (announce.ts). */
+  async announce(call: PbxCall, text: string, voice?: string): Promise<void> {
+    const sipCall = this.table.get(call.id);
+    if (sipCall) await announceToCallee(sipCall, text, voice);
   }
 
   hangup(callId: string, cause = 'hangup_requested'): boolean {
