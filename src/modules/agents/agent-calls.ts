@@ -11,10 +11,11 @@ import { newId } from '../../platform/ids.ts';
 import type { PageQueryInput, Paginator } from '../../platform/pagination.ts';
 import type { AgentEnd, AgentLine, AgentRunner, CallMedia, CallRow, CallService } from '../voice/index.ts';
 import { type AgentCallRow, AgentCallStore } from './agent-call-store.ts';
+import type { AgentSpeech } from './agent-speech.ts';
 import type { AgentService } from './agents.ts';
 import type { AgentBrain } from './brain.ts';
 import { AgentCallCompleted, AgentCallStarted, AgentCallTransferred } from './events.ts';
-import type { Turn } from './responder.ts';
+import type { AgentProfile, Turn } from './responder.ts';
 import type { PublicAgentCall } from './schemas.ts';
 
 const TIME_UP = "I'm sorry, we've reached the time limit for this call. Thank you for calling. Goodbye!";
@@ -31,6 +32,7 @@ export class AgentCallService implements AgentRunner {
   private readonly calls: CallService;
   private readonly media: CallMedia;
   private readonly log: FastifyBaseLogger;
+  private readonly speech: AgentSpeech;
   readonly store = new AgentCallStore();
 
   constructor(deps: {
@@ -43,6 +45,7 @@ export class AgentCallService implements AgentRunner {
     calls: CallService;
     media: CallMedia;
     log: FastifyBaseLogger;
+    speech: AgentSpeech;
   }) {
     this.db = deps.db;
     this.clock = deps.clock;
@@ -53,6 +56,7 @@ export class AgentCallService implements AgentRunner {
     this.calls = deps.calls;
     this.media = deps.media;
     this.log = deps.log;
+    this.speech = deps.speech;
   }
 
   /** POST /agents/{id}/calls: the agent calls `to`. */
@@ -163,7 +167,8 @@ export class AgentCallService implements AgentRunner {
           if (timeUp) return { kind: 'ended_by_agent', at: heard.at };
           return { kind: 'hangup', at: heard.at, cause: heard.cause };
         }
-        const text = heard.text ?? (heard.audio ? await this.transcribe(call, heard.audio) : undefined);
+        const text =
+          heard.text ?? (heard.audio ? await this.transcribe(call, heard.audio, agent) : undefined);
         if (!text) {
           await speak(UNHEARD);
           continue;
@@ -230,9 +235,10 @@ export class AgentCallService implements AgentRunner {
     });
   }
 
-  private async transcribe(call: CallRow, wav: Buffer): Promise<string | undefined> {
+  /** What the caller said, heard with the agent's language model (built from its knowledge bases). */
+  private async transcribe(call: CallRow, wav: Buffer, agent: AgentProfile): Promise<string | undefined> {
     try {
-      return await this.media.speechToText(wav);
+      return await this.media.speechToText(wav, { domain: await this.speech.domainFor(agent) });
     } catch (error) {
       this.log.warn({ err: error, callId: call.id }, 'could not transcribe what the caller said');
       return undefined;

@@ -6,6 +6,7 @@ import { numbersModule } from '../numbers/index.ts';
 import { voiceModule } from '../voice/index.ts';
 import { WebhookTransport } from '../webhooks/index.ts';
 import { AgentCallService } from './agent-calls.ts';
+import { AgentSpeech } from './agent-speech.ts';
 import { AgentService } from './agents.ts';
 import { AgentBrain } from './brain.ts';
 import { AGENT_EVENTS } from './events.ts';
@@ -58,6 +59,7 @@ export const agentsModule = defineModule({
       calls,
       media,
       log,
+      speech: new AgentSpeech(db),
     });
     // Numbers routed to an agent reach it; POST /agents/{id}/calls places calls through it.
     calls.useAgents(agentCalls);
