@@ -205,8 +205,19 @@ describe('agents', () => {
     assert.match(cigna.reply, /Cigna/);
     assert.equal(cigna.sources[0]!.title, 'Insurance');
 
-    const unknown = await chat(acme, agent.id, 'Can I bring my parrot?');
-    assert.match(unknown.reply, /don't have information/);
+    // Not understood: asked again once, then offered a person (never an unrelated document).
+    const again = await chat(acme, agent.id, 'Can I bring my parrot?');
+    assert.match(again.reply, /didn't understand\. Could you say that again\?/);
+    assert.ok(!/transfer you/.test(again.reply), 'the first miss only asks again');
+    assert.deepEqual(again.sources, []);
+    const unknown = await chat(
+      acme,
+      agent.id,
+      'Can I bring my parrot?',
+      again.reply,
+      'My parrot, can I bring it?',
+    );
+    assert.match(unknown.reply, /still didn't understand/);
     assert.match(unknown.reply, /transfer you/);
     assert.deepEqual(unknown.sources, []);
     const yes = await chat(acme, agent.id, 'Can I bring my parrot?', unknown.reply, 'Yes please');
@@ -226,7 +237,16 @@ describe('agents', () => {
     const cannot = await chat(acme, alone.id, 'Can I speak to someone?');
     assert.equal(cannot.action, undefined);
     assert.match(cannot.reply, /can't transfer/);
-    assert.ok(!/transfer you/.test((await chat(acme, alone.id, 'Can I bring my parrot?')).reply));
+    // Without transferTo the second miss offers to take a message, and takes it.
+    const first = await chat(acme, alone.id, 'Can I bring my parrot?');
+    const second = await chat(acme, alone.id, 'Can I bring my parrot?', first.reply, 'A parrot?');
+    assert.ok(!/transfer you/.test(second.reply));
+    assert.match(second.reply, /leave a message\?/);
+    const go = await chat(acme, alone.id, 'A parrot?', second.reply, 'Yes');
+    assert.match(go.reply, /go ahead with your message/);
+    const taken = await chat(acme, alone.id, 'Yes', go.reply, 'Please call Sam back about the parrot.');
+    assert.match(taken.reply, /pass your message on/);
+    assert.deepEqual(taken.sources, []);
 
     // The conversation must end with the caller.
     const last = await api(acme, 'POST', `/agents/${agent.id}/chat`, {

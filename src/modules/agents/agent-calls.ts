@@ -13,12 +13,13 @@ import type { HistogramMetric } from '../../platform/metrics/index.ts';
 import type { PageQueryInput, Paginator } from '../../platform/pagination.ts';
 import type { AgentEnd, AgentLine, AgentRunner, CallMedia, CallRow, CallService } from '../voice/index.ts';
 import { type AgentCallRow, AgentCallStore } from './agent-call-store.ts';
+import type { AgentSpeech } from './agent-speech.ts';
 import type { AgentService } from './agents.ts';
 import type { AgentBrain } from './brain.ts';
 import { AgentCallCompleted, AgentCallStarted, AgentCallTransferred } from './events.ts';
 import { callerTurn, keysSaid, pressedKeys } from './keys.ts';
 import { screenForMachine } from './machine-detection.ts';
-import type { Turn } from './responder.ts';
+import type { AgentProfile, Turn } from './responder.ts';
 import type { PublicAgentCall } from './schemas.ts';
 import { summarise, transferSummary } from './summary.ts';
 import { speakReply, type TurnLatency, wordsHeard } from './turn-pipeline.ts';
@@ -38,6 +39,7 @@ export class AgentCallService implements AgentRunner {
   private readonly media: CallMedia;
   private readonly log: FastifyBaseLogger;
   private readonly turnLatency?: HistogramMetric;
+  private readonly speech: AgentSpeech;
   readonly store = new AgentCallStore();
 
   constructor(deps: {
@@ -52,6 +54,7 @@ export class AgentCallService implements AgentRunner {
     log: FastifyBaseLogger;
     /** The time from a caller's utterance ending to the reply starting (metrics). */
     turnLatency?: HistogramMetric;
+    speech: AgentSpeech;
   }) {
     this.turnLatency = deps.turnLatency;
     this.db = deps.db;
@@ -63,6 +66,7 @@ export class AgentCallService implements AgentRunner {
     this.calls = deps.calls;
     this.media = deps.media;
     this.log = deps.log;
+    this.speech = deps.speech;
   }
 
   /** POST /agents/{id}/calls: the agent calls `to`. */
@@ -200,7 +204,7 @@ export class AgentCallService implements AgentRunner {
         const text =
           heard.kind === 'keys'
             ? keysSaid(heard.digits)
-            : (heard.text ?? (heard.audio ? await this.transcribe(call, heard.audio) : undefined));
+            : (heard.text ?? (heard.audio ? await this.transcribe(call, heard.audio, agent) : undefined));
         const recognisedAt = performance.now();
         if (!text) {
           await speak(UNHEARD);
@@ -283,9 +287,10 @@ export class AgentCallService implements AgentRunner {
     });
   }
 
-  private async transcribe(call: CallRow, wav: Buffer): Promise<string | undefined> {
+  /** What the caller said, heard with the agent's language model (built from its knowledge bases). */
+  private async transcribe(call: CallRow, wav: Buffer, agent: AgentProfile): Promise<string | undefined> {
     try {
-      return await this.media.speechToText(wav);
+      return await this.media.speechToText(wav, { domain: await this.speech.domainFor(agent) });
     } catch (error) {
       this.log.warn({ err: error, callId: call.id }, 'could not transcribe what the caller said');
       return undefined;

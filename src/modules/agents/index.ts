@@ -6,6 +6,7 @@ import { numbersModule } from '../numbers/index.ts';
 import { voiceModule } from '../voice/index.ts';
 import { WebhookTransport } from '../webhooks/index.ts';
 import { AgentCallService } from './agent-calls.ts';
+import { AgentSpeech } from './agent-speech.ts';
 import { AgentService } from './agents.ts';
 import { AgentBrain } from './brain.ts';
 import { AGENT_EVENTS } from './events.ts';
@@ -63,6 +64,7 @@ export const agentsModule = defineModule({
         help: "Time from the end of a caller's utterance to the agent starting its reply (transcription and the model's answer included)",
         buckets: [0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10],
       }),
+      speech: new AgentSpeech(db),
     });
     // Numbers routed to an agent reach it; POST /agents/{id}/calls places calls through it.
     calls.useAgents(agentCalls);

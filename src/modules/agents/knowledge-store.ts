@@ -306,4 +306,13 @@ export class KnowledgeStore {
       [config, question, sentences],
     );
   }
+
+  /** The lexemes of `text` (stemmed by `config`, stop words dropped), in no particular order. */
+  async lexemes(db: Queryable, config: string, text: string): Promise<string[]> {
+    const [row] = await db.query<{ lexemes: string[] }>(
+      'SELECT tsvector_to_array(to_tsvector($1::regconfig, $2)) AS lexemes',
+      [config, text],
+    );
+    return row!.lexemes;
+  }
 }

@@ -1,26 +1,21 @@
 // The offline brain: answers from the agent's knowledge bases with no model, so an agent works on a machine
 // with no internet and no GPU. It finds the chunks that best match the caller's words (full-text search in
 // the agent's language), answers with the sentences of the best chunk that match the question best, and cites
-// the documents they came from. When nothing matches well enough it says it does not know and, when the agent
-// can transfer, offers to; a caller who asks for a person, or says yes to that offer, is transferred.
+// the documents they came from. When nothing matches well enough it says it did not understand, asks again
+// once, then offers a person or a message (understanding.ts); a caller who asks for a person, or says yes to
+// that offer, is transferred.
 import type { Database } from '../../platform/db/index.ts';
+import { EVERYDAY } from './caller-speech.ts';
 import type { KnowledgeStore } from './knowledge-store.ts';
 import { searchConfigOf } from './language.ts';
 import type { AgentProfile, Responder, ResponderContext, Turn } from './responder.ts';
 import type { ChatReply, SearchHit, Source } from './schemas.ts';
+import { confident, messageTurn, notUnderstood } from './understanding.ts';
 
-/**
- * The least score a chunk needs to be answered from. Stop words never match, so any chunk found shares a
- * word with the question; one word in the text scores about 0.06. The offline brain therefore answers when a
- * meaningful word of the question is in the knowledge base, and says it does not know otherwise: a question
- * about something the base never mentions gets no made-up answer (docs/agents.md says what this cannot tell).
- */
-export const MIN_ANSWER_SCORE = 0.01;
 /** Sentences of the best chunk in an answer: enough to answer, short enough to say on a call. */
 const ANSWER_SENTENCES = 2;
 
 export const TRANSFER_OFFER = 'Would you like me to transfer you to someone who can help?';
-const DONT_KNOW = "I'm sorry, I don't have information about that.";
 const TRANSFERRING = 'Of course. Let me transfer you now.';
 const NO_TRANSFER = "I'm sorry, I can't transfer calls, but I'm happy to help with your questions.";
 const ANYTHING_ELSE = 'Is there anything else I can help you with?';
@@ -34,6 +29,8 @@ const NO = /^\s*(no|nope|no thanks|no thank you|not now)\b/i;
 
 export class OfflineResponder implements Responder {
   readonly name = 'offline';
+  /** EVERYDAY's lexemes per text-search configuration (found once). */
+  private readonly everyday = new Map<string, Promise<Set<string>>>();
 
   constructor(
     private readonly db: Database,
@@ -48,19 +45,46 @@ export class OfflineResponder implements Responder {
     if (offered && YES.test(question) && agent.transferTo)
       return { reply: TRANSFERRING, sources: [], action: 'transfer' };
     if (offered && NO.test(question)) return { reply: `No problem. ${ANYTHING_ELSE}`, sources: [] };
+    const message = messageTurn(conversation, {
+      yes: (said) => YES.test(said),
+      no: (said) => NO.test(said),
+      anythingElse: ANYTHING_ELSE,
+    });
+    if (message) return message;
     if (WANTS_PERSON.test(question)) {
       return agent.transferTo
         ? { reply: TRANSFERRING, sources: [], action: 'transfer' }
         : { reply: NO_TRANSFER, sources: [] };
     }
 
-    const hits = (await context.search(question, 3)).filter((hit) => hit.score >= MIN_ANSWER_SCORE);
-    const best = hits[0];
-    if (!best) {
-      return { reply: agent.transferTo ? `${DONT_KNOW} ${TRANSFER_OFFER}` : DONT_KNOW, sources: [] };
+    const best = (await context.search(question, 3))[0];
+    const config = searchConfigOf(agent.language);
+    const matched = best ? await this.shared(config, question, `${best.title}\n${best.text}`) : [];
+    if (!confident(best, matched, await this.everydayLexemes(config))) {
+      return notUnderstood(agent, conversation, TRANSFER_OFFER);
     }
     const sentences = await this.bestSentences(agent, question, best);
     return { reply: sentences.join(' '), sources: [sourceOf(best)] };
+  }
+
+  /** The lexemes `question` and `text` share. */
+  private async shared(config: string, question: string, text: string): Promise<string[]> {
+    const [asked, found] = await Promise.all([
+      this.store.lexemes(this.db, config, question),
+      this.store.lexemes(this.db, config, text),
+    ]);
+    const inText = new Set(found);
+    return asked.filter((lexeme) => inText.has(lexeme));
+  }
+
+  private everydayLexemes(config: string): Promise<Set<string>> {
+    let lexemes = this.everyday.get(config);
+    if (!lexemes) {
+      lexemes = this.store.lexemes(this.db, config, EVERYDAY.join('\n')).then((found) => new Set(found));
+      this.everyday.set(config, lexemes);
+      lexemes.catch(() => this.everyday.delete(config));
+    }
+    return lexemes;
   }
 
   /** The sentences of the chunk that match the question best, in the order the chunk has them. */

@@ -32,9 +32,11 @@ import { type Transcriber, transcriberFrom } from './transcribers.ts';
 
 export type { CallRow } from './call-store.ts';
 export type { AgentEnd, AgentRunner, CallService } from './calls.ts';
+export type { SpeechDomain, WeightedText } from './domain-models.ts';
 export type { ExtensionService } from './extensions.ts';
 export type { CallMedia } from './media.ts';
 export type { AgentLine, AnsweredBy, Heard } from './pbx.ts';
+export { spokenSentences } from './pronunciations.ts';
 export type { VoiceServices } from './services.ts';
 
 export const voiceModule = defineModule({

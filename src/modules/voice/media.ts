@@ -14,7 +14,7 @@ import { RecordingCompleted, TranscriptionCompleted, VoicemailCreated } from './
 import { MediaStore, type RecordingRow, type TranscriptionRow, type VoicemailRow } from './media-store.ts';
 import type { CallAudio } from './pbx.ts';
 import type { PublicRecording, PublicTranscription, PublicVoicemail } from './schemas.ts';
-import { type Transcriber, TranscriptionError } from './transcribers.ts';
+import { type Transcriber, TranscriptionError, type TranscriptionHints } from './transcribers.ts';
 
 export const TRANSCRIBE_QUEUE = 'voice.transcribe';
 
@@ -75,11 +75,11 @@ export class CallMedia {
   /** Stores the recording of `call`, in the transaction that ends the call. */
   /**
    * The words in a WAV (a caller speaking to an AI agent), by the same engine as transcriptions; undefined
-   * when no engine is configured or installed.
+   * when no engine is configured or installed. `hints` (the agent's speech domain) help an engine that uses them.
    */
-  async speechToText(wav: Buffer): Promise<string | undefined> {
+  async speechToText(wav: Buffer, hints?: TranscriptionHints): Promise<string | undefined> {
     const transcriber = await this.transcriber();
-    return transcriber ? (await transcriber.transcribe(wav)).trim() : undefined;
+    return transcriber ? (await transcriber.transcribe(wav, hints)).trim() : undefined;
   }
 
   async addRecording(tx: Queryable, call: CallRow, audio: CallAudio, at: Date): Promise<RecordingRow> {

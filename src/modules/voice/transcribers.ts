@@ -5,17 +5,25 @@
 //                           faster-whisper server and others speak it.
 //   PocketsphinxTranscriber the offline recogniser Debian packages (`pocketsphinx`, `pocketsphinx-en-us`): its
 //                           `pocketsphinx_continuous -infile` reads 16 kHz audio, so ours is upsampled first.
+//                           Told the speaker's domain (an AI agent's knowledge), it listens with that domain's
+//                           small language model instead of the general one (domain-models.ts).
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { access, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeWav, encodeWav, resample, SAMPLE_RATE } from './audio.ts';
+import { DomainModels, type SpeechDomain } from './domain-models.ts';
+
+/** What may help an engine hear: who is speaking about what. An engine may ignore it. */
+export interface TranscriptionHints {
+  domain?: SpeechDomain;
+}
 
 export interface Transcriber {
   /** Named in every transcription it makes (`openai-compatible:whisper-1`, `pocketsphinx`). */
   readonly engine: string;
-  transcribe(wav: Buffer): Promise<string>;
+  transcribe(wav: Buffer, hints?: TranscriptionHints): Promise<string>;
 }
 
 /** A transcription that did not happen. `retryable`: the engine was down or busy, so trying later may work. */
@@ -43,6 +51,7 @@ export class OpenAiTranscriber implements Transcriber {
     this.engine = `openai-compatible:${model}`;
   }
 
+  // The hints are not sent: the service's own model hears the call as it is (and its API takes no domain).
   async transcribe(wav: Buffer): Promise<string> {
     const form = new FormData();
     form.append('file', new Blob([new Uint8Array(wav)], { type: 'audio/wav' }), 'audio.wav');
@@ -111,12 +120,28 @@ const POCKETSPHINX_MODEL = {
  * filters reach 6.8 kHz), so ours is upsampled.
  */
 const POCKETSPHINX_RATE = 16_000;
+/**
+ * How it analyses telephone audio upsampled to its rate, chosen by measurement (docs/voice.md "Hearing on
+ * the telephone"): the band above 4 kHz holds nothing, so its filters there see near-zero energy; a little
+ * dither keeps their logarithms finite, and its noise removal (which takes that empty band for the noise
+ * floor) is off. A fixed seed makes the dither, and so the words heard, the same on every run. Analysing at
+ * 8 kHz with a narrower filter bank (`-samprate 8000 -nfft 256 -upperf 3500`) was measured too and is far
+ * worse: the acoustic model was trained on the 25 filters from 130 Hz to 6.8 kHz of feat.params.
+ */
+const TELEPHONE_FEATURES = ['-dither', 'yes', '-seed', '1', '-remove_noise', 'no'];
 
 export class PocketsphinxTranscriber implements Transcriber {
   readonly engine = 'pocketsphinx';
   private static installed?: Promise<boolean>;
+  private readonly models: DomainModels;
 
-  constructor(private readonly timeoutMs = 120_000) {}
+  /** `modelsDir`: where domain language models are kept between runs (built once per version of a domain). */
+  constructor(
+    private readonly timeoutMs = 120_000,
+    modelsDir = join(tmpdir(), 'commsplatform-speech-models'),
+  ) {
+    this.models = new DomainModels(modelsDir, POCKETSPHINX_MODEL['-dict']);
+  }
 
   /** Whether the recogniser and its English model are installed (looked for once). */
   static available(): Promise<boolean> {
@@ -136,7 +161,7 @@ export class PocketsphinxTranscriber implements Transcriber {
     return PocketsphinxTranscriber.installed;
   }
 
-  async transcribe(wav: Buffer): Promise<string> {
+  async transcribe(wav: Buffer, hints: TranscriptionHints = {}): Promise<string> {
     let audio: ReturnType<typeof decodeWav>;
     try {
       audio = decodeWav(wav);
@@ -149,6 +174,7 @@ export class PocketsphinxTranscriber implements Transcriber {
     const file = encodeWav(upsampled);
     file.writeUInt32LE(POCKETSPHINX_RATE, 24);
     file.writeUInt32LE(POCKETSPHINX_RATE * 2, 28);
+    const language = await this.languageModel(hints.domain);
     const path = join(tmpdir(), `commsplatform-transcribe-${randomUUID()}.wav`);
     // 'wx': a new file of our own, never one (or a link) someone else put there first.
     await writeFile(path, file, { mode: 0o600, flag: 'wx' });
@@ -156,7 +182,19 @@ export class PocketsphinxTranscriber implements Transcriber {
       const output = await new Promise<string>((resolve, reject) =>
         execFile(
           POCKETSPHINX,
-          ['-infile', path, ...Object.entries(POCKETSPHINX_MODEL).flat(), '-logfn', '/dev/null'],
+          [
+            '-infile',
+            path,
+            '-hmm',
+            POCKETSPHINX_MODEL['-hmm'],
+            '-lm',
+            language.lm,
+            '-dict',
+            language.dict,
+            ...TELEPHONE_FEATURES,
+            '-logfn',
+            '/dev/null',
+          ],
           { timeout: this.timeoutMs, maxBuffer: 4 * 1024 * 1024 },
           (error, stdout) => (error ? reject(error) : resolve(stdout)),
         ),
@@ -176,6 +214,21 @@ export class PocketsphinxTranscriber implements Transcriber {
       await rm(path, { force: true });
     }
   }
+
+  /**
+   * The domain's model where there is one for its language (the acoustic model is US English), else the
+   * general model. A domain model that cannot be built leaves the general one: the caller is still heard.
+   */
+  private async languageModel(domain?: SpeechDomain): Promise<{ lm: string; dict: string }> {
+    const general = { lm: POCKETSPHINX_MODEL['-lm'], dict: POCKETSPHINX_MODEL['-dict'] };
+    if (!domain || !/^en(-|$)/i.test(domain.language)) return general;
+    try {
+      const model = await this.models.modelFor(domain);
+      return model.words > 0 ? model : general;
+    } catch {
+      return general;
+    }
+  }
 }
 
 /** The engine this server has: the configured service, else pocketsphinx where installed, else none. */
@@ -183,6 +236,8 @@ export async function transcriberFrom(config: {
   transcriptionUrl?: string;
   transcriptionApiKey?: string;
   transcriptionModel: string;
+  /** Where domain language models are kept (a `speech-models` folder in it); the temporary folder without. */
+  dataDir?: string;
 }): Promise<Transcriber | undefined> {
   if (config.transcriptionUrl) {
     return new OpenAiTranscriber(
@@ -191,5 +246,7 @@ export async function transcriberFrom(config: {
       config.transcriptionModel,
     );
   }
-  return (await PocketsphinxTranscriber.available()) ? new PocketsphinxTranscriber() : undefined;
+  if (!(await PocketsphinxTranscriber.available())) return undefined;
+  const onDisk = config.dataDir && !config.dataDir.startsWith('memory://');
+  return new PocketsphinxTranscriber(undefined, onDisk ? join(config.dataDir!, 'speech-models') : undefined);
 }
