@@ -147,6 +147,12 @@ describe('the OpenAI-compatible responder', () => {
     model = await modelServer();
   });
   after(() => model.close());
+  /** A streamed reply read to its end: its final value. */
+  const finished = async <T>(stream: AsyncGenerator<string, T>): Promise<T> => {
+    let next = await stream.next();
+    while (!next.done) next = await stream.next();
+    return next.value;
+  };
   const fresh = () => {
     model.requests.length = 0;
     model.script.length = 0;
@@ -225,6 +231,34 @@ describe('the OpenAI-compatible responder', () => {
     const whole = responder().stream(agent(), [{ role: 'user', content: 'Hi' }], context);
     assert.deepEqual(await whole.next(), { value: 'Whole answer.', done: false });
     assert.equal((await whole.next()).done, true);
+  });
+
+  test('a hostile stream: a tool call index of a billion is ignored, and an endless answer is cut, not retried', async () => {
+    fresh();
+    model.script.push(
+      streamed([
+        { content: 'Fine. ' },
+        { tool_calls: [{ index: 1_000_000_000, id: 'call_far', function: { name: 'book_appointment' } }] },
+      ]),
+    );
+    const started = performance.now();
+    const far = await finished(responder().stream(agent(), [{ role: 'user', content: 'Hi' }], context));
+    assert.equal(far.reply, 'Fine.');
+    assert.deepEqual(toolCalls, [], 'no call made from an index out of range');
+    console.log(`# an index of a billion read in ${(performance.now() - started).toFixed(0)} ms`);
+
+    // 300 KB of words on one line and then more, without end: cut at the cap, one request, no retry.
+    model.script.push((_body, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const piece = `data: ${JSON.stringify({ choices: [{ delta: { content: 'la '.repeat(10_000) } }] })}\n\n`;
+      for (let i = 0; i < 12; i++) res.write(piece);
+      res.end('data: [DONE]\n\n');
+    });
+    await assert.rejects(
+      finished(responder({ retries: 2 }).stream(agent(), [{ role: 'user', content: 'Talk' }], context)),
+      /passed 262144 characters/,
+    );
+    assert.equal(model.requests.length, 2, 'the endless answer was asked for once');
   });
 
   test('end_call and transfer: the built-in actions, transfer offered only with transferTo', async () => {

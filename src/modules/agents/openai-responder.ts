@@ -8,7 +8,7 @@
 // the reply is streamed (`stream`: openai-stream.ts reads the events) and its words yielded as they come, so
 // the first sentence is spoken while the model writes the rest; the chat endpoint asks for the whole message.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { readCompletion } from './openai-stream.ts';
+import { CompletionTooLong, readCompletion } from './openai-stream.ts';
 import {
   type AgentProfile,
   type Responder,
@@ -196,6 +196,7 @@ export class OpenAiResponder implements Responder {
         }
       } catch (error) {
         if (error instanceof ResponderError) throw error;
+        if (error instanceof CompletionTooLong) throw new ResponderError(error.message);
         if (spoken) throw new ResponderError(`the model's stream broke off: ${(error as Error).message}`);
         const name = (error as Error).name;
         problem =

@@ -5,6 +5,19 @@
 // generated; the whole message (content and assembled tool calls) is the generator's return value. A server
 // that ignores `stream` and answers with one JSON completion is read as that.
 
+/** The most of a completion read (a reply spoken on a call is a few hundred characters; tools' JSON more). */
+const MAX_COMPLETION_CHARS = 256 * 1024;
+/** The most tool calls one message may make (a call's `index` beyond it is ignored, not an array that big). */
+const MAX_TOOL_CALLS = 16;
+
+/** A completion stream that passed MAX_COMPLETION_CHARS: it is cut there, as a stalled one is by the timeout. */
+export class CompletionTooLong extends Error {
+  constructor() {
+    super(`the model's answer passed ${MAX_COMPLETION_CHARS} characters`);
+    this.name = 'CompletionTooLong';
+  }
+}
+
 export interface StreamedMessage {
   role: 'assistant';
   content: string | null;
@@ -37,8 +50,14 @@ export async function* readCompletion(
   const calls: { id: string; name: string; arguments: string }[] = [];
   let buffer = '';
   const decoder = new TextDecoder();
+  let read = 0;
   const lines = async function* () {
     for await (const bytes of response.body as unknown as AsyncIterable<Uint8Array>) {
+      read += bytes.length;
+      if (read > MAX_COMPLETION_CHARS) {
+        await response.body?.cancel().catch(() => {});
+        throw new CompletionTooLong();
+      }
       buffer += decoder.decode(bytes, { stream: true });
       let end = buffer.indexOf('\n');
       while (end >= 0) {
@@ -68,6 +87,7 @@ export async function* readCompletion(
     }
     for (const piece of delta.tool_calls ?? []) {
       const index = piece.index ?? calls.length;
+      if (!Number.isInteger(index) || index < 0 || index >= MAX_TOOL_CALLS) continue;
       calls[index] ??= { id: '', name: '', arguments: '' };
       const call = calls[index]!;
       if (piece.id) call.id = piece.id;
