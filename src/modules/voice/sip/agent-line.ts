@@ -17,6 +17,9 @@ import {
 import { CallRecorder, type RtpSession, rtpAudio } from './rtp.ts';
 import { type Utterance, UtteranceDetector } from './utterances.ts';
 
+/** The most keys taken as one group while the agent speaks (an account or card number is under 32). */
+const MAX_KEYS_AT_ONCE = 32;
+
 /** How long a phone may send nothing before what the caller was saying counts as said. */
 const SILENT_PHONE_MS = 800;
 /** Without espeak-ng the caller hears a tone as long as the words would take (about 2.5 words a second). */
@@ -105,8 +108,10 @@ export class RtpAgentLine implements AgentLine {
   press(key: string): void {
     if (this.gone) return;
     const waiting = this.heard.at(-1);
-    if (!this.waiting && waiting?.kind === 'keys') waiting.digits += key;
-    else this.deliver({ kind: 'keys', at: this.deps.clock.now(), digits: key });
+    if (!this.waiting && waiting?.kind === 'keys') {
+      // A phone that keeps sending keys while the agent talks gets a group of a number's length, not a book.
+      if (waiting.digits.length < MAX_KEYS_AT_ONCE) waiting.digits += key;
+    } else this.deliver({ kind: 'keys', at: this.deps.clock.now(), digits: key });
   }
 
   /** The caller hung up, or the call was hung up (`hangup_requested`): what listens hears it. */
