@@ -11,7 +11,15 @@ import type { EventOutbox } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
 import type { HistogramMetric } from '../../platform/metrics/index.ts';
 import type { PageQueryInput, Paginator } from '../../platform/pagination.ts';
-import type { AgentEnd, AgentLine, AgentRunner, CallMedia, CallRow, CallService } from '../voice/index.ts';
+import type {
+  AgentEnd,
+  AgentLine,
+  AgentRunner,
+  CallMedia,
+  CallRow,
+  CallService,
+  Heard,
+} from '../voice/index.ts';
 import { type AgentCallRow, AgentCallStore } from './agent-call-store.ts';
 import type { AgentSpeech } from './agent-speech.ts';
 import type { AgentService } from './agents.ts';
@@ -182,6 +190,9 @@ export class AgentCallService implements AgentRunner {
         now: () => this.clock.now(),
       });
       if (machine) return machine;
+      // Each utterance is recognised while the caller speaks, where the engine can (speech-stream.ts).
+      const domain = await this.speech.domainFor(agent).catch(() => undefined);
+      line.hearWith?.(() => this.media.speechStream(domain ? { domain } : {}));
       await speak(agent.firstMessage);
       for (;;) {
         const heard = await line.listen();
@@ -204,7 +215,7 @@ export class AgentCallService implements AgentRunner {
         const text =
           heard.kind === 'keys'
             ? keysSaid(heard.digits)
-            : (heard.text ?? (heard.audio ? await this.transcribe(call, heard.audio, agent) : undefined));
+            : (heard.text ?? (await this.wordsOf(call, heard, agent)));
         const recognisedAt = performance.now();
         if (!text) {
           await speak(UNHEARD);
@@ -288,6 +299,20 @@ export class AgentCallService implements AgentRunner {
   }
 
   /** What the caller said, heard with the agent's language model (built from its knowledge bases). */
+  /**
+   * What the caller said: the words recognised while they spoke, else (no engine that streams, or it failed)
+   * their audio transcribed whole.
+   */
+  private async wordsOf(
+    call: CallRow,
+    heard: Heard & { kind: 'speech' },
+    agent: AgentProfile,
+  ): Promise<string | undefined> {
+    const streamed = await heard.transcript?.catch(() => undefined);
+    if (streamed !== undefined) return streamed.trim() || undefined;
+    return heard.audio ? this.transcribe(call, heard.audio, agent) : undefined;
+  }
+
   private async transcribe(call: CallRow, wav: Buffer, agent: AgentProfile): Promise<string | undefined> {
     try {
       return await this.media.speechToText(wav, { domain: await this.speech.domainFor(agent) });

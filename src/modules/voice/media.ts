@@ -14,6 +14,7 @@ import { RecordingCompleted, TranscriptionCompleted, VoicemailCreated } from './
 import { MediaStore, type RecordingRow, type TranscriptionRow, type VoicemailRow } from './media-store.ts';
 import type { CallAudio } from './pbx.ts';
 import type { PublicRecording, PublicTranscription, PublicVoicemail } from './schemas.ts';
+import { deferredStream, type SpeechStream } from './speech-stream.ts';
 import { type Transcriber, TranscriptionError, type TranscriptionHints } from './transcribers.ts';
 
 export const TRANSCRIBE_QUEUE = 'voice.transcribe';
@@ -80,6 +81,14 @@ export class CallMedia {
   async speechToText(wav: Buffer, hints?: TranscriptionHints): Promise<string | undefined> {
     const transcriber = await this.transcriber();
     return transcriber ? (await transcriber.transcribe(wav, hints)).trim() : undefined;
+  }
+
+  /**
+   * Recognition while a caller speaks to an AI agent (speech-stream.ts), where the engine can; its end() is
+   * undefined when it cannot (no engine, or one that hears whole utterances only: speechToText then).
+   */
+  speechStream(hints?: TranscriptionHints): SpeechStream {
+    return deferredStream(this.transcriber().then((transcriber) => transcriber?.stream?.(hints)));
   }
 
   async addRecording(tx: Queryable, call: CallRow, audio: CallAudio, at: Date): Promise<RecordingRow> {

@@ -3,6 +3,7 @@
 // carries out one step at a time and says how it went, like the verbs of jambonz or FreeSWITCH's dialplan
 // applications. The simulated PBX (simulated-pbx.ts) behaves like a real one without a network; a SIP PBX
 // (SIP_PORT, a later part) answers the same calls with phones and a trunk.
+import type { SpeechStream } from './speech-stream.ts';
 
 /** A call as the PBX knows it. */
 export interface PbxCall {
@@ -131,6 +132,8 @@ export type Heard =
       audio?: Buffer;
       /** The silence waited after the caller's last voiced audio before the turn counted as ended. */
       endOfTurnMs?: number;
+      /** The words, from recognition that ran while the caller spoke (hearWith); undefined: use `audio`. */
+      transcript?: Promise<string | undefined>;
     }
   | { kind: 'keys'; at: Date; digits: string }
   | { kind: 'hangup'; at: Date; cause: string };
@@ -163,6 +166,12 @@ export interface AgentLine {
   say(text: string, voice?: string, options?: SayOptions): Promise<Said | undefined>;
   /** The caller's next utterance, or their hanging up (the API's hang-up too: cause `hangup_requested`). */
   listen(): Promise<Heard>;
+  /**
+   * Recognises each utterance while the caller speaks: `start` is asked for a stream at the utterance's start
+   * and fed its audio, and the utterance's Heard carries the stream's words as `transcript`. Absent: the line
+   * hands over audio only.
+   */
+  hearWith?(start: () => SpeechStream): void;
   /**
    * Before the agent speaks on an outbound call: listens to the callee's greeting and says whether a person or
    * an answering machine answered ('unknown' when it cannot tell, or the callee hung up). Absent: it cannot.

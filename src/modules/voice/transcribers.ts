@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeWav, encodeWav, resample, SAMPLE_RATE } from './audio.ts';
 import { DomainModels, type SpeechDomain } from './domain-models.ts';
+import { deferredStream, pocketsphinxStream, type SpeechStream } from './speech-stream.ts';
 
 /** What may help an engine hear: who is speaking about what. An engine may ignore it. */
 export interface TranscriptionHints {
@@ -24,6 +25,11 @@ export interface Transcriber {
   /** Named in every transcription it makes (`openai-compatible:whisper-1`, `pocketsphinx`). */
   readonly engine: string;
   transcribe(wav: Buffer, hints?: TranscriptionHints): Promise<string>;
+  /**
+   * Recognition while the caller speaks (speech-stream.ts): fed from the start of an utterance, its words come
+   * soon after the end. Absent: the engine hears whole utterances only.
+   */
+  stream?(hints?: TranscriptionHints): SpeechStream;
 }
 
 /** A transcription that did not happen. `retryable`: the engine was down or busy, so trying later may work. */
@@ -161,6 +167,30 @@ export class PocketsphinxTranscriber implements Transcriber {
     return PocketsphinxTranscriber.installed;
   }
 
+  /** The same recogniser and models as transcribe(), on a pipe fed as the caller speaks. */
+  stream(hints: TranscriptionHints = {}): SpeechStream {
+    return deferredStream(
+      this.languageModel(hints.domain).then((language) =>
+        pocketsphinxStream(POCKETSPHINX, this.arguments(language), this.timeoutMs),
+      ),
+    );
+  }
+
+  /** Everything but the input: the acoustic model, the language model and dictionary, the features. */
+  private arguments(language: { lm: string; dict: string }): string[] {
+    return [
+      '-hmm',
+      POCKETSPHINX_MODEL['-hmm'],
+      '-lm',
+      language.lm,
+      '-dict',
+      language.dict,
+      ...TELEPHONE_FEATURES,
+      '-logfn',
+      '/dev/null',
+    ];
+  }
+
   async transcribe(wav: Buffer, hints: TranscriptionHints = {}): Promise<string> {
     let audio: ReturnType<typeof decodeWav>;
     try {
@@ -182,19 +212,7 @@ export class PocketsphinxTranscriber implements Transcriber {
       const output = await new Promise<string>((resolve, reject) =>
         execFile(
           POCKETSPHINX,
-          [
-            '-infile',
-            path,
-            '-hmm',
-            POCKETSPHINX_MODEL['-hmm'],
-            '-lm',
-            language.lm,
-            '-dict',
-            language.dict,
-            ...TELEPHONE_FEATURES,
-            '-logfn',
-            '/dev/null',
-          ],
+          ['-infile', path, ...this.arguments(language)],
           { timeout: this.timeoutMs, maxBuffer: 4 * 1024 * 1024 },
           (error, stdout) => (error ? reject(error) : resolve(stdout)),
         ),

@@ -8,6 +8,7 @@
 import type { Clock } from '../../../platform/clock.ts';
 import { encodeWav, MAX_SECONDS, synthesise, tone } from '../audio.ts';
 import type { AgentLine, AnsweredBy, CallAudio, Heard, Said, SayOptions } from '../pbx.ts';
+import type { SpeechStream } from '../speech-stream.ts';
 import {
   GreetingEnd,
   type GreetingListener,
@@ -37,6 +38,9 @@ export class RtpAgentLine implements AgentLine {
   /** The caller cut off the say under way. */
   private cut = false;
   private gone?: Heard & { kind: 'hangup' };
+  /** Starts recognition of an utterance as it begins (hearWith); the stream of the one being heard. */
+  private recogniser?: () => SpeechStream;
+  private recognising?: SpeechStream;
   private silentPhone?: NodeJS.Timeout;
   /** Answering machine detection listening to the callee (machine-detector.ts): their audio is not a turn. */
   private greeting?: { hear?: (samples: Int16Array) => void; gone?: () => void };
@@ -54,7 +58,11 @@ export class RtpAgentLine implements AgentLine {
     if (deps.record) this.recorder = new CallRecorder(MAX_SECONDS);
     this.detector.onStart = () => {
       if (this.speaking && this.interruptible) this.cut = true;
+      // Recognition starts with the utterance (hearWith): its words are ready soon after the caller stops.
+      this.recognising?.abort();
+      this.recognising = this.recogniser?.();
     };
+    this.detector.onAudio = (samples) => this.recognising?.push(samples);
   }
 
   async say(text: string, voice?: string, options: SayOptions = {}): Promise<Said | undefined> {
@@ -73,7 +81,7 @@ export class RtpAgentLine implements AgentLine {
     this.interruptible = bargeIn;
     this.cut = false;
     this.detector.agentSpeaking = bargeIn;
-    if (!bargeIn) this.detector.reset();
+    if (!bargeIn) this.forget();
     try {
       const at = this.recorder?.now() ?? 0;
       options.onAudio?.();
@@ -118,6 +126,8 @@ export class RtpAgentLine implements AgentLine {
   hungUp(cause: string): void {
     if (this.gone) return;
     this.greeting?.gone?.();
+    this.recognising?.abort();
+    this.recognising = undefined;
     this.gone = { kind: 'hangup', at: this.deps.clock.now(), cause };
     this.deliver(this.gone);
     void this.session?.then((session) => session.close()).catch(() => {});
@@ -126,6 +136,7 @@ export class RtpAgentLine implements AgentLine {
   async close(): Promise<CallAudio | undefined> {
     this.deps.onClose();
     clearTimeout(this.silentPhone);
+    this.forget();
     this.detector.close();
     const session = await this.session?.catch(() => undefined);
     session?.close();
@@ -160,12 +171,26 @@ export class RtpAgentLine implements AgentLine {
     }
   }
 
+  hearWith(start: () => SpeechStream): void {
+    this.recogniser = start;
+  }
+
+  /** What the line was hearing is not a turn: the detector starts afresh and its recognition is dropped. */
+  private forget(): void {
+    this.detector.reset();
+    this.recognising?.abort();
+    this.recognising = undefined;
+  }
+
   private utterance(utterance: Utterance): void {
+    const recognised = this.recognising;
+    this.recognising = undefined;
     this.deliver({
       kind: 'speech',
       at: this.deps.clock.now(),
       audio: encodeWav(utterance.audio),
       endOfTurnMs: utterance.quietMs,
+      ...(recognised ? { transcript: recognised.end() } : {}),
     });
   }
 
@@ -193,7 +218,7 @@ export class RtpAgentLine implements AgentLine {
       );
     } finally {
       this.greeting = undefined;
-      this.detector.reset();
+      this.forget();
     }
   }
 }

@@ -63,6 +63,9 @@ export class UtteranceDetector {
   partial?: string;
   /** An utterance has begun (a barge-in, when the agent is speaking). */
   onStart?: () => void;
+  /** The audio of an utterance as it is heard: at its start, all of it so far (the pre-roll included), then
+   * each frame (a recogniser running while the caller speaks is fed from here). */
+  onAudio?: (samples: Int16Array) => void;
 
   constructor(options: Partial<UtteranceOptions> = {}) {
     this.options = { ...UTTERANCE_DEFAULTS, ...options };
@@ -94,6 +97,7 @@ export class UtteranceDetector {
     if (!this.current) return undefined;
     // What is left short of a frame belongs to the end of this utterance.
     this.current.frames.push(this.pending);
+    if (this.pending.length > 0) this.onAudio?.(this.pending);
     this.pending = new Int16Array(0);
     return this.finish(quietMs);
   }
@@ -119,6 +123,7 @@ export class UtteranceDetector {
     const current = this.current;
     if (current) {
       current.frames.push(frame);
+      this.onAudio?.(frame);
       current.quiet = voiced ? 0 : current.quiet + 1;
       if (voiced) current.voiced++;
       const enough = this.options.endOfTurn({ speechMs: ms(current.voiced), partial: this.partial });
@@ -136,6 +141,7 @@ export class UtteranceDetector {
       this.voicedRun = 0;
       this.partial = undefined;
       this.onStart?.();
+      this.onAudio?.(concatenate(...this.current.frames));
       return undefined;
     }
     const limit =
