@@ -115,9 +115,12 @@ export class SipPhone {
     return `v=0\r\no=phone 1 ${version} IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio ${this.mediaPort} RTP/AVP 0\r\na=rtpmap:0 PCMU/8000\r\n`;
   }
 
-  /** Sends `packets` RTP packets of PCMU silence, 20 ms apart, from our media port to `port` on loopback. */
-  async sendRtp(port: number, packets = 10): Promise<void> {
-    for (let sequence = 0; sequence < packets; sequence++) {
+  /**
+   * Sends `packets` RTP packets of PCMU silence, 20 ms apart, from our media port to `port` on loopback (fewer
+   * when `stop` says so first).
+   */
+  async sendRtp(port: number, packets = 10, stop?: () => boolean): Promise<void> {
+    for (let sequence = 0; sequence < packets && !stop?.(); sequence++) {
       const header = Buffer.alloc(12);
       header[0] = 0x80;
       header.writeUInt16BE(sequence, 2);
