@@ -31,9 +31,12 @@ interface Server {
 }
 
 async function startServer(dataDir: string, sipPort: number): Promise<Server> {
+  // The process runs on its own embedded database in `dataDir` (the restart reads it again), also in the suite's
+  // PostgreSQL pass: on the shared server its worker would take up the other test files' jobs.
+  const { DATABASE_URL: _shared, ...inherited } = process.env;
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     env: {
-      ...process.env,
+      ...inherited,
       APP_ENV: 'development',
       DATA_DIR: dataDir,
       ADMIN_TOKEN,
