@@ -58,8 +58,10 @@ export class SipTransfers {
     if (!sipCall?.talk) return undefined;
     // The API's and a flow's transfers move the caller away from whoever they talk with: on a call whose sides
     // a phone's REFER swapped (and whose transfer then failed), the sides go back first.
-    const callerDialog = signalling.callerDialog(sipCall);
-    if (sipCall.swapped && !sipCall.transfer && callerDialog) swapSides(sipCall, callerDialog);
+    if (sipCall.swapped && !sipCall.transfer) {
+      const callerDialog = signalling.callerDialog(sipCall);
+      if (callerDialog) swapSides(sipCall, callerDialog);
+    }
     const replaced = sipCall.callee;
     if (!replaced) return undefined;
     const state = startTransfer(sipCall, 'ring', replaced);
