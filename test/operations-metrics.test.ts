@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isShapeA, startTestApp, type TestApp } from './helpers/app.ts';
 import { runFor, sender } from './helpers/messaging.ts';
 import { createUser, signIn } from './helpers/portal.ts';
+import { Metrics } from '../src/platform/metrics/index.ts';
 import { moved, parsePrometheus, type Scrape, seriesValue } from './helpers/prometheus.ts';
 import { type Receiver, startReceiver } from './helpers/receiver.ts';
 import { sipOffice } from './helpers/sip-office.ts';
@@ -302,4 +303,15 @@ test('agent turns: each answered utterance is one observation of the turn latenc
   } finally {
     await t.close();
   }
+});
+
+test('a value not yet known is written NaN, as the text format spells it (prom-client writes "Nan")', async () => {
+  const metrics = new Metrics();
+  metrics.readings({
+    gauges: [{ name: 'comms_test_unknown', help: 'A gauge whose value is not known yet' }],
+    read: async () => ({ comms_test_unknown: [{ value: Number.NaN }] }),
+  });
+  const { body } = await metrics.render();
+  assert.match(body, /^comms_test_unknown NaN$/m);
+  assert.equal(Number.isNaN(seriesValue(parsePrometheus(body), 'comms_test_unknown')), true);
 });

@@ -9,6 +9,8 @@
 //            out of that scrape (and counts the failure) instead of failing the whole scrape.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
+const NAN_AS_PROM_CLIENT_WRITES_IT = / Nan\n/g;
+
 /** Label values by label name; a label left out is the empty value. */
 export type Labels<Name extends string> = Partial<Record<Name, string>>;
 
@@ -115,11 +117,13 @@ export class Metrics implements Meter {
     }
   }
 
-  /** The whole registry in the Prometheus text exposition format. */
+  /** The whole registry in the Prometheus text exposition format. prom-client writes a NaN as `Nan`; the
+   * format (and strict parsers) want `NaN`, which the event-loop lag gauges are until their first sample. */
   async render(): Promise<{ contentType: string; body: string }> {
     this.scrape = new Map();
     try {
-      return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+      const body = await this.registry.metrics();
+      return { contentType: this.registry.contentType, body: body.replace(NAN_AS_PROM_CLIENT_WRITES_IT, ' NaN\n') };
     } finally {
       this.scrape = new Map();
     }
