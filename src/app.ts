@@ -15,6 +15,7 @@ import { answerClientError, trackRequestPaths } from './platform/http/client-err
 import { type ConsoleServing, serveConsole } from './platform/http/console.ts';
 import { mountInterface, type RoutePlugin, SECURITY_SCHEMES } from './platform/http/interfaces.ts';
 import { boundJsonDepth } from './platform/http/json-body.ts';
+import { serializerCompiledOnFirstUse, validatorCompiledOnFirstUse } from './platform/http/lazy-schemas.ts';
 import { webhooksDocument, withDocumentedRequestBodies } from './platform/http/openapi.ts';
 import { countRequests } from './platform/http/request-metrics.ts';
 import { requestTracing } from './platform/telemetry/index.ts';
@@ -100,8 +101,11 @@ export async function buildApp(runtime: Runtime): Promise<App> {
   const coercing = validator({ coerceTypes: 'array' });
   const strict = validator({ coerceTypes: false });
   app.setValidatorCompiler(({ schema, httpPart }) =>
-    (httpPart === 'body' ? strict : coercing).compile(withIntegerBounds(schema)),
+    validatorCompiledOnFirstUse(() =>
+      (httpPart === 'body' ? strict : coercing).compile(withIntegerBounds(schema)),
+    ),
   );
+  app.setSerializerCompiler(serializerCompiledOnFirstUse);
 
   // Versioning (CONTRACT sections 2 and 11, docs/versioning.md): a request may pin a known version with the
   // API-Version header; without one, the guards answer it as of its organization's pinned version

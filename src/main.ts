@@ -1,87 +1,9 @@
-// Starts the product: reads the configuration, opens and migrates the database, then starts the roles
-// asked for (ROLES=api,worker by default: the HTTP API and the background worker in one process).
-import { setTimeout as sleep } from 'node:timers/promises';
-import { buildApp } from './app.ts';
-import { loadConfigOrExit } from './config.ts';
-import { printDemoCredentials, seedDemoIfEmpty } from './first-run.ts';
-import { openDatabase } from './platform/db/index.ts';
-import { migrate } from './platform/db/migrate.ts';
-import { createLogger, terminalDestination } from './platform/log.ts';
-import { startTelemetry } from './platform/telemetry/index.ts';
-import { createRuntime } from './runtime.ts';
-import { runShutdown, shutdownBoundMs, shutdownPhases } from './shutdown.ts';
+// The server's entry point (`npm start` runs its compiled form, dist/main.js). It only turns on Node's cache of
+// compiled code (Node 22.1 and later; Node 20 has none and skips it) before the server's modules are loaded:
+// compiling their JavaScript is a large share of a start (docs/performance.md), and an import is compiled when
+// it is loaded, so the cache must be on before `serve.ts` and everything it imports are. NODE_COMPILE_CACHE,
+// when set, names the cache's directory; otherwise Node keeps it in the system's temporary directory.
+import module from 'node:module';
 
-/** How long the last spans get to reach the collector at shutdown. */
-const TELEMETRY_FLUSH_MS = 1_000;
-
-async function main() {
-  const config = loadConfigOrExit();
-
-  const log = createLogger(config.logLevel, terminalDestination(process.stdout, config.appEnv));
-  // Before the database and the app: the pg and http patches must be in place for them (docs/operations.md).
-  const telemetry = config.otlpEndpoint ? startTelemetry({ endpoint: config.otlpEndpoint }) : undefined;
-  const db = await openDatabase(config);
-  const applied = await migrate(db);
-  if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');
-  log.info({ engine: db.engine, appEnv: config.appEnv }, 'database ready');
-  if (config.appEnv !== 'production' && !isLoopback(config.host)) {
-    // Development relaxes protections (the webhook SSRF guard, http webhook URLs, sk_test_ keys): fine on a
-    // laptop, dangerous on an address others can reach.
-    log.warn(
-      { host: config.host, appEnv: config.appEnv },
-      'APP_ENV is not production but the server listens beyond loopback: the webhook SSRF guard is off and ' +
-        'test keys are accepted. Set APP_ENV=production for any deployment others can reach.',
-    );
-  }
-
-  const ctx = createRuntime(config, db, log);
-  await ctx.rateLimiter.store.ready();
-  const app = config.roles.includes('api') ? await buildApp(ctx) : undefined;
-  const demo = await seedDemoIfEmpty(ctx);
-
-  if (app) await app.listen({ port: config.port, host: config.host });
-  if (config.sipPort) ctx.sipListener.start({ port: config.sipPort, host: config.sipHost });
-  if (config.roles.includes('worker')) {
-    // The clean-up of this hour, unless another instance already booked it; each run books the next hour.
-    await ctx.retention.start();
-    // A carrier with a session of its own (SMPP) is connected where messages are dispatched.
-    ctx.carrier.start?.();
-    ctx.jobs.start();
-  }
-  if (demo) {
-    const address = app?.server.address();
-    const port = typeof address === 'object' && address ? address.port : config.port;
-    printDemoCredentials(demo, `http://localhost:${port}`);
-  }
-
-  // Graceful shutdown: the phases of src/shutdown.ts in order, and a hard stop should they overrun their bounds.
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    const startedAt = Date.now();
-    const graceSeconds = config.shutdownGraceSeconds;
-    log.info({ signal, graceSeconds, liveCalls: ctx.calls.liveCount }, 'shutting down');
-    setTimeout(() => {
-      log.error({ signal, ms: Date.now() - startedAt }, 'shutdown overran its bound: exiting now');
-      process.exit(1);
-    }, shutdownBoundMs(graceSeconds)).unref();
-    const clean = await runShutdown(shutdownPhases({ runtime: ctx, app, db, graceSeconds, startedAt }), log);
-    // The spans of the shutdown itself go out last (bounded: a collector that is down does not hold the exit).
-    if (telemetry) await Promise.race([telemetry.shutdown().catch(() => {}), sleep(TELEMETRY_FLUSH_MS)]);
-    log.info({ signal, ms: Date.now() - startedAt, clean }, 'shut down');
-    process.exit(clean ? 0 : 1);
-  };
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-}
-
-/** True for addresses only this machine can reach. */
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host.startsWith('127.');
-}
-
-main().catch((error) => {
-  process.stderr.write(`Fatal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-  process.exit(1);
-});
+(module as { enableCompileCache?: () => unknown }).enableCompileCache?.();
+await import('./serve.ts');

@@ -58,8 +58,8 @@ let t: TestApp;
 let receiver: Receiver;
 before(async () => {
   collector = await startCollector();
-  // Before the app is built, as src/main.ts does.
-  telemetry = startTelemetry({ endpoint: collector.url, serviceName: 'commsplatform-test' });
+  // Before the app is built, as src/serve.ts does.
+  telemetry = await startTelemetry({ endpoint: collector.url, serviceName: 'commsplatform-test' });
   t = await startTestApp();
   receiver = await startReceiver(() => t.ctx.clock.nowMs());
 });

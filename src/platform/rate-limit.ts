@@ -20,7 +20,12 @@
 // Counters live in process by default and in Redis when REDIS_URL is set, so that several instances share
 // one limit. If Redis cannot be reached, counting falls back to this process's counters: limits keep
 // protecting each instance (less strictly) rather than failing open or refusing every request.
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis } from 'ioredis';
+
+/** ioredis, loaded when a Redis is configured: an instance without one does not compile it at start. */
+const loadRedis = () => createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
+
 import type { Clock } from './clock.ts';
 import { ApiError } from './errors.ts';
 
@@ -112,7 +117,7 @@ export class RedisCounterStore implements CounterStore {
     url: string,
     private readonly onFallback: (error: unknown) => void = () => {},
   ) {
-    this.redis = new Redis(url, {
+    this.redis = new (loadRedis().Redis)(url, {
       lazyConnect: false,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,

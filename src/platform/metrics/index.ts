@@ -123,7 +123,10 @@ export class Metrics implements Meter {
     this.scrape = new Map();
     try {
       const body = await this.registry.metrics();
-      return { contentType: this.registry.contentType, body: body.replace(NAN_AS_PROM_CLIENT_WRITES_IT, ' NaN\n') };
+      return {
+        contentType: this.registry.contentType,
+        body: body.replace(NAN_AS_PROM_CLIENT_WRITES_IT, ' NaN\n'),
+      };
     } finally {
       this.scrape = new Map();
     }

@@ -2,6 +2,7 @@
 // helper here first asks whether tracing was started and does nothing more when it was not, so a server that
 // does not trace pays one boolean test per job and per webhook (docs/operations.md "Traces").
 // What is traced, and how the spans hang together:
+//   (the SDK and its instrumentations are in sdk.ts, loaded only when tracing is started)
 //   requests   @fastify/otel, registered as a plugin of the app (no load-time hook needed): a SERVER span per
 //              request, the child of the caller's `traceparent` when it sent one, with its route as name.
 //   outgoing   node's http client and PostgreSQL's `pg` by their OpenTelemetry instrumentations. Those patch the
@@ -14,8 +15,7 @@
 //              enqueued, and into the jobs those enqueue in turn (a send, its dispatch, the event's fan-out,
 //              the webhook delivery), whichever process runs them.
 //   webhooks   the delivery's POST carries the `traceparent` of the delivery job's span (injectTraceHeaders).
-import { createRequire } from 'node:module';
-import { FastifyOtelInstrumentation } from '@fastify/otel';
+import type { FastifyOtelInstrumentation } from '@fastify/otel';
 import {
   context,
   propagation,
@@ -25,10 +25,6 @@ import {
   SpanStatusCode,
   trace,
 } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
-import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
-import { NodeSDK, tracing } from '@opentelemetry/sdk-node';
 
 export interface Telemetry {
   /** Sends every span ended so far. */
@@ -46,32 +42,20 @@ export function tracingEnabled(): boolean {
 
 /**
  * Starts tracing for this process: spans go in batches to `${endpoint}/v1/traces` as OTLP/HTTP JSON. Call it
- * before the app is built. Once per process (the SDK is process-wide): a second call is refused.
+ * before the app is built. Once per process (the SDK is process-wide): a second call is refused. The SDK is
+ * loaded here, not with this module: it is some 6 MB of JavaScript (every exporter of sdk-node), which a server
+ * that does not trace should not compile at every start (docs/performance.md).
  */
-export function startTelemetry(options: { endpoint: string; serviceName?: string }): Telemetry {
+export async function startTelemetry(options: {
+  endpoint: string;
+  serviceName?: string;
+}): Promise<Telemetry> {
   if (started) throw new Error('Tracing is already started in this process');
-  const exporter = new OTLPTraceExporter({ url: `${options.endpoint.replace(/\/+$/, '')}/v1/traces` });
-  const processor = new tracing.BatchSpanProcessor(exporter);
-  const fastify = new FastifyOtelInstrumentation({ registerOnInitialization: false });
-  const sdk = new NodeSDK({
-    serviceName: options.serviceName ?? 'commsplatform',
-    spanProcessors: [processor],
-    instrumentations: [
-      // The server side of a request is the Fastify plugin's span; this instruments outgoing calls.
-      new HttpInstrumentation({ disableIncomingRequestInstrumentation: true }),
-      new PgInstrumentation(),
-      fastify,
-    ],
-  });
-  sdk.start();
-  // See the header: the in-place patches of the modules the app imports as ESM.
-  const require = createRequire(import.meta.url);
-  require('node:http');
-  require('node:https');
-  require('pg');
-  started = { fastify };
+  const { startSdk } = await import('./sdk.ts');
+  const sdk = startSdk(options);
+  started = { fastify: sdk.fastify };
   return {
-    flush: () => processor.forceFlush(),
+    flush: sdk.flush,
     shutdown: async () => {
       await sdk.shutdown();
       started = undefined;
