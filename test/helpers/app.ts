@@ -2,23 +2,47 @@ import assert from 'node:assert/strict';
 // Builds a fresh app for a test file: its own freshly migrated database (a clone of a migrated PGlite
 // template, or a new database on the PostgreSQL server named by DATABASE_URL), listening on a real
 // loopback socket. Tests talk to it over HTTP with `request`, exactly as a client would.
-import { randomBytes } from 'node:crypto';
-import { after } from 'node:test';
+import { createHash, randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { readFile, rename, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import { type App, buildApp } from '../../src/app.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import { type Database, PgliteDatabase, PostgresDatabase } from '../../src/platform/db/index.ts';
-import { migrate } from '../../src/platform/db/migrate.ts';
+import { migrate, migrationsDir } from '../../src/platform/db/migrate.ts';
 import { createLogger } from '../../src/platform/log.ts';
 import { createRuntime, type Runtime } from '../../src/runtime.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
-let template: Promise<PgliteDatabase> | undefined;
-// An open PGlite keeps the process alive for seconds after the last test; close the template at the end.
-after(async () => {
-  if (template) await (await template).close();
-});
+let template: Promise<Blob> | undefined;
+
+/**
+ * The migrated, empty database every PGlite test app starts from, as a dump. Migrating a new PGlite takes
+ * seconds (and ten or more under a loaded CI machine), once per test process, so the dump is kept in the
+ * system's temporary directory under a name that changes with the migrations and PGlite's version: the
+ * suite's first file builds it and every later one loads it. Written to a temporary name and renamed, so a
+ * concurrent file reads a whole dump or none.
+ */
+async function migratedTemplate(): Promise<Blob> {
+  const pglite = join(migrationsDir, '..', 'node_modules', '@electric-sql', 'pglite', 'package.json');
+  const path = join(tmpdir(), `commsplatform-test-template-${migrationsHash(readFileSync(pglite))}.tar`);
+  try {
+    return new Blob([await readFile(path)]);
+  } catch {
+    // Not built yet (or being built by another file): build it here.
+  }
+  const db = await PgliteDatabase.open('memory://');
+  await migrate(db);
+  const dump = await db.dump();
+  await db.close();
+  const partial = `${path}.${process.pid}.${randomBytes(4).toString('hex')}`;
+  await writeFile(partial, new Uint8Array(await dump.arrayBuffer()));
+  await rename(partial, path);
+  return dump;
+}
 
 export interface FreshDatabase {
   db: Database;
@@ -29,18 +53,60 @@ export interface FreshDatabase {
   drop(): Promise<void>;
 }
 
+/** A name for this code's migrations (and `extra`, what else the template depends on). */
+function migrationsHash(extra: Uint8Array | string = ''): string {
+  const hash = createHash('sha256').update(extra);
+  for (const name of readdirSync(migrationsDir).sort()) {
+    hash.update(name).update(readFileSync(join(migrationsDir, name)));
+  }
+  return hash.digest('hex').slice(0, 16);
+}
+
+/** Held while a process builds the migrated template database on a PostgreSQL server. */
+const TEMPLATE_LOCK = 727_101;
+
+/**
+ * The name of a migrated, empty database on the server at `serverUrl` to create test databases from
+ * (`CREATE DATABASE … TEMPLATE`: a file copy, where migrating each new database took most of a second). Built
+ * once per server and set of migrations, under an advisory lock so that concurrent test files build it once;
+ * it is built under another name and renamed, so it never exists half-migrated.
+ */
+async function templateDatabase(serverUrl: string): Promise<string> {
+  const name = `test_template_${migrationsHash()}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  try {
+    await admin.query('SELECT pg_advisory_lock($1)', [TEMPLATE_LOCK]);
+    const found = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (found.rowCount === 0) {
+      const building = `${name}_building`;
+      await admin.query(`DROP DATABASE IF EXISTS ${building} WITH (FORCE)`);
+      await admin.query(`CREATE DATABASE ${building}`);
+      const url = new URL(serverUrl);
+      url.pathname = `/${building}`;
+      const db = PostgresDatabase.open(url.toString());
+      try {
+        await migrate(db);
+      } finally {
+        await db.close();
+      }
+      await admin.query(`ALTER DATABASE ${building} RENAME TO ${name}`);
+    }
+  } finally {
+    await admin.end();
+  }
+  return name;
+}
+const templates = new Map<string, Promise<string>>();
+
 /**
  * A new, migrated, empty database on the engine under test, or on the PostgreSQL server at `serverUrl` (a
  * test's private server, test/helpers/private-servers.ts).
  */
 export async function freshDatabase(serverUrl = process.env.DATABASE_URL): Promise<FreshDatabase> {
   if (!serverUrl) {
-    template ??= (async () => {
-      const db = await PgliteDatabase.open('memory://');
-      await migrate(db);
-      return db;
-    })();
-    const db = await (await template).clone();
+    template ??= migratedTemplate();
+    const db = await PgliteDatabase.fromDump(await template);
     return {
       db,
       // PGlite is in-process: a second instance shares the same handle, as two apps in one process would.
@@ -51,12 +117,16 @@ export async function freshDatabase(serverUrl = process.env.DATABASE_URL): Promi
   const name = `test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
+  let source = templates.get(serverUrl);
+  if (!source) {
+    source = templateDatabase(serverUrl);
+    templates.set(serverUrl, source);
+  }
+  await admin.query(`CREATE DATABASE ${name} TEMPLATE ${await source}`);
   await admin.end();
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   const db = PostgresDatabase.open(url.toString());
-  await migrate(db);
   const handles: Database[] = [db];
   return {
     db,

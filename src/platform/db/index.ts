@@ -68,6 +68,12 @@ const PGLITE_START_PARAMS = [
   ...['-c', 'max_wal_size=64MB', '-c', 'min_wal_size=32MB', '-c', 'shared_buffers=32MB'],
 ];
 
+/** How every PGlite instance is started: bigints read as numbers, and the settings above. */
+const pgliteOptions = () => ({
+  parsers: { [pgliteTypes.INT8]: (value: string) => Number(value) },
+  startParams: PGLITE_START_PARAMS,
+});
+
 export class PgliteDatabase implements Database {
   readonly engine = 'pglite' as const;
   private lastYield = performance.now();
@@ -110,11 +116,17 @@ export class PgliteDatabase implements Database {
 
   static async open(dataDir: string): Promise<PgliteDatabase> {
     if (!dataDir.startsWith('memory://')) mkdirSync(dataDir, { recursive: true });
-    const client = await PGlite.create(dataDir, {
-      parsers: { [pgliteTypes.INT8]: (value: string) => Number(value) },
-      startParams: PGLITE_START_PARAMS,
-    });
-    return new PgliteDatabase(client);
+    return new PgliteDatabase(await PGlite.create(dataDir, pgliteOptions()));
+  }
+
+  /** The whole database as one uncompressed tarball, to start others from (`fromDump`). */
+  dump(): Promise<Blob> {
+    return this.client.dumpDataDir('none');
+  }
+
+  /** A database in memory that starts as `dump` (tests start each app from a migrated template). */
+  static async fromDump(dump: Blob): Promise<PgliteDatabase> {
+    return new PgliteDatabase(await PGlite.create({ ...pgliteOptions(), loadDataDir: dump }));
   }
 
   async query<Row>(sql: string, params: unknown[] = []): Promise<Row[]> {
@@ -156,11 +168,9 @@ export class PgliteDatabase implements Database {
     };
   }
 
-  /** A copy of the whole database; tests use it to start from an already-migrated template. */
+  /** A copy of the whole database. (PGlite's own clone() would start it with the default settings.) */
   async clone(): Promise<PgliteDatabase> {
-    // PGlite's own clone() starts the copy with the default settings; this one keeps PGLITE_START_PARAMS.
-    const dump = await this.client.dumpDataDir('none');
-    return new PgliteDatabase(await PGlite.create({ loadDataDir: dump, startParams: PGLITE_START_PARAMS }));
+    return PgliteDatabase.fromDump(await this.dump());
   }
 
   async close(): Promise<void> {
