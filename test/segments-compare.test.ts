@@ -1,5 +1,6 @@
 // Our segment counting against the public sms-segments-calculator package (Twilio's calculator), on a
-// seeded corpus of 20,000 texts. Encoding and unit totals must agree on every text. Segment counts may
+// seeded corpus of texts (4,000 in the suite; SEGMENTS_CORPUS_SIZE=20000 for the thorough run docs/messaging.md
+// reports: the package takes some 6 ms a text, so 20,000 cost the suite two minutes of a core). Encoding and unit totals must agree on every text. Segment counts may
 // differ only in the categories docs/messaging.md explains, each recognised by a stated rule; any other
 // difference fails the test with the offending texts.
 import assert from 'node:assert/strict';
@@ -17,7 +18,7 @@ import {
 import { generateCorpus } from './helpers/text-corpus.ts';
 
 const CORPUS_SEED = 20261122;
-const CORPUS_SIZE = 20_000;
+const CORPUS_SIZE = Number(process.env.SEGMENTS_CORPUS_SIZE ?? 4_000);
 const SEGMENT_BITS = 1120; // 140 octets
 const CONCATENATED_CAPACITY: Record<SmsEncoding, number> = { 'GSM-7': 153, 'UCS-2': 67 };
 
