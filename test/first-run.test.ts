@@ -53,7 +53,7 @@ async function stopServer(server: Running): Promise<void> {
 test('first start seeds and prints the demo sign-in once; a second start keeps the data', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'comms-first-run-'));
   // On PostgreSQL the server gets its own fresh database; on PGlite, files under a fresh DATA_DIR.
-  const database = process.env.DATABASE_URL ? await freshDatabase() : undefined;
+  const database = process.env.DATABASE_URL ? await freshDatabase(undefined, { migrated: false }) : undefined;
   const env: Record<string, string> = { DATA_DIR: dataDir, ADMIN_TOKEN: 'first-run-admin-token' };
   if (database) env.DATABASE_URL = database.url!;
   try {

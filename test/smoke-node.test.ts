@@ -49,7 +49,7 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, secon
 test(`the compiled server starts, migrates and answers each module on Node ${process.version}`, async () => {
   buildIfStale();
   const dataDir = mkdtempSync(join(tmpdir(), 'comms-smoke-'));
-  const database = process.env.DATABASE_URL ? await freshDatabase() : undefined;
+  const database = process.env.DATABASE_URL ? await freshDatabase(undefined, { migrated: false }) : undefined;
   let child: ChildProcess | undefined;
   try {
     child = spawn(process.execPath, [ENTRY], {

@@ -101,12 +101,18 @@ const templates = new Map<string, Promise<string>>();
 
 /**
  * A new, migrated, empty database on the engine under test, or on the PostgreSQL server at `serverUrl` (a
- * test's private server, test/helpers/private-servers.ts).
+ * test's private server, test/helpers/private-servers.ts). `migrated: false` leaves it without any table, for
+ * tests of what a server does on its first start.
  */
-export async function freshDatabase(serverUrl = process.env.DATABASE_URL): Promise<FreshDatabase> {
+export async function freshDatabase(
+  serverUrl = process.env.DATABASE_URL,
+  { migrated = true }: { migrated?: boolean } = {},
+): Promise<FreshDatabase> {
   if (!serverUrl) {
     template ??= migratedTemplate();
-    const db = await PgliteDatabase.fromDump(await template);
+    const db = migrated
+      ? await PgliteDatabase.fromDump(await template)
+      : await PgliteDatabase.open('memory://');
     return {
       db,
       // PGlite is in-process: a second instance shares the same handle, as two apps in one process would.
@@ -118,11 +124,11 @@ export async function freshDatabase(serverUrl = process.env.DATABASE_URL): Promi
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
   let source = templates.get(serverUrl);
-  if (!source) {
+  if (migrated && !source) {
     source = templateDatabase(serverUrl);
     templates.set(serverUrl, source);
   }
-  await admin.query(`CREATE DATABASE ${name} TEMPLATE ${await source}`);
+  await admin.query(`CREATE DATABASE ${name}${migrated ? ` TEMPLATE ${await source}` : ''}`);
   await admin.end();
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
