@@ -48,6 +48,11 @@ export interface Config {
   requestTimeoutSeconds: number;
   /** Seconds SIGTERM waits for live calls before ending them (SHUTDOWN_GRACE_SECONDS; docs/operations.md). */
   shutdownGraceSeconds: number;
+  /**
+   * Seconds between the keep-alive comments of a live events stream, at each of which its session is checked
+   * again (LIVE_HEARTBEAT_SECONDS, default 15): under the idle timeout of any proxy in front of the server.
+   */
+  liveHeartbeatSeconds: number;
   /** Jobs a worker runs at once (WORKER_CONCURRENCY): its slots, shared by every queue. */
   workerConcurrency: number;
   /** Connections in the PostgreSQL pool (DATABASE_POOL_SIZE); PGlite has one connection. */
@@ -189,6 +194,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push('REQUEST_TIMEOUT_SECONDS must be a whole number of seconds from 1 to 3600');
   }
 
+  const liveHeartbeatSeconds = Number(env.LIVE_HEARTBEAT_SECONDS || 15);
+  if (!Number.isInteger(liveHeartbeatSeconds) || liveHeartbeatSeconds < 1 || liveHeartbeatSeconds > 300) {
+    problems.push('LIVE_HEARTBEAT_SECONDS must be a whole number of seconds from 1 to 300');
+  }
+
   const shutdownGraceSeconds = Number(env.SHUTDOWN_GRACE_SECONDS || 30);
   if (!Number.isInteger(shutdownGraceSeconds) || shutdownGraceSeconds < 0 || shutdownGraceSeconds > 3600) {
     problems.push('SHUTDOWN_GRACE_SECONDS must be a whole number of seconds from 0 to 3600');
@@ -287,6 +297,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     httpCarrier,
     requestTimeoutSeconds,
     shutdownGraceSeconds,
+    liveHeartbeatSeconds,
     workerConcurrency,
     databasePoolSize,
     sipDomain: env.SIP_DOMAIN || 'localhost',

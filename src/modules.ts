@@ -6,6 +6,7 @@ import { campaignsModule } from './modules/campaigns/index.ts';
 import { contactsModule } from './modules/contacts/index.ts';
 import { exportsModule } from './modules/exports/index.ts';
 import { identityModule } from './modules/identity/index.ts';
+import { liveModule } from './modules/live/index.ts';
 import { messagingModule } from './modules/messaging/index.ts';
 import { numbersModule } from './modules/numbers/index.ts';
 import { organizationsModule } from './modules/organizations/index.ts';
@@ -28,4 +29,5 @@ export const MODULES = [
   exportsModule,
   partnersModule,
   webhooksModule,
+  liveModule,
 ] as const;

@@ -91,6 +91,12 @@ export function catalogEntry(definition: EventDefinition): CatalogEntry {
 
 const DISPATCH_QUEUE = 'events.dispatch';
 
+/**
+ * Recording an event NOTIFYs this channel with its organization's id, at commit (live-events.ts: what the
+ * console's live stream watches, on every instance).
+ */
+export const LIVE_EVENTS_CHANNEL = 'live_events';
+
 interface EventRow {
   id: string;
   organization_id: string;
@@ -191,6 +197,10 @@ export class EventOutbox {
         events.map((event) => wantedBy.get(event.organizationId)!),
       ],
     });
+    await tx.query('SELECT pg_notify($1, organization_id) FROM unnest($2::text[]) AS organization_id', [
+      LIVE_EVENTS_CHANNEL,
+      [...wantedBy.keys()],
+    ]);
   }
 
   private async insert(
@@ -200,9 +210,12 @@ export class EventOutbox {
     const createdAt = this.clock.now();
     const id = newId('evt', createdAt.getTime());
     const wanted = await this.wanted(tx, event);
+    // The NOTIFY in the same statement: no round trip more per event.
     await tx.query(
-      `INSERT INTO events (id, organization_id, type, data, created_at, dispatched_at)
-       VALUES ($1, $2, $3, $4::jsonb, $5, $6)`,
+      `WITH inserted AS (
+         INSERT INTO events (id, organization_id, type, data, created_at, dispatched_at)
+         VALUES ($1, $2, $3, $4::jsonb, $5, $6) RETURNING organization_id)
+       SELECT pg_notify($7, organization_id) FROM inserted`,
       [
         id,
         event.organizationId,
@@ -210,6 +223,7 @@ export class EventOutbox {
         JSON.stringify(event.data),
         createdAt,
         wanted ? null : createdAt,
+        LIVE_EVENTS_CHANNEL,
       ],
     );
     if (wanted) await this.jobs.enqueue(tx, DISPATCH_QUEUE, { eventId: id });

@@ -46,6 +46,25 @@ export function operationsOf(document: { paths: Record<string, Record<string, an
   );
 }
 
+/** True for an operation that answers a stream of server-sent events, whose body never ends by itself. */
+export function isEventStream(operation: Operation['operation']): boolean {
+  return Boolean(operation.responses?.['200']?.content?.['text/event-stream']);
+}
+
+/**
+ * The status and headers of an answer without waiting for a body that may never end (an event stream):
+ * its body is read only when it is not a 200 of `text/event-stream`.
+ */
+export async function fetchHead(url: string, init: RequestInit): Promise<{ res: Response; text: string }> {
+  const abort = new AbortController();
+  const res = await fetch(url, { ...init, signal: abort.signal });
+  if (res.status === 200 && res.headers.get('content-type')?.startsWith('text/event-stream')) {
+    abort.abort();
+    return { res, text: '' };
+  }
+  return { res, text: await res.text() };
+}
+
 /** The smallest body that passes `schema`, so that a refusal can only be the organization's. */
 export function validExample(schema: Schema | undefined): unknown {
   if (!schema) return undefined;

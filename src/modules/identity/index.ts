@@ -22,7 +22,7 @@ const EXPIRED_IDENTITY_RETENTION_MS = 24 * 60 * 60 * 1000;
 /** Invitations are kept 30 days past their expiry: the organization sees an expired one to renew it. */
 const EXPIRED_INVITATION_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 
-export { currentSession } from './guard.ts';
+export { currentSession, sessionTokenOf } from './guard.ts';
 export type { UserService } from './users.ts';
 
 export const identityModule = defineModule({
