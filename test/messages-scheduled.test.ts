@@ -108,6 +108,33 @@ describe('scheduled messages', () => {
     assertRefusedB(sent, 409, 'MESSAGE_NOT_SCHEDULED');
   });
 
+  test('a cancel racing the release has one winner, and the answer says which', async () => {
+    for (let round = 0; round < 4; round++) {
+      const res = await send(t, acme, {
+        to: freshNumber(),
+        message: `Race ${round}`,
+        sendAt: inFromNow(15 * MINUTE),
+      });
+      assert.equal(res.status, 202, res.text);
+      const id = res.body.data.id;
+      t.ctx.clock.advance(15 * MINUTE);
+      const [cancel] = await Promise.all([
+        t.request('DELETE', `/api/v2/messages/${id}`, { apiKey: acme.key }),
+        t.ctx.jobs.drain(),
+      ]);
+      await passTime(5);
+      const final = await read(acme, id);
+      if (cancel.status === 200) {
+        assert.equal(final.status, 'cancelled');
+        assert.equal(handed.has(id), false);
+      } else {
+        assertRefusedB(cancel, 409, 'MESSAGE_NOT_SCHEDULED');
+        assert.equal(final.status, 'sent');
+        assert.equal(handed.has(id), true);
+      }
+    }
+  });
+
   test("another organization's message is 404 and stays scheduled; a read-only key is refused", async () => {
     const res = await send(t, acme, { to: freshNumber(), message: 'Mine', sendAt: inFromNow(30 * MINUTE) });
     const id = res.body.data.id;
