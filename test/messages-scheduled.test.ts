@@ -255,6 +255,24 @@ describe('scheduled messages', () => {
     assert.equal(failed.errorCode, 'SENDER_NOT_OWNED');
   });
 
+  test('an organization suspended meanwhile: failed ACCOUNT_SUSPENDED, nothing handed to the carrier', async () => {
+    const org = await sender(t);
+    const res = await send(t, org, {
+      to: freshNumber(),
+      message: 'Suspended',
+      sendAt: inFromNow(15 * MINUTE),
+    });
+    assert.equal(res.status, 202, res.text);
+    assert.equal((await t.admin('PATCH', `/organizations/${org.id}`, { suspended: true })).status, 200);
+    await passTime(15 * MINUTE);
+    await passTime(5);
+    assert.equal((await t.admin('PATCH', `/organizations/${org.id}`, { suspended: false })).status, 200);
+    const failed = await read(org, res.body.data.id);
+    assert.equal(failed.status, 'failed');
+    assert.equal(failed.errorCode, 'ACCOUNT_SUSPENDED');
+    assert.equal(handed.has(res.body.data.id), false);
+  });
+
   test('quiet hours: a message due outside them waits until they open, in the recipient zone', async () => {
     // A +1 202 number is in America/New_York. The window is the hour the clock is not in.
     const hourNow = Number(
