@@ -212,6 +212,31 @@ describe('scheduled messages', () => {
     assert.equal(handed.has(scheduled.body.data.id), false);
   });
 
+  test('the trial burst does not count messages still scheduled', async () => {
+    const trial = await sender(t, {
+      subscriptionState: 'trial',
+      cardVerified: false,
+      trialMessageLimit: 1000,
+    });
+    for (let i = 0; i < 30; i++) {
+      const res = await send(t, trial, {
+        to: freshNumber(),
+        message: `Later ${i}`,
+        sendAt: inFromNow(20 * MINUTE),
+      });
+      assert.equal(res.status, 202, res.text);
+    }
+    // 50 sent at once in the next minutes still fit the burst (50 in 10 minutes); the 51st does not.
+    const statuses: number[] = [];
+    for (let i = 0; i < 51; i++) {
+      if (i % 25 === 0) t.ctx.clock.advance(61); // the 30 requests per minute limit
+      const res = await send(t, trial, { to: freshNumber(), message: `Now ${i}` });
+      statuses.push(res.status);
+      if (res.status !== 202) assertRefusedB(res, 429, 'TRIAL_LIMIT_REACHED');
+    }
+    assert.deepEqual(statuses, [...Array(50).fill(202), 429]);
+  });
+
   test('a daily limit reached at send time fails it with PAID_LIMIT_REACHED', async () => {
     const daily = await sender(t, { dailyLimitSegments: 1, createdAt: '2026-01-01T00:00:00.000Z' });
     const scheduled = await send(t, daily, {
