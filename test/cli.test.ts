@@ -147,6 +147,39 @@ describe('the comms command', () => {
     assert.match(unreachable.stderr, /Is the server running/);
   });
 
+  test('send --at schedules the message; messages cancel cancels it, and a second cancel exits 1', async () => {
+    const at = new Date(t.ctx.clock.nowMs() + 2 * 60 * 60 * 1000).toISOString();
+    const sent = await comms(['send', '--to', '+14155550131', '--message', 'Later', '--at', at, '--json']);
+    assert.equal(sent.code, 0, sent.stderr);
+    const message = JSON.parse(sent.stdout);
+    assert.equal(message.status, 'scheduled');
+    assert.equal(message.sendAt, at);
+    const listed = await comms(['messages', 'list', '--status', 'scheduled', '--json']);
+    assert.ok(JSON.parse(listed.stdout).some((row: { id: string }) => row.id === message.id));
+
+    const cancelled = await comms(['messages', 'cancel', message.id]);
+    assert.equal(cancelled.code, 0, cancelled.stderr);
+    assert.match(cancelled.stdout, /status:\s+cancelled/);
+    const again = await comms(['messages', 'cancel', message.id]);
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /only a scheduled message can be cancelled.*\(409/);
+
+    const soon = await comms([
+      'send',
+      '--to',
+      '+14155550131',
+      '--message',
+      'x',
+      '--at',
+      new Date(t.ctx.clock.nowMs()).toISOString(),
+    ]);
+    assert.equal(soon.code, 1);
+    assert.match(soon.stderr, /sendAt must be between 15 minutes and 35 days/);
+    const notATime = await comms(['send', '--to', '+14155550131', '--message', 'x', '--at', 'someday']);
+    assert.notEqual(notATime.code, 0);
+    assert.match(notATime.stderr, /--at: not a date-time/);
+  });
+
   test('messages list --follow prints new messages as they arrive', async () => {
     const follow = start(['messages', 'list', '--follow', '--interval', '1', '--limit', '1']);
     try {

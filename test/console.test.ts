@@ -215,6 +215,41 @@ describe('the web console in Chromium', { skip }, () => {
     await photograph('messages');
   });
 
+  test('schedules a message for later, sees it scheduled, and cancels it', async () => {
+    await open('/messages', 'Messages');
+    await page.getByLabel('To', { exact: true }).fill('+14155550143');
+    await page.getByLabel('Message', { exact: true }).fill('See you tomorrow');
+    // Two hours ahead on the app's clock, written as the browser's local time (what datetime-local holds).
+    const at = t.ctx.clock.nowMs() + 2 * 60 * 60 * 1000;
+    // A string, not a function: the test's transpiler would wrap a function's inner helpers for the page.
+    const local = await page.evaluate<string>(
+      `(() => { const d = new Date(${at}); const p = (n) => String(n).padStart(2, '0');
+        return d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) + 'T' + p(d.getHours()) + ':' + p(d.getMinutes()); })()`,
+    );
+    await page.getByLabel('Send at (optional)').fill(local);
+    await page.getByRole('button', { name: 'Send', exact: true }).click();
+    const scheduled = await page
+      .getByRole('status')
+      .filter({ hasText: 'Scheduled as' })
+      .locator('code')
+      .textContent();
+    assert.match(scheduled ?? '', /^msg_/);
+    const stored = (await t.request('GET', `/api/v2/messages/${scheduled}`, { apiKey: await keyOf() })).body
+      .data;
+    assert.equal(stored.status, 'scheduled');
+    assert.equal(new Date(stored.sendAt).getTime(), Math.floor(at / 60_000) * 60_000);
+    const row = page.getByRole('row').filter({ hasText: 'See you tomorrow' });
+    await row.getByText('scheduled', { exact: true }).waitFor();
+    page.once('dialog', (dialog) => dialog.accept());
+    await row.getByRole('button', { name: 'Cancel' }).click();
+    await row.getByText('cancelled', { exact: true }).waitFor();
+    assert.equal(
+      (await t.request('GET', `/api/v2/messages/${scheduled}`, { apiKey: await keyOf() })).body.data.status,
+      'cancelled',
+    );
+    assert.equal(await row.getByRole('button', { name: 'Cancel' }).count(), 0);
+  });
+
   test('imports a CSV with a bad row and shows the report of rejected rows', async () => {
     await open('/contacts', 'Contacts');
     await page.getByText('Import a CSV').click();

@@ -111,6 +111,10 @@ describe('the SDK against a real server', () => {
     assert.equal((await comms.messages.get(sent.id)).body, 'Hello from the SDK');
     assert.ok((await comms.messages.list({ direction: 'outbound' })).data.length >= 1);
     assert.ok((await comms.messages.stats()) !== undefined);
+    const sendAt = new Date(t.ctx.clock.nowMs() + 60 * 60 * 1000).toISOString();
+    const later = await comms.messages.send({ to: '+14155550102', message: 'Later', sendAt });
+    assert.equal(later.status, 'scheduled');
+    assert.equal((await comms.messages.cancel(later.id)).status, 'cancelled');
 
     // Campaigns.
     await comms.contactLists.members.add(list.id, { contactIds: [contact.id] });

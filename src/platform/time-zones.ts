@@ -158,3 +158,21 @@ export function nextOpeningInAll(at: Date, zones: readonly string[], window: Dai
   }
   return undefined;
 }
+
+/**
+ * When `window` is open for a recipient at or after `at`: in its own zone when known (a contact's time zone),
+ * else in its number's zones, else in `fallbackZone` (a campaign's zone; UTC for a single message).
+ */
+export function recipientOpening(
+  at: Date,
+  recipient: { timezone: string | null | undefined; phone: string },
+  fallbackZone: string,
+  window: DailyWindow,
+): Date {
+  const zones = recipient.timezone ? [recipient.timezone] : phoneTimeZones(recipient.phone);
+  if (zones) {
+    const opens = nextOpeningInAll(at, zones, window);
+    if (opens) return opens;
+  }
+  return nextOpening(at, fallbackZone, window);
+}

@@ -1,9 +1,11 @@
 // Compose (with the server's own segment count as you type, merge-variable hints and MMS attachments) and
-// the history, newest first, with filters and keyset "load more".
+// the history, newest first, with filters and keyset "load more". A message may be scheduled (send at, 15
+// minutes to 35 days ahead); a scheduled one can be cancelled from its row until it leaves.
 import { useQuery } from '@tanstack/react-query';
 import { useDeferredValue, useState } from 'react';
 import { data, qs } from '../api.ts';
 import {
+  ActionButton,
   DataTable,
   ErrorNote,
   Field,
@@ -29,6 +31,7 @@ export interface Message {
   encoding: string;
   mediaCount: number;
   errorMessage: string | null;
+  sendAt: string | null;
   createdAt: string;
 }
 
@@ -59,7 +62,7 @@ function Compose() {
     enabled: deferred.length > 0,
     staleTime: Number.POSITIVE_INFINITY,
   });
-  const [sentId, setSentId] = useState<string | null>(null);
+  const [sent, setSent] = useState<{ id: string; status: string; sendAt?: string } | null>(null);
   const send = useAction(
     async (form) => {
       const files = (form.getAll('media') as File[]).filter((file) => file.size > 0);
@@ -70,16 +73,19 @@ function Compose() {
           filename: file.name,
         })),
       );
-      return data<{ id: string }>('POST', '/v2/portal/messages/send', {
+      // datetime-local is the browser's local time; the API takes an instant.
+      const sendAt = text(form, 'sendAt');
+      return data<{ id: string; status: string; sendAt?: string }>('POST', '/v2/portal/messages/send', {
         to: text(form, 'to'),
         from: text(form, 'from'),
         message: body === '' ? undefined : body,
         mediaFiles: mediaFiles.length ? mediaFiles : undefined,
+        sendAt: sendAt ? new Date(sendAt).toISOString() : undefined,
       });
     },
     [['messages']],
     (result) => {
-      setSentId(result.id);
+      setSent(result);
       setBody('');
     },
   );
@@ -131,15 +137,19 @@ function Compose() {
               ? `${count.data.characters} characters · ${count.data.segments} segment${count.data.segments === 1 ? '' : 's'} · ${count.data.encoding}`
               : 'Counting…'}
         </p>
+        <Field label="Send at (optional)" hint="15 minutes to 35 days from now, your local time; empty: now">
+          {(id, hint) => <input id={id} name="sendAt" type="datetime-local" aria-describedby={hint} />}
+        </Field>
         <Field label="Pictures or files (MMS)">
           {(id) => (
             <input id={id} name="media" type="file" multiple accept="image/*,video/*,audio/*,.pdf,.vcf" />
           )}
         </Field>
       </MutationForm>
-      {sentId ? (
+      {sent ? (
         <p role="status">
-          Queued as <code>{sentId}</code>.
+          {sent.status === 'scheduled' ? 'Scheduled' : 'Queued'} as <code>{sent.id}</code>
+          {sent.sendAt ? ` for ${when(sent.sendAt)}` : ''}.
         </p>
       ) : null}
     </details>
@@ -149,7 +159,7 @@ function Compose() {
 export default function Messages() {
   const [filters, setFilters] = useState<Record<string, string>>({});
   const list = usePagedList<Message>(['messages'], `/v2/portal/messages${qs(filters)}`, 'keyset', {
-    poll: (rows) => rows.some((row) => row.status === 'queued' || row.status === 'sent'),
+    poll: (rows) => rows.some((row) => ['scheduled', 'queued', 'sent'].includes(row.status)),
   });
   const rows = rowsOf(list);
 
@@ -187,11 +197,18 @@ export default function Messages() {
           {(id) => (
             <select id={id} name="status" defaultValue="">
               <option value="">Any</option>
-              {['queued', 'sent', 'delivered', 'failed', 'undelivered', 'cancelled', 'received'].map(
-                (status) => (
-                  <option key={status}>{status}</option>
-                ),
-              )}
+              {[
+                'scheduled',
+                'queued',
+                'sent',
+                'delivered',
+                'failed',
+                'undelivered',
+                'cancelled',
+                'received',
+              ].map((status) => (
+                <option key={status}>{status}</option>
+              ))}
             </select>
           )}
         </Field>
@@ -223,7 +240,17 @@ export default function Messages() {
             cell: (m) => (
               <>
                 <Status value={m.status} />
+                {m.sendAt && m.status === 'scheduled' ? <small> for {when(m.sendAt)}</small> : null}
                 {m.errorMessage ? <small> {m.errorMessage}</small> : null}
+                {m.status === 'scheduled' ? (
+                  <ActionButton
+                    label="Cancel"
+                    className="secondary outline"
+                    confirm="Cancel this scheduled message? It will not be sent."
+                    run={() => data('DELETE', `/v2/portal/messages/${m.id}`)}
+                    invalidate={[['messages']]}
+                  />
+                ) : null}
               </>
             ),
           },

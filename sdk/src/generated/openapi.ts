@@ -329,7 +329,7 @@ export interface paths {
         put?: never;
         /**
          * Send an SMS or MMS
-         * @description Queues one message (202). Refusals: 400 invalid `to`/`from`/body or a media code, 403 RECIPIENT_OPTED_OUT, 422 UNSUPPORTED_MERGE_VARS or IDEMPOTENCY_KEY_REUSED, and the SMS plan limits (429 PAID_LIMIT_REACHED / TRIAL_LIMIT_REACHED, 402 CAPABILITY_RESTRICTED_BY_STATE, 403 CARD_NOT_VERIFIED, 503 when a limit cannot be checked).
+         * @description Queues one message (202), or with `sendAt` (15 minutes to 35 days ahead) schedules it (202, status `scheduled`, with `sendAt`; plan limits and opt-outs are checked when it leaves). Refusals: 400 invalid `to`/`from`/body or a media code, 403 RECIPIENT_OPTED_OUT, 422 UNSUPPORTED_MERGE_VARS or IDEMPOTENCY_KEY_REUSED, and the SMS plan limits (429 PAID_LIMIT_REACHED / TRIAL_LIMIT_REACHED, 402 CAPABILITY_RESTRICTED_BY_STATE, 403 CARD_NOT_VERIFIED, 503 when a limit cannot be checked).
          */
         post: operations["messages.send"];
         delete?: never;
@@ -403,7 +403,11 @@ export interface paths {
         get: operations["messages.get"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Cancel a scheduled message
+         * @description A `scheduled` message becomes `cancelled` and is never sent (200 with the message). Once it has left the schedule (queued, sent or ended): 409 MESSAGE_NOT_SCHEDULED.
+         */
+        delete: operations["messages.cancel"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3248,6 +3252,18 @@ export interface operations {
                     media?: unknown;
                     /** @description Uploads: array of {contentType, data (base64), filename?} */
                     mediaFiles?: unknown;
+                    /**
+                     * Format: date-time
+                     * @description Schedule the message: an ISO 8601 instant 15 minutes to 35 days ahead
+                     */
+                    sendAt?: string;
+                    /** @description Quiet hours in the recipient's local time (its contact's time zone, else its number's, else UTC); absent or null: none */
+                    quietHours?: {
+                        /** @description Local time, HH:MM */
+                        start: string;
+                        /** @description Local time, HH:MM */
+                        end: string;
+                    } | null;
                 };
             };
         };
@@ -3263,8 +3279,7 @@ export interface operations {
                         success: true;
                         data: {
                             id: string;
-                            /** @enum {string} */
-                            status: "queued";
+                            status: "queued" | "scheduled";
                             from: string;
                             to: string;
                             body: string;
@@ -3273,6 +3288,8 @@ export interface operations {
                             encoding: "GSM-7" | "UCS-2";
                             mediaCount: number;
                             createdAt: string;
+                            /** @description When a scheduled message is due to leave */
+                            sendAt?: string;
                         };
                     };
                 };
@@ -3327,7 +3344,7 @@ export interface operations {
                 /** @description Keyset mode: empty to start at the newest record, then the previous response's `next_cursor`. Valid for 24 hours, with the same filters, on the same endpoint. */
                 cursor?: string;
                 direction?: "outbound" | "inbound";
-                status?: "queued" | "sent" | "delivered" | "failed" | "undelivered" | "cancelled" | "received";
+                status?: "scheduled" | "queued" | "sent" | "delivered" | "failed" | "undelivered" | "cancelled" | "received";
                 /** @description Messages from or to this number (E.164) */
                 number?: string;
                 /** @description Created at or after (ISO 8601) */
@@ -3363,7 +3380,7 @@ export interface operations {
                              * @description Message status after this event
                              * @enum {unknown}
                              */
-                            status: "queued" | "sent" | "delivered" | "failed" | "undelivered" | "cancelled" | "received";
+                            status: "scheduled" | "queued" | "sent" | "delivered" | "failed" | "undelivered" | "cancelled" | "received";
                             /** @description Sending number, E.164 */
                             from: string;
                             /** @description Recipient number, E.164 */
@@ -3397,6 +3414,8 @@ export interface operations {
                             sentAt: string | null;
                             /** @description When the receipt said delivered, or null */
                             deliveredAt: string | null;
+                            /** @description When a scheduled message is (or was) due to leave (`sendAt` of the send, moved by its quiet hours); null for a message sent at once */
+                            sendAt: string | null;
                             /** @description `awaiting_receipt` or `no_receipt` while a sent message has no receipt (72-hour rule), else null */
                             receiptState: ("awaiting_receipt" | "no_receipt") | null;
                             /** @description When the message was created */
@@ -3505,7 +3524,7 @@ export interface operations {
                              * @description Message status after this event
                              * @enum {unknown}
                              */
-                            status: "queued" | "sent" | "delivered" | "failed" | "undelivered" | "cancelled" | "received";
+                            status: "scheduled" | "queued" | "sent" | "delivered" | "failed" | "undelivered" | "cancelled" | "received";
                             /** @description Sending number, E.164 */
                             from: string;
                             /** @description Recipient number, E.164 */
@@ -3539,6 +3558,91 @@ export interface operations {
                             sentAt: string | null;
                             /** @description When the receipt said delivered, or null */
                             deliveredAt: string | null;
+                            /** @description When a scheduled message is (or was) due to leave (`sendAt` of the send, moved by its quiet hours); null for a message sent at once */
+                            sendAt: string | null;
+                            /** @description `awaiting_receipt` or `no_receipt` while a sent message has no receipt (72-hour rule), else null */
+                            receiptState: ("awaiting_receipt" | "no_receipt") | null;
+                            /** @description When the message was created */
+                            createdAt: string;
+                            /** @description When its status last changed */
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "messages.cancel": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description Message id (msg_…) */
+                            id: string;
+                            /**
+                             * @description `outbound` or `inbound`
+                             * @enum {unknown}
+                             */
+                            direction: "outbound" | "inbound";
+                            /**
+                             * @description Message status after this event
+                             * @enum {unknown}
+                             */
+                            status: "scheduled" | "queued" | "sent" | "delivered" | "failed" | "undelivered" | "cancelled" | "received";
+                            /** @description Sending number, E.164 */
+                            from: string;
+                            /** @description Recipient number, E.164 */
+                            to: string;
+                            /** @description Text of the message (null for media only) */
+                            body: string;
+                            /** @description SMS segments billed */
+                            segments: number;
+                            /**
+                             * @description `GSM-7` or `UCS-2`
+                             * @enum {unknown}
+                             */
+                            encoding: "GSM-7" | "UCS-2";
+                            /** @description Number of MMS media parts */
+                            mediaCount: number;
+                            /** @description Hosted media URLs and uploaded files (`{urls, files}`) */
+                            media: {
+                                urls: string[];
+                                files: {
+                                    id: string;
+                                    contentType: string;
+                                    size: number;
+                                    filename: string | null;
+                                }[];
+                            };
+                            /** @description Carrier error code, or null */
+                            errorCode: string | null;
+                            /** @description Why it failed, or null */
+                            errorMessage: string | null;
+                            /** @description When the carrier accepted it, or null */
+                            sentAt: string | null;
+                            /** @description When the receipt said delivered, or null */
+                            deliveredAt: string | null;
+                            /** @description When a scheduled message is (or was) due to leave (`sendAt` of the send, moved by its quiet hours); null for a message sent at once */
+                            sendAt: string | null;
                             /** @description `awaiting_receipt` or `no_receipt` while a sent message has no receipt (72-hour rule), else null */
                             receiptState: ("awaiting_receipt" | "no_receipt") | null;
                             /** @description When the message was created */
@@ -8461,6 +8565,7 @@ export interface operations {
                  *         "errorMessage": null,
                  *         "sentAt": "2026-06-10T12:00:01.000Z",
                  *         "deliveredAt": null,
+                 *         "sendAt": null,
                  *         "receiptState": null,
                  *         "createdAt": "2026-06-10T12:00:00.000Z",
                  *         "updatedAt": "2026-06-10T12:00:00.000Z"
@@ -8487,7 +8592,7 @@ export interface operations {
                          * @description Message status after this event
                          * @enum {unknown}
                          */
-                        status: "queued" | "sent" | "delivered" | "failed" | "undelivered" | "cancelled" | "received";
+                        status: "scheduled" | "queued" | "sent" | "delivered" | "failed" | "undelivered" | "cancelled" | "received";
                         /** @description Sending number, E.164 */
                         from: string;
                         /** @description Recipient number, E.164 */
@@ -8521,6 +8626,8 @@ export interface operations {
                         sentAt: string | null;
                         /** @description When the receipt said delivered, or null */
                         deliveredAt: string | null;
+                        /** @description When a scheduled message is (or was) due to leave (`sendAt` of the send, moved by its quiet hours); null for a message sent at once */
+                        sendAt: string | null;
                         /** @description `awaiting_receipt` or `no_receipt` while a sent message has no receipt (72-hour rule), else null */
                         receiptState: ("awaiting_receipt" | "no_receipt") | null;
                         /** @description When the message was created */
@@ -8576,6 +8683,7 @@ export interface operations {
                  *         "errorMessage": null,
                  *         "sentAt": null,
                  *         "deliveredAt": "2026-06-10T12:00:04.000Z",
+                 *         "sendAt": null,
                  *         "receiptState": null,
                  *         "createdAt": "2026-06-10T12:00:00.000Z",
                  *         "updatedAt": "2026-06-10T12:00:00.000Z"
@@ -8602,7 +8710,7 @@ export interface operations {
                          * @description Message status after this event
                          * @enum {unknown}
                          */
-                        status: "queued" | "sent" | "delivered" | "failed" | "undelivered" | "cancelled" | "received";
+                        status: "scheduled" | "queued" | "sent" | "delivered" | "failed" | "undelivered" | "cancelled" | "received";
                         /** @description Sending number, E.164 */
                         from: string;
                         /** @description Recipient number, E.164 */
@@ -8636,6 +8744,8 @@ export interface operations {
                         sentAt: string | null;
                         /** @description When the receipt said delivered, or null */
                         deliveredAt: string | null;
+                        /** @description When a scheduled message is (or was) due to leave (`sendAt` of the send, moved by its quiet hours); null for a message sent at once */
+                        sendAt: string | null;
                         /** @description `awaiting_receipt` or `no_receipt` while a sent message has no receipt (72-hour rule), else null */
                         receiptState: ("awaiting_receipt" | "no_receipt") | null;
                         /** @description When the message was created */
@@ -8691,6 +8801,7 @@ export interface operations {
                  *         "errorMessage": "Carrier filtered the message",
                  *         "sentAt": null,
                  *         "deliveredAt": null,
+                 *         "sendAt": null,
                  *         "receiptState": null,
                  *         "createdAt": "2026-06-10T12:00:00.000Z",
                  *         "updatedAt": "2026-06-10T12:00:02.000Z"
@@ -8717,7 +8828,7 @@ export interface operations {
                          * @description Message status after this event
                          * @enum {unknown}
                          */
-                        status: "queued" | "sent" | "delivered" | "failed" | "undelivered" | "cancelled" | "received";
+                        status: "scheduled" | "queued" | "sent" | "delivered" | "failed" | "undelivered" | "cancelled" | "received";
                         /** @description Sending number, E.164 */
                         from: string;
                         /** @description Recipient number, E.164 */
@@ -8751,6 +8862,8 @@ export interface operations {
                         sentAt: string | null;
                         /** @description When the receipt said delivered, or null */
                         deliveredAt: string | null;
+                        /** @description When a scheduled message is (or was) due to leave (`sendAt` of the send, moved by its quiet hours); null for a message sent at once */
+                        sendAt: string | null;
                         /** @description `awaiting_receipt` or `no_receipt` while a sent message has no receipt (72-hour rule), else null */
                         receiptState: ("awaiting_receipt" | "no_receipt") | null;
                         /** @description When the message was created */
@@ -8806,6 +8919,7 @@ export interface operations {
                  *         "errorMessage": "Unreachable handset",
                  *         "sentAt": null,
                  *         "deliveredAt": null,
+                 *         "sendAt": null,
                  *         "receiptState": null,
                  *         "createdAt": "2026-06-10T12:00:00.000Z",
                  *         "updatedAt": "2026-06-10T12:05:00.000Z"
@@ -8832,7 +8946,7 @@ export interface operations {
                          * @description Message status after this event
                          * @enum {unknown}
                          */
-                        status: "queued" | "sent" | "delivered" | "failed" | "undelivered" | "cancelled" | "received";
+                        status: "scheduled" | "queued" | "sent" | "delivered" | "failed" | "undelivered" | "cancelled" | "received";
                         /** @description Sending number, E.164 */
                         from: string;
                         /** @description Recipient number, E.164 */
@@ -8866,6 +8980,8 @@ export interface operations {
                         sentAt: string | null;
                         /** @description When the receipt said delivered, or null */
                         deliveredAt: string | null;
+                        /** @description When a scheduled message is (or was) due to leave (`sendAt` of the send, moved by its quiet hours); null for a message sent at once */
+                        sendAt: string | null;
                         /** @description `awaiting_receipt` or `no_receipt` while a sent message has no receipt (72-hour rule), else null */
                         receiptState: ("awaiting_receipt" | "no_receipt") | null;
                         /** @description When the message was created */
@@ -8921,6 +9037,7 @@ export interface operations {
                  *         "errorMessage": null,
                  *         "sentAt": null,
                  *         "deliveredAt": null,
+                 *         "sendAt": null,
                  *         "receiptState": null,
                  *         "createdAt": "2026-06-10T12:00:00.000Z",
                  *         "updatedAt": "2026-06-10T12:00:00.000Z"
@@ -8947,7 +9064,7 @@ export interface operations {
                          * @description Message status after this event
                          * @enum {unknown}
                          */
-                        status: "queued" | "sent" | "delivered" | "failed" | "undelivered" | "cancelled" | "received";
+                        status: "scheduled" | "queued" | "sent" | "delivered" | "failed" | "undelivered" | "cancelled" | "received";
                         /** @description Sending number, E.164 */
                         from: string;
                         /** @description Recipient number, E.164 */
@@ -8981,6 +9098,8 @@ export interface operations {
                         sentAt: string | null;
                         /** @description When the receipt said delivered, or null */
                         deliveredAt: string | null;
+                        /** @description When a scheduled message is (or was) due to leave (`sendAt` of the send, moved by its quiet hours); null for a message sent at once */
+                        sendAt: string | null;
                         /** @description `awaiting_receipt` or `no_receipt` while a sent message has no receipt (72-hour rule), else null */
                         receiptState: ("awaiting_receipt" | "no_receipt") | null;
                         /** @description When the message was created */

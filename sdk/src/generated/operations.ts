@@ -316,6 +316,16 @@ export const OPERATIONS = {
     "response": "json",
     "idempotencyKey": false
   },
+  "messages.cancel": {
+    "method": "delete",
+    "path": "/api/v2/messages/{id}",
+    "pathParams": [
+      "id"
+    ],
+    "query": false,
+    "response": "json",
+    "idempotencyKey": true
+  },
   "campaigns.list": {
     "method": "get",
     "path": "/api/v2/campaigns",

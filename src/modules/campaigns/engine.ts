@@ -21,13 +21,7 @@ import { ApiError } from '../../platform/errors.ts';
 import type { EventOutbox } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
 import type { JobQueue } from '../../platform/jobs.ts';
-import {
-  type DailyWindow,
-  nextOpening,
-  nextOpeningInAll,
-  parseClock,
-  phoneTimeZones,
-} from '../../platform/time-zones.ts';
+import { type DailyWindow, parseClock, recipientOpening } from '../../platform/time-zones.ts';
 import { type CampaignMessageInput, type MessagingService, render } from '../messaging/index.ts';
 import type { NumberService, PhoneNumber } from '../numbers/index.ts';
 import {
@@ -320,12 +314,7 @@ function quietWindow(campaign: CampaignRow): DailyWindow | undefined {
 
 /** When `recipient`'s window is open at or after `now`: its contact's zone, else its number's, else the campaign's. */
 function opening(now: Date, recipient: DueRecipient, campaignZone: string, window: DailyWindow): Date {
-  const zones = recipient.timezone ? [recipient.timezone] : phoneTimeZones(recipient.phone);
-  if (zones) {
-    const opens = nextOpeningInAll(now, zones, window);
-    if (opens) return opens;
-  }
-  return nextOpening(now, campaignZone, window);
+  return recipientOpening(now, recipient, campaignZone, window);
 }
 
 /** The recipient's sticky sender; if that number was released since launch, another of the campaign's. */

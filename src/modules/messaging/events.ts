@@ -18,6 +18,7 @@ const example = (status: Message['status'], extra: Partial<Message> = {}): Messa
   errorMessage: null,
   sentAt: null,
   deliveredAt: null,
+  sendAt: null,
   receiptState: null,
   createdAt: '2026-06-10T12:00:00.000Z',
   updatedAt: '2026-06-10T12:00:00.000Z',

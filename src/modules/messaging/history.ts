@@ -81,6 +81,8 @@ export class MessageHistory {
         inbound += row.n;
         continue;
       }
+      // A scheduled message counts nowhere until it leaves (docs/messaging.md, "Scheduled messages").
+      if (row.status === 'scheduled') continue;
       outbound.total += row.n;
       if (row.status in outbound) outbound[row.status as keyof typeof outbound] += row.n;
     }

@@ -15,7 +15,7 @@ export const messagingModule = defineModule({
     const { numbers, carrier } = use(numbersModule);
     const messagesByStatus = platform.metrics.counter({
       name: 'comms_messages_total',
-      help: 'Messages reaching a status (queued, sent, delivered, undelivered, failed, cancelled, received), by carrier',
+      help: 'Messages reaching a status (scheduled, queued, sent, delivered, undelivered, failed, cancelled, received), by carrier',
       labels: ['status', 'carrier'],
     });
     const messages = new MessagingService({

@@ -30,6 +30,7 @@ export function toMessage(row: MessageRow, now: Date): Message {
     errorMessage: row.error_message,
     sentAt: row.sent_at?.toISOString() ?? null,
     deliveredAt: row.delivered_at?.toISOString() ?? null,
+    sendAt: row.send_at?.toISOString() ?? null,
     receiptState: receiptState(row, now),
     createdAt: row.created_at.toISOString(),
     updatedAt: row.status_updated_at.toISOString(),

@@ -33,6 +33,8 @@ const send = {
 /** The segment counter needs the send scope but sends nothing, so it spends no send. */
 const count = { scope: 'messages:send', rateLimit: 'messaging', product: 'messaging' } as const;
 const read = { scope: 'messages:read', rateLimit: 'messaging', product: 'messaging' } as const;
+/** Cancelling a scheduled message is part of sending it; it spends no send. */
+const cancel = { scope: 'messages:send', rateLimit: 'messaging', product: 'messaging' } as const;
 
 const IdempotencyHeaders = Type.Object({ 'idempotency-key': Type.Optional(IdempotencyKeyHeader) });
 
@@ -53,7 +55,8 @@ export const messageRoutes: ModuleRoutes<MessagingServices> =
           tags,
           summary: 'Send an SMS or MMS',
           description:
-            'Queues one message (202). Refusals: 400 invalid `to`/`from`/body or a media code, 403 ' +
+            'Queues one message (202), or with `sendAt` (15 minutes to 35 days ahead) schedules it (202, status ' +
+            '`scheduled`, with `sendAt`; plan limits and opt-outs are checked when it leaves). Refusals: 400 invalid `to`/`from`/body or a media code, 403 ' +
             'RECIPIENT_OPTED_OUT, 422 UNSUPPORTED_MERGE_VARS or IDEMPOTENCY_KEY_REUSED, and the SMS plan limits ' +
             '(429 PAID_LIMIT_REACHED / TRIAL_LIMIT_REACHED, 402 CAPABILITY_RESTRICTED_BY_STATE, 403 ' +
             'CARD_NOT_VERIFIED, 503 when a limit cannot be checked).',
@@ -160,6 +163,27 @@ export const messageRoutes: ModuleRoutes<MessagingServices> =
       async (request) => ({
         success: true as const,
         data: await messages.get(callerOf(request).organizationId, request.params.id),
+      }),
+    );
+
+    app.delete(
+      '/messages/:id',
+      {
+        config: { ...cancel, errorStatuses: [409] },
+        schema: {
+          operationId: 'messages.cancel',
+          tags,
+          summary: 'Cancel a scheduled message',
+          description:
+            'A `scheduled` message becomes `cancelled` and is never sent (200 with the message). Once it has ' +
+            'left the schedule (queued, sent or ended): 409 MESSAGE_NOT_SCHEDULED.',
+          params: IdParams,
+          response: { 200: envelope(MessageSchema) },
+        },
+      },
+      async (request) => ({
+        success: true as const,
+        data: await messages.cancel(callerOf(request).organizationId, request.params.id),
       }),
     );
   };

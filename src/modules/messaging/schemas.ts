@@ -4,6 +4,7 @@
 import { type Static, Type } from 'typebox';
 
 export const MESSAGE_STATUSES = [
+  'scheduled',
   'queued',
   'sent',
   'delivered',
@@ -47,6 +48,9 @@ export const MessageSchema = Type.Object({
   errorMessage: nullable('Why it failed, or null'),
   sentAt: nullable('When the carrier accepted it, or null'),
   deliveredAt: nullable('When the receipt said delivered, or null'),
+  sendAt: nullable(
+    'When a scheduled message is (or was) due to leave (`sendAt` of the send, moved by its quiet hours); null for a message sent at once',
+  ),
   receiptState: Type.Union([Type.Enum(RECEIPT_STATES), Type.Null()], {
     description:
       '`awaiting_receipt` or `no_receipt` while a sent message has no receipt (72-hour rule), else null',
@@ -55,6 +59,29 @@ export const MessageSchema = Type.Object({
   updatedAt: Type.String({ description: 'When its status last changed' }),
 });
 export type Message = Static<typeof MessageSchema>;
+
+const LocalClock = Type.String({
+  pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$',
+  description: 'Local time, HH:MM',
+});
+/** A send's own quiet hours: a campaign's `quietHours` shape and meaning, but off unless given. */
+export const MessageQuietHours = Type.Union(
+  [
+    Type.Object(
+      { start: LocalClock, end: LocalClock },
+      {
+        additionalProperties: false,
+        description: "The recipient's local sending window; a message due outside it waits for it to open",
+      },
+    ),
+    Type.Null(),
+  ],
+  {
+    description:
+      "Quiet hours in the recipient's local time (its contact's time zone, else its number's, else UTC); " +
+      'absent or null: none',
+  },
+);
 
 // media and mediaFiles are checked by validateMedia, which answers with the spec's media codes; a schema
 // here would turn them into a code-less 400.
@@ -71,15 +98,26 @@ export const SendBody = Type.Object(
     mediaFiles: Type.Optional(
       Type.Unknown({ description: 'Uploads: array of {contentType, data (base64), filename?}' }),
     ),
+    sendAt: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        maxLength: 40,
+        description: 'Schedule the message: an ISO 8601 instant 15 minutes to 35 days ahead',
+      }),
+    ),
+    quietHours: Type.Optional(MessageQuietHours),
   },
   { additionalProperties: false },
 );
 export type SendInput = Static<typeof SendBody>;
 
-/** The 202 body's `data` (CONTRACT section 6), exactly these fields. */
+/**
+ * The 202 body's `data` (CONTRACT section 6), exactly these fields; a scheduled message (CONTRACT section 14)
+ * also has `sendAt`, and only it.
+ */
 export const SendResultSchema = Type.Object({
   id: Type.String(),
-  status: Type.Literal('queued'),
+  status: Type.Union([Type.Literal('queued'), Type.Literal('scheduled')]),
   from: Type.String(),
   to: Type.String(),
   body: Type.String(),
@@ -87,6 +125,7 @@ export const SendResultSchema = Type.Object({
   encoding: Type.Enum(ENCODINGS),
   mediaCount: Type.Integer(),
   createdAt: Type.String(),
+  sendAt: Type.Optional(Type.String({ description: 'When a scheduled message is due to leave' })),
 });
 export type SendResult = Static<typeof SendResultSchema>;
 

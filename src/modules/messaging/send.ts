@@ -1,6 +1,7 @@
 // Sending: a message is checked (recipient, sender, merge variables, media, opt-out), counted against the
 // plan limits and queued for its paced slot, all in the one transaction the idempotency key guards, so a
-// refused or replayed send leaves nothing behind.
+// refused or replayed send leaves nothing behind. A send with `sendAt` (or its own quiet hours, closed now) is
+// stored as scheduled instead and counted against the limits only when it leaves (scheduled.ts).
 import type { Clock } from '../../platform/clock.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { Idempotency } from '../../platform/idempotency.ts';
@@ -13,6 +14,7 @@ import type { MessageDispatcher } from './dispatch.ts';
 import type { SendLimits } from './limits.ts';
 import { validateMedia } from './media.ts';
 import { render, unsupportedMergeVariables } from './merge-variables.ts';
+import { quietOpening, quietWindow, type ScheduledMessages, scheduledTime } from './scheduled.ts';
 import type { SendInput, SendResult } from './schemas.ts';
 import { chargeableSegments, countSegments } from './segments.ts';
 import type { MessageStore } from './store.ts';
@@ -25,6 +27,7 @@ export class MessageSender {
   private readonly limits: SendLimits;
   private readonly dispatcher: MessageDispatcher;
   private readonly store: MessageStore;
+  private readonly scheduled: ScheduledMessages;
 
   constructor(deps: {
     clock: Clock;
@@ -34,7 +37,9 @@ export class MessageSender {
     limits: SendLimits;
     dispatcher: MessageDispatcher;
     store: MessageStore;
+    scheduled: ScheduledMessages;
   }) {
+    this.scheduled = deps.scheduled;
     this.clock = deps.clock;
     this.idempotency = deps.idempotency;
     this.numbers = deps.numbers;
@@ -71,6 +76,9 @@ export class MessageSender {
     if (text.trim() === '' && media.count === 0) {
       throw ApiError.badRequest('A message needs text (message) or media (media or mediaFiles)');
     }
+    const requestedAt =
+      input.sendAt === undefined ? undefined : scheduledTime(input.sendAt, this.clock.now());
+    const quiet = quietWindow(input.quietHours);
 
     const write = {
       organizationId: organization.id,
@@ -92,9 +100,17 @@ export class MessageSender {
       const count = countSegments(body);
       const segments = chargeableSegments(count.segments, media.count);
 
-      await this.limits.reserve(tx, organization, segments);
-
       const now = this.clock.now();
+      // Due now or at sendAt, unless the message's quiet hours are closed then: it waits for them to open.
+      const dueAt = quietOpening(
+        requestedAt ?? now,
+        { timezone: recipient.contact?.timezone, phone: to },
+        quiet,
+      );
+      const sendAt = dueAt > now ? dueAt : undefined;
+      // A scheduled message counts against the limits when it leaves, not now.
+      if (!sendAt) await this.limits.reserve(tx, organization, segments);
+
       const id = newId('msg', now.getTime());
       const files = media.files.map((file, position) => ({
         id: newId('med', now.getTime()),
@@ -118,13 +134,15 @@ export class MessageSender {
         mediaCount: media.count,
         idempotencyKey: idempotencyKey ?? null,
         now,
+        schedule: sendAt && { sendAt, quietHours: input.quietHours ?? null },
       });
       for (const file of files) await this.store.insertMedia(tx, id, file);
-      await this.dispatcher.schedule(tx, id, sender);
+      if (sendAt) await this.scheduled.schedule(tx, id, sendAt);
+      else await this.dispatcher.schedule(tx, id, sender);
 
       const result: SendResult = {
         id,
-        status: 'queued',
+        status: sendAt ? 'scheduled' : 'queued',
         from: sender.number,
         to,
         body,
@@ -132,6 +150,7 @@ export class MessageSender {
         encoding: count.encoding,
         mediaCount: media.count,
         createdAt: now.toISOString(),
+        ...(sendAt && { sendAt: sendAt.toISOString() }),
       };
       return result;
     });

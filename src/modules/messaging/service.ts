@@ -27,6 +27,7 @@ import { InboundMessages, type Keyword } from './inbound.ts';
 import { SendLimits } from './limits.ts';
 import type { CountMessages } from './message.ts';
 import { MessageReceipts } from './receipts.ts';
+import { RELEASE_QUEUE, ScheduledMessages } from './scheduled.ts';
 import type {
   Direction,
   Message,
@@ -61,6 +62,7 @@ export class MessagingService {
   readonly campaignMessages: CampaignMessages;
 
   private readonly sender: MessageSender;
+  private readonly scheduled: ScheduledMessages;
   private readonly dispatcher: MessageDispatcher;
   private readonly receipts: MessageReceipts;
   private readonly inbound: InboundMessages;
@@ -110,7 +112,20 @@ export class MessagingService {
       countMessages,
     });
     this.campaignMessages = new CampaignMessages({ clock, limits: this.limits, dispatcher: this.dispatcher });
+    this.scheduled = new ScheduledMessages({
+      db,
+      clock,
+      jobs,
+      events,
+      organizations,
+      numbers,
+      contacts,
+      limits: this.limits,
+      dispatcher: this.dispatcher,
+      countMessages,
+    });
     this.sender = new MessageSender({
+      scheduled: this.scheduled,
       clock,
       idempotency: deps.idempotency,
       numbers,
@@ -147,6 +162,20 @@ export class MessagingService {
       },
       options: { maxAttempts: DISPATCH_ATTEMPTS, retryDelaysSeconds: [5, 15, 60, 300] },
     };
+    const release: JobSpec<{ messageId: string }> = {
+      handler: async (payload, job) => {
+        try {
+          await this.scheduled.release(payload.messageId);
+        } catch (error) {
+          if (job.attempts < job.maxAttempts) throw error;
+          await this.scheduled.giveUp(
+            payload.messageId,
+            error instanceof Error ? error.message : String(error),
+          );
+        }
+      },
+      options: { maxAttempts: DISPATCH_ATTEMPTS, retryDelaysSeconds: [5, 15, 60, 300] },
+    };
     const receipt: JobSpec<{ messageId: string; status: ReceiptStatus }> = {
       handler: (payload) => this.receipts.applyQueued(payload.messageId, payload.status),
     };
@@ -163,6 +192,7 @@ export class MessagingService {
     };
     return {
       [DISPATCH_QUEUE]: dispatch,
+      [RELEASE_QUEUE]: release,
       [RECEIPT_QUEUE]: receipt,
       [CARRIER_RECEIPT_QUEUE]: carrierReceipt,
     } as Record<string, JobSpec<never>>;
@@ -200,6 +230,13 @@ export class MessagingService {
     idempotencyKey?: string,
   ): Promise<{ result: SendResult; replayed: boolean }> {
     return this.sender.send(organization, input, origin, idempotencyKey);
+  }
+
+  /**
+   * Cancels a scheduled message (DELETE /messages/{id}); once it left the schedule, 409 MESSAGE_NOT_SCHEDULED.
+   */
+  cancel(organizationId: string, id: string): Promise<Message> {
+    return this.scheduled.cancel(organizationId, id);
   }
 
   /** The dispatch job: hands a queued message to the carrier and records what it said. Idempotent. */

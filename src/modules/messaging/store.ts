@@ -33,6 +33,9 @@ export interface MessageRow {
   error_message: string | null;
   sent_at: Date | null;
   delivered_at: Date | null;
+  send_at: Date | null;
+  quiet_start: string | null;
+  quiet_end: string | null;
   status_updated_at: Date;
   created_at: Date;
 }
@@ -55,6 +58,8 @@ export interface OutboundValues extends TextValues {
   mediaFiles: MessageFileRecord[];
   mediaCount: number;
   idempotencyKey: string | null;
+  /** Set for a scheduled message: when it is due, and its own quiet hours (scheduled.ts). */
+  schedule?: { sendAt: Date; quietHours: { start: string; end: string } | null };
 }
 
 export interface MediaValues {
@@ -77,8 +82,8 @@ export interface HistoryFilters {
 
 // Every column a Message needs; the media bytes stay in message_media.
 const MESSAGE_COLUMNS = `id, organization_id, direction, origin, from_number, to_number, body, segments, encoding,
-  media_urls, media_files, media_count, status, error_code, error_message, sent_at, delivered_at,
-  status_updated_at, created_at`;
+  media_urls, media_files, media_count, status, error_code, error_message, sent_at, delivered_at, send_at,
+  quiet_start, quiet_end, status_updated_at, created_at`;
 
 export class MessageStore {
   // -------------------------------------------------------------------------------------------------------
@@ -88,8 +93,9 @@ export class MessageStore {
     await tx.query(
       `INSERT INTO messages (id, organization_id, direction, origin, from_number, to_number, body, segments,
                              encoding, media_urls, media_files, media_count, status, idempotency_key,
-                             status_updated_at, created_at)
-       VALUES ($1, $2, 'outbound', $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11, 'queued', $12, $13, $13)`,
+                             status_updated_at, created_at, send_at, quiet_start, quiet_end)
+       VALUES ($1, $2, 'outbound', $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11,
+               CASE WHEN $14::timestamptz IS NULL THEN 'queued' ELSE 'scheduled' END, $12, $13, $13, $14, $15, $16)`,
       [
         values.id,
         values.organizationId,
@@ -104,6 +110,9 @@ export class MessageStore {
         values.mediaCount,
         values.idempotencyKey,
         values.now,
+        values.schedule?.sendAt ?? null,
+        values.schedule?.quietHours?.start ?? null,
+        values.schedule?.quietHours?.end ?? null,
       ],
     );
   }
@@ -428,11 +437,20 @@ export class MessageStore {
     return counted.length > 0;
   }
 
-  /** Outbound messages the organization itself sent after `since`; automatic replies are not its own. */
+  /**
+   * Outbound messages the organization itself sent after `since`; automatic replies are not its own. A
+   * scheduled message counts from when it was due (send_at), once it has left the schedule: still scheduled,
+   * or cancelled there (no error code), it was never sent.
+   */
   async countRecentSends(tx: Queryable, organizationId: string, since: Date): Promise<number> {
     const [{ recent }] = await tx.query<{ recent: number }>(
-      `SELECT count(*)::int AS recent FROM messages
-        WHERE organization_id = $1 AND created_at > $2 AND direction = 'outbound' AND origin <> 'auto_reply'`,
+      `SELECT (SELECT count(*) FROM messages
+                WHERE organization_id = $1 AND created_at > $2 AND direction = 'outbound'
+                  AND origin <> 'auto_reply' AND send_at IS NULL)::int
+            + (SELECT count(*) FROM messages
+                WHERE organization_id = $1 AND send_at > $2 AND send_at IS NOT NULL
+                  AND status <> 'scheduled' AND NOT (status = 'cancelled' AND error_code IS NULL))::int
+              AS recent`,
       [organizationId, since],
     );
     return recent;
