@@ -121,8 +121,8 @@ describe('GET /v2/portal/events', () => {
     assert.ok(held.every((stream) => stream.status === 200));
     const refused = await open(t, {}, session);
     assert.equal(refused.status, 429);
-    assert.ok(isShapeA(refused.refusal));
-    assert.equal((refused.refusal as { code?: string }).code, 'TOO_MANY_STREAMS');
+    assert.ok(isShapeA(refused.refusal!));
+    assert.equal(refused.refusal!.code, 'TOO_MANY_STREAMS');
     // The other instance holds its own: the bound is per server, not a shared count.
     assert.equal((await open(other, {}, await signIn(other, user))).status, 200);
     // A stream that ends frees its place.

@@ -14,7 +14,7 @@ export interface LiveStream {
   status: number;
   headers: Headers;
   /** The response body when the server refused (status is not 200). */
-  refusal?: unknown;
+  refusal?: Record<string, unknown>;
   /** The next event that `matches`, waiting up to `seconds` (events before it are kept in `seen`). */
   next(matches?: (event: StreamEvent) => boolean, seconds?: number): Promise<StreamEvent>;
   /** Every event received so far, in order. */
