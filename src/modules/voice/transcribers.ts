@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { access, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { decodeWav, encodeWav, resample, SAMPLE_RATE } from './audio.ts';
 import { DomainModels, type SpeechDomain } from './domain-models.ts';
 import { deferredStream, pocketsphinxStream, type SpeechStream } from './speech-stream.ts';
@@ -135,6 +136,19 @@ const POCKETSPHINX_RATE = 16_000;
  * worse: the acoustic model was trained on the 25 filters from 130 Hz to 6.8 kHz of feat.params.
  */
 const TELEPHONE_FEATURES = ['-dither', 'yes', '-seed', '1', '-remove_noise', 'no'];
+/**
+ * The acoustic model adapted to that band, learnt from real people's transcribed speech (Debian's
+ * pocketsphinx-testdata) put through 8 kHz µ-law and upsampled as here; `scripts/telephone-band-mllr.ts` makes
+ * both files, docs/voice.md has the figures. The MLLR transform moves the model's means (a 13×13 matrix and a
+ * shift per feature stream). The feature parameters are the model's own but for `-cmninit`, where the live
+ * cepstral mean normalisation starts: the model's is wideband speech's, and the band's is far from it, so the
+ * first second of every utterance was normalised wrongly (the model's feat.params overrides `-cmninit` on the
+ * command line, hence a file). Beside this file, so the compiled build (which copies src/'s other files) has them.
+ */
+const TELEPHONE_BAND = {
+  '-featparams': fileURLToPath(new URL('./telephone-band.feat.params', import.meta.url)),
+  '-mllr': fileURLToPath(new URL('./telephone-band.mllr', import.meta.url)),
+};
 
 export class PocketsphinxTranscriber implements Transcriber {
   readonly engine = 'pocketsphinx';
@@ -153,7 +167,11 @@ export class PocketsphinxTranscriber implements Transcriber {
   static available(): Promise<boolean> {
     PocketsphinxTranscriber.installed ??= (async () => {
       try {
-        await Promise.all(Object.values(POCKETSPHINX_MODEL).map((path) => access(path)));
+        await Promise.all(
+          [...Object.values(POCKETSPHINX_MODEL), ...Object.values(TELEPHONE_BAND)].map((path) =>
+            access(path),
+          ),
+        );
       } catch {
         return false;
       }
@@ -186,6 +204,7 @@ export class PocketsphinxTranscriber implements Transcriber {
       '-dict',
       language.dict,
       ...TELEPHONE_FEATURES,
+      ...Object.entries(TELEPHONE_BAND).flat(),
       '-logfn',
       '/dev/null',
     ];
