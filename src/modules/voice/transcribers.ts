@@ -4,7 +4,8 @@
 //                           `model`, `response_format=json`) answering {text}. OpenAI, Groq, a local
 //                           faster-whisper server and others speak it.
 //   PocketsphinxTranscriber the offline recogniser Debian packages (`pocketsphinx`, `pocketsphinx-en-us`): its
-//                           `pocketsphinx_continuous -infile` reads 16 kHz audio, so ours is upsampled first.
+//                           `pocketsphinx_continuous -infile` reads 16 kHz audio, so ours is upsampled first
+//                           and heard with the model adapted to the telephone band (telephone-band.*).
 //                           Told the speaker's domain (an AI agent's knowledge), it listens with that domain's
 //                           small language model instead of the general one (domain-models.ts).
 import { execFile } from 'node:child_process';
