@@ -4,7 +4,8 @@
 //                           `model`, `response_format=json`) answering {text}. OpenAI, Groq, a local
 //                           faster-whisper server and others speak it.
 //   PocketsphinxTranscriber the offline recogniser Debian packages (`pocketsphinx`, `pocketsphinx-en-us`): its
-//                           `pocketsphinx_continuous -infile` reads 16 kHz audio, so ours is upsampled first.
+//                           `pocketsphinx_continuous -infile` reads 16 kHz audio, so ours is upsampled first
+//                           and heard with the model adapted to the telephone band (telephone-band.*).
 //                           Told the speaker's domain (an AI agent's knowledge), it listens with that domain's
 //                           small language model instead of the general one (domain-models.ts).
 import { execFile } from 'node:child_process';
@@ -12,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { access, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { decodeWav, encodeWav, resample, SAMPLE_RATE } from './audio.ts';
 import { DomainModels, type SpeechDomain } from './domain-models.ts';
 import { deferredStream, pocketsphinxStream, type SpeechStream } from './speech-stream.ts';
@@ -135,6 +137,19 @@ const POCKETSPHINX_RATE = 16_000;
  * worse: the acoustic model was trained on the 25 filters from 130 Hz to 6.8 kHz of feat.params.
  */
 const TELEPHONE_FEATURES = ['-dither', 'yes', '-seed', '1', '-remove_noise', 'no'];
+/**
+ * The acoustic model adapted to that band, learnt from real people's transcribed speech (Debian's
+ * pocketsphinx-testdata) put through 8 kHz µ-law and upsampled as here; `scripts/telephone-band-mllr.ts` makes
+ * both files, docs/voice.md has the figures. The MLLR transform moves the model's means (a 13×13 matrix and a
+ * shift per feature stream). The feature parameters are the model's own but for `-cmninit`, where the live
+ * cepstral mean normalisation starts: the model's is wideband speech's, and the band's is far from it, so the
+ * first second of every utterance was normalised wrongly (the model's feat.params overrides `-cmninit` on the
+ * command line, hence a file). Beside this file, so the compiled build (which copies src/'s other files) has them.
+ */
+const TELEPHONE_BAND = {
+  '-featparams': fileURLToPath(new URL('./telephone-band.feat.params', import.meta.url)),
+  '-mllr': fileURLToPath(new URL('./telephone-band.mllr', import.meta.url)),
+};
 
 export class PocketsphinxTranscriber implements Transcriber {
   readonly engine = 'pocketsphinx';
@@ -153,7 +168,11 @@ export class PocketsphinxTranscriber implements Transcriber {
   static available(): Promise<boolean> {
     PocketsphinxTranscriber.installed ??= (async () => {
       try {
-        await Promise.all(Object.values(POCKETSPHINX_MODEL).map((path) => access(path)));
+        await Promise.all(
+          [...Object.values(POCKETSPHINX_MODEL), ...Object.values(TELEPHONE_BAND)].map((path) =>
+            access(path),
+          ),
+        );
       } catch {
         return false;
       }
@@ -186,6 +205,7 @@ export class PocketsphinxTranscriber implements Transcriber {
       '-dict',
       language.dict,
       ...TELEPHONE_FEATURES,
+      ...Object.entries(TELEPHONE_BAND).flat(),
       '-logfn',
       '/dev/null',
     ];
