@@ -168,8 +168,8 @@ describe('keys, answering machines and warm transfers on SIP agent calls', {
       timeoutSeconds: 60,
     });
     const callId = await arriving(known);
+    // Pressed while the agent is still greeting: the key cuts it off, as a person's "operator!" would.
     await caller.heardFrom();
-    await heardUntilQuiet(caller);
     await caller.press('0');
     // The desk phone rings and answers at once; from then on it talks (silence, its own source).
     const invite = await desk.next('INVITE', 20_000);
@@ -181,6 +181,11 @@ describe('keys, answering machines and warm transfers on SIP agent calls', {
       () => callId,
       (row) => row.transcript.some((turn: { digits?: string }) => turn.digits === '0'),
     );
+    assert.equal(transferred.transcript[0].interrupted, true, 'the greeting was cut off by the key');
+    // The transcript keeps the words said up to the cut, not the whole greeting.
+    const greeting = 'Bright Smile Dental, how can I help?';
+    assert.notEqual(transferred.transcript[0].text, greeting);
+    assert.ok(greeting.startsWith(transferred.transcript[0].text), transferred.transcript[0].text);
     assert.deepEqual(transferred.transcript[1], {
       role: 'caller',
       text: '',

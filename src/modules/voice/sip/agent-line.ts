@@ -112,9 +112,14 @@ export class RtpAgentLine implements AgentLine {
     await this.hearGreeting(new GreetingEnd());
   }
 
-  /** A key the caller pressed (RFC 4733, SIP INFO): the agent's next Heard; keys not yet taken come together. */
+  /**
+   * A key the caller pressed (RFC 4733, SIP INFO): the agent's next Heard; keys not yet taken come together. A
+   * key stops the agent's words at the next packet, barge-in or not: a key is never the agent's own echo, and a
+   * caller pressing 0 for a person should not sit through the rest of the sentence first.
+   */
   press(key: string): void {
     if (this.gone) return;
+    if (this.speaking) this.cut = true;
     const waiting = this.heard.at(-1);
     if (!this.waiting && waiting?.kind === 'keys') {
       // A phone that keeps sending keys while the agent talks gets a group of a number's length, not a book.
