@@ -145,16 +145,6 @@ describe('keys, answering machines and warm transfers on SIP agent calls', {
     }
     throw new Error('no call arrived');
   };
-  /** Waits until `peer` has heard voiced audio and then `quietMs` without any. */
-  const heardUntilQuiet = async (peer: RtpPeer, quietMs = 700) => {
-    for (let i = 0; i < 600; i++) {
-      const last = [...peer.received].reverse().find((packet) => voiced(packet.samples));
-      if (last && performance.now() - last.at >= quietMs) return;
-      await sleep(50);
-    }
-    throw new Error('the agent never finished speaking');
-  };
-
   test('a caller pressing 0 (RFC 4733) is transferred warm: the phone hears the summary before the caller is put through', async () => {
     const caller = await RtpPeer.open();
     const known = await callIds();
