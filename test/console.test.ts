@@ -250,6 +250,23 @@ describe('the web console in Chromium', { skip }, () => {
     assert.equal(await row.getByRole('button', { name: 'Cancel' }).count(), 0);
   });
 
+  test('a text that arrives while the history is open appears in it without a reload', async () => {
+    await open('/messages', 'Messages');
+    // Nothing in the list is changing (delivered, cancelled), so the list is not polling: only the live event
+    // stream can bring the new row. A mark on the window shows the page was not reloaded.
+    await page.getByRole('row').filter({ hasText: 'See you tomorrow' }).getByText('cancelled').waitFor();
+    await page.evaluate('window.__stillTheSamePage = true');
+    const from = freshNumber('415');
+    const sent = await t.admin('POST', '/test/carrier/inbound', {
+      from,
+      to: number,
+      text: 'Are you open today?',
+    });
+    assert.equal(sent.status, 201, sent.text);
+    await page.getByRole('row').filter({ hasText: 'Are you open today?' }).waitFor();
+    assert.equal(await page.evaluate('window.__stillTheSamePage'), true);
+  });
+
   test('imports a CSV with a bad row and shows the report of rejected rows', async () => {
     await open('/contacts', 'Contacts');
     await page.getByText('Import a CSV').click();

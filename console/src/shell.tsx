@@ -5,6 +5,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { type ReactNode, useEffect, useState } from 'react';
 import { Link, useLocation } from 'wouter';
 import { call } from './api.ts';
+import { useLiveUpdates } from './live.ts';
 import { useMe } from './session.ts';
 import { ErrorNote } from './ui.tsx';
 
@@ -88,6 +89,8 @@ export function Shell({ children }: { children: ReactNode }) {
     staleTime: Number.POSITIVE_INFINITY,
   });
   const apiVersion = version.data?.data?.version ?? version.data?.version;
+  // The organization's events as they happen refresh what the open pages show (live.ts).
+  useLiveUpdates(me.isSuccess);
 
   // Each navigation closes the phone-width menu.
   // biome-ignore lint/correctness/useExhaustiveDependencies: the effect runs because the location changed

@@ -18,6 +18,12 @@ interface MessageStats {
 }
 
 /**
+ * The dashboard's figures change as events arrive (live.ts marks these queries stale); the slow poll is only
+ * for a network that keeps the event stream from reaching the browser.
+ */
+const FALLBACK_POLL_MS = 60_000;
+
+/**
  * The dashboard's two requests: today's message counts (GET /messages/stats) and today's calls (the list's
  * total with since=midnight). main.tsx starts both beside `me` when the app opens on the dashboard, so the
  * figures do not wait for the app to learn who is signed in.
@@ -27,13 +33,13 @@ export function dashboardQueries(since = startOfToday()) {
     messages: {
       queryKey: ['dashboard', 'messages', since],
       queryFn: () => get<MessageStats>(`/v2/portal/messages/stats${qs({ since })}`),
-      refetchInterval: 10_000,
+      refetchInterval: FALLBACK_POLL_MS,
     },
     calls: {
       queryKey: ['dashboard', 'calls', since],
       queryFn: async () =>
         (await page(`/v2/portal/calls${qs({ since, limit: 1, page: 1 })}`)).pagination.total ?? 0,
-      refetchInterval: 10_000,
+      refetchInterval: FALLBACK_POLL_MS,
     },
   };
 }
