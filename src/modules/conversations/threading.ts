@@ -1,0 +1,181 @@
+// Threading: every text, call, voicemail and AI agent call between a phone and one of our numbers joins the
+// thread of that pair as its event is recorded, in the recording transaction (an EventObserver), so a thread
+// and its items commit or roll back with the change itself. The conversations module reads only the events'
+// declared data, never the messaging, voice or agents modules' tables.
+//
+// Which events: a message when received, handed to the carrier (sent), or refused at dispatch (failed), and
+// its receipts (delivered, undelivered) update the item; a call when it ended (call.completed; a call an AI
+// agent took is threaded as the agent call instead); a voicemail when left; an agent call when it ended.
+// An inbound item reopens a closed thread: the customer wrote or called again.
+import type { Clock } from '../../platform/clock.ts';
+import type { Queryable } from '../../platform/db/index.ts';
+import type { EventObserver, EventOutbox, ObservedEvent } from '../../platform/events.ts';
+import { newId } from '../../platform/ids.ts';
+import { ConversationCreated } from './events.ts';
+import type { Conversation } from './schemas.ts';
+import type { ConversationStore, ThreadActivity, ThreadItem } from './store.ts';
+
+export const THREADED_EVENTS = [
+  'message.received',
+  'message.sent',
+  'message.failed',
+  'message.delivered',
+  'message.undelivered',
+  'call.completed',
+  'voicemail.created',
+  'agent_call.completed',
+] as const;
+
+const E164 = /^\+[1-9]\d{6,14}$/;
+
+type Data = Record<string, unknown>;
+export interface Described {
+  organizationId: string;
+  conversation: Conversation;
+}
+const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+const integer = (value: unknown): number | null => (typeof value === 'number' ? value : null);
+
+/** The thread item an event stands for, or null when it is not between a phone and our number. */
+export function itemOf(type: string, organizationId: string, data: Data): ThreadItem | null {
+  const direction = data.direction === 'outbound' ? 'outbound' : 'inbound';
+  const from = text(data.from);
+  const to = text(data.to);
+  const id = text(data.id);
+  if (!from || !to || !id) return null;
+  // Inbound: the phone called or wrote our number; outbound: our number called or wrote the phone.
+  const phone = direction === 'inbound' ? from : to;
+  const number = direction === 'inbound' ? to : from;
+  // An extension-to-extension call, or a call to a SIP address, is not a conversation with a phone.
+  if (!E164.test(phone) || !E164.test(number)) return null;
+  const base = { organizationId, phone, number, itemId: id, direction } as const;
+  const at = (value: unknown) => new Date(String(value));
+  if (type.startsWith('message.')) {
+    return {
+      ...base,
+      kind: 'message',
+      at: at(data.createdAt),
+      details: {
+        status: text(data.status),
+        body: text(data.body) ?? '',
+        mediaCount: integer(data.mediaCount) ?? 0,
+      },
+    };
+  }
+  if (type === 'call.completed') {
+    if (data.agentId) return null;
+    return {
+      ...base,
+      kind: 'call',
+      at: at(data.startedAt),
+      details: { status: text(data.status), durationSeconds: integer(data.durationSeconds) },
+    };
+  }
+  if (type === 'voicemail.created') {
+    return {
+      ...base,
+      direction: 'inbound',
+      phone: from,
+      number: to,
+      kind: 'voicemail',
+      at: at(data.createdAt),
+      details: { durationSeconds: integer(data.durationSeconds) },
+    };
+  }
+  if (type === 'agent_call.completed') {
+    return {
+      ...base,
+      kind: 'agent_call',
+      at: at(data.startedAt),
+      details: {
+        status: text(data.status),
+        durationSeconds: integer(data.durationSeconds),
+        agentId: text(data.agentId),
+        summary: text(data.summary),
+      },
+    };
+  }
+  return null;
+}
+
+export class Threading {
+  private readonly clock: Clock;
+  private readonly events: EventOutbox;
+  private readonly store: ConversationStore;
+  /** Fills in what the event of a new thread carries (its contact, counts, last message). */
+  private readonly describe: (tx: Queryable, ids: string[]) => Promise<Described[]>;
+
+  constructor(deps: {
+    clock: Clock;
+    events: EventOutbox;
+    store: ConversationStore;
+    describe: (tx: Queryable, ids: string[]) => Promise<Described[]>;
+  }) {
+    this.clock = deps.clock;
+    this.events = deps.events;
+    this.store = deps.store;
+    this.describe = deps.describe;
+  }
+
+  observer(): EventObserver {
+    return {
+      types: THREADED_EVENTS,
+      observe: async (tx: Queryable, type: string, events: ObservedEvent[]) => {
+        const items = events
+          .map((event) => itemOf(type, event.organizationId, event.data))
+          .filter((item): item is ThreadItem => item !== null);
+        await this.thread(tx, items, true);
+      },
+    };
+  }
+
+  /**
+   * Threads `items` inside `tx`: makes or moves each pair's thread, records conversation.created for the new
+   * ones, and puts the items on the timelines (see ConversationStore.putItems for `update`). Two statements
+   * for the whole batch, and two more only when threads were made.
+   */
+  async thread(tx: Queryable, items: ThreadItem[], update: boolean): Promise<void> {
+    if (items.length === 0) return;
+    const now = this.clock.now();
+    const pairs = new Map<string, ThreadActivity>();
+    for (const item of items) {
+      const key = `${item.organizationId}\n${item.phone}\n${item.number}`;
+      const inbound = item.direction === 'inbound' ? item.at : null;
+      const pair = pairs.get(key);
+      if (!pair) {
+        pairs.set(key, {
+          id: newId('conv', now.getTime()),
+          organizationId: item.organizationId,
+          phone: item.phone,
+          number: item.number,
+          lastActivityAt: item.at,
+          lastInboundAt: inbound,
+        });
+        continue;
+      }
+      if (item.at > pair.lastActivityAt) pair.lastActivityAt = item.at;
+      if (inbound && (!pair.lastInboundAt || inbound > pair.lastInboundAt)) pair.lastInboundAt = inbound;
+    }
+    const threads = await this.store.touch(tx, [...pairs.values()], now);
+    const threadOf = new Map(threads.map((t) => [`${t.organization_id}\n${t.phone}\n${t.number}`, t.id]));
+    await this.store.putItems(
+      tx,
+      items.map((item) => ({
+        conversationId: threadOf.get(`${item.organizationId}\n${item.phone}\n${item.number}`)!,
+        item,
+      })),
+      update,
+    );
+    const created = threads.filter((t) => t.created);
+    if (created.length === 0) return;
+    const described = await this.describe(
+      tx,
+      created.map((t) => t.id),
+    );
+    await this.events.recordMany(
+      tx,
+      ConversationCreated,
+      described.map(({ organizationId, conversation }) => ({ organizationId, data: conversation })),
+    );
+  }
+}
