@@ -5,6 +5,7 @@
 // route; scopes; the portal twin.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { migrate } from '../src/platform/db/migrate.ts';
 import { assertRefusedA, assertRefusedB, startTestApp, type TestApp } from './helpers/app.ts';
 import { freshNumber, runFor, type Sender, sender } from './helpers/messaging.ts';
 import { createUser, signIn } from './helpers/portal.ts';
@@ -347,5 +348,68 @@ describe('conversations', () => {
     assert.equal(mine.body.data.assignedTo, member.id);
     assertRefusedA(await portal('GET', '/conversations/conv_missing'), 404, undefined);
     assertRefusedA(await portal('POST', `/conversations/${thread.id}/messages`, {}), 400, undefined);
+  });
+});
+
+describe('conversations: messages from before the migration', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp();
+  });
+  after(() => t.close());
+
+  test('045 threads every stored message set-based, as read; calls stay out', async () => {
+    const who = await sender(t);
+    const [ada, bob] = [freshNumber('415'), freshNumber('415')];
+    await t.admin('POST', '/test/carrier/inbound', { from: ada, to: who.number, text: 'Hi, Ada here' });
+    t.ctx.clock.advance(1);
+    const sent = await t.request('POST', '/api/v2/messages/send', {
+      apiKey: who.key,
+      body: { to: ada, message: 'Hello Ada' },
+    });
+    assert.equal(sent.status, 202, sent.text);
+    t.ctx.clock.advance(1);
+    await t.request('POST', '/api/v2/messages/send', {
+      apiKey: who.key,
+      body: { to: bob, message: 'Hi Bob' },
+    });
+    // The database as it was before 045: messages, no conversations.
+    await t.ctx.db.exec(
+      `DROP TABLE conversation_items; DROP TABLE conversations;
+       DELETE FROM schema_migrations WHERE name = '045_conversations.sql';`,
+    );
+    assert.deepEqual(await migrate(t.ctx.db), ['045_conversations.sql']);
+
+    const list = await t.request('GET', '/api/v2/conversations', { apiKey: who.key });
+    assert.equal(list.status, 200, list.text);
+    assert.deepEqual(
+      list.body.data.map((c: { phone: string; unreadCount: number; status: string }) => [
+        c.phone,
+        c.unreadCount,
+        c.status,
+      ]),
+      [
+        [bob, 0, 'open'],
+        [ada, 0, 'open'],
+      ],
+    );
+    const adaThread = list.body.data[1];
+    assert.match(adaThread.id, /^conv_/);
+    assert.equal(adaThread.lastMessage.body, 'Hello Ada');
+    const items = await t.request('GET', `/api/v2/conversations/${adaThread.id}/timeline`, {
+      apiKey: who.key,
+    });
+    assert.deepEqual(
+      items.body.data.map((item: { body: string; direction: string }) => [item.direction, item.body]),
+      [
+        ['outbound', 'Hello Ada'],
+        ['inbound', 'Hi, Ada here'],
+      ],
+    );
+    // Threading goes on from there: the next text joins the backfilled thread and is unread.
+    t.ctx.clock.advance(1);
+    await t.admin('POST', '/test/carrier/inbound', { from: ada, to: who.number, text: 'Thanks' });
+    const again = await t.request('GET', `/api/v2/conversations/${adaThread.id}`, { apiKey: who.key });
+    assert.equal(again.body.data.unreadCount, 1);
   });
 });
