@@ -1,8 +1,9 @@
-// Conversations (CONTRACT section 14) through the HTTP API: a thread gathers an inbound text, the reply, a
-// missed call and a voicemail of one phone in order; a STOP shows in the thread and refuses the next reply
-// exactly as a send is refused; the inbox's filters and keyset paging; read state; assignment to members
-// only; close, and reopen by a new inbound text; the events; another organization's thread is 404 on every
-// route; scopes; the portal twin.
+// Conversations (CONTRACT section 14) through the HTTP API, on PGlite and PostgreSQL: a thread gathers an
+// inbound text, the reply, a missed call and a voicemail of one phone in order, and an AI agent call as one
+// item; a STOP shows in the thread and refuses the next reply exactly as a send is refused; the inbox's
+// filters and keyset paging; read state; assignment to members only; close, and reopen by a new inbound
+// text; the events; another organization's thread is 404 on every route; scopes; the portal twin; and the
+// migration's backfill of messages stored before it.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { migrate } from '../src/platform/db/migrate.ts';
@@ -162,6 +163,37 @@ describe('conversations', () => {
     await inboundText(phone, who.number, 'Thanks!');
     assert.equal((await api(who, 'GET', `/conversations/${thread.id}`)).body.data.unreadCount, 1);
     assert.equal((await eventsOf(who.id, 'conversation.created')).length, 1, 'still one thread');
+  });
+
+  test('an AI agent call is one agent_call item, with its agent and summary, not also a call', async () => {
+    const who = await sender(t);
+    const agent = await api(who, 'POST', '/agents', {
+      name: 'Receptionist',
+      firstMessage: 'Bright Smile Dental, how can I help?',
+    });
+    assert.equal(agent.status, 201, agent.text);
+    const [number] = (await api(who, 'GET', '/numbers')).body.data;
+    await api(who, 'PATCH', `/numbers/${number.id}`, {
+      voiceRoute: { type: 'agent', target: agent.body.data.id },
+    });
+    const phone = freshNumber('415');
+    const arrived = await t.admin('POST', '/test/pbx/inbound', { from: phone, to: who.number });
+    assert.equal(arrived.status, 201, arrived.text);
+    const hungUp = await t.admin('POST', `/test/pbx/calls/${arrived.body.data.id}`, { event: 'completed' });
+    assert.equal(hungUp.status, 200, hungUp.text);
+    // The agent call ends in the background once the line is closed.
+    let items: Awaited<ReturnType<typeof timeline>> = [];
+    for (let tries = 0; tries < 100 && !items.some((item) => item.type === 'agent_call'); tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const thread = await threadOf(who, phone);
+      if (thread) items = await timeline(who, thread.id);
+    }
+    assert.deepEqual(
+      items.map((item) => [item.type, item.direction, item.agentId]),
+      [['agent_call', 'inbound', agent.body.data.id]],
+    );
+    assert.match(items[0]!.id, /^acall_/);
+    assert.equal(typeof items[0]!.summary, 'string');
   });
 
   test('a STOP shows in the thread and the next reply is refused as a send is (403 RECIPIENT_OPTED_OUT)', async () => {
@@ -358,7 +390,7 @@ describe('conversations: messages from before the migration', () => {
   });
   after(() => t.close());
 
-  test('045 threads every stored message set-based, as read; calls stay out', async () => {
+  test('045 threads every stored message set-based, as read', async () => {
     const who = await sender(t);
     const [ada, bob] = [freshNumber('415'), freshNumber('415')];
     await t.admin('POST', '/test/carrier/inbound', { from: ada, to: who.number, text: 'Hi, Ada here' });
