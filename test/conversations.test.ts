@@ -151,9 +151,18 @@ describe('conversations', () => {
     await runFor(t, 5);
     const after = await timeline(who, thread.id);
     assert.equal(after.find((item) => item.id === reply.body.data.id)!.status, 'sent');
+    const receipt = await t.admin('POST', '/test/carrier/receipts', {
+      messageId: reply.body.data.id,
+      status: 'delivered',
+    });
+    assert.equal(receipt.status, 200, receipt.text);
+    const delivered = await timeline(who, thread.id);
+    assert.equal(delivered.find((item) => item.id === reply.body.data.id)!.status, 'delivered');
     const again = (await api(who, 'GET', `/conversations/${thread.id}`)).body.data;
     assert.equal(again.unreadCount, 4, 'the text, two calls and the voicemail are inbound and unread');
     assert.equal(again.lastMessage.id, reply.body.data.id);
+    assert.equal(again.lastMessage.status, 'delivered');
+    assert.equal(again.lastActivityAt, [...delivered].sort((a, b) => b.at.localeCompare(a.at))[0]!.at);
 
     const read = await api(who, 'POST', `/conversations/${thread.id}/read`);
     assert.equal(read.status, 200, read.text);

@@ -128,6 +128,26 @@ export class ConversationStore {
     );
   }
 
+  /** New details for items already on a timeline (a text's receipt); an item not threaded is left out. */
+  async updateItems(tx: Queryable, items: ThreadItem[]): Promise<void> {
+    if (items.length === 0) return;
+    await tx.query(
+      `UPDATE conversation_items i SET details = u.details
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[])
+              AS u(organization_id, phone, number, item_id, details)
+         JOIN conversations c
+           ON c.organization_id = u.organization_id AND c.phone = u.phone AND c.number = u.number
+        WHERE i.conversation_id = c.id AND i.item_id = u.item_id`,
+      [
+        items.map((item) => item.organizationId),
+        items.map((item) => item.phone),
+        items.map((item) => item.number),
+        items.map((item) => item.itemId),
+        items.map((item) => JSON.stringify(item.details)),
+      ],
+    );
+  }
+
   async find(db: Queryable, organizationId: string, id: string): Promise<ConversationRow | undefined> {
     const [row] = await db.query<ConversationRow>(
       `SELECT ${CONVERSATION_SELECT} FROM conversations c WHERE c.organization_id = $1 AND c.id = $2`,

@@ -26,6 +26,7 @@ export const THREADED_EVENTS = [
   'agent_call.completed',
 ] as const;
 
+const RECEIPTS = new Set(['message.delivered', 'message.undelivered']);
 const E164 = /^\+[1-9]\d{6,14}$/;
 
 type Data = Record<string, unknown>;
@@ -124,7 +125,9 @@ export class Threading {
         const items = events
           .map((event) => itemOf(type, event.organizationId, event.data))
           .filter((item): item is ThreadItem => item !== null);
-        await this.thread(tx, items, true);
+        // A receipt changes a text already threaded (when it was sent) and moves no thread: its item only.
+        if (RECEIPTS.has(type)) await this.store.updateItems(tx, items);
+        else await this.thread(tx, items, true);
       },
     };
   }
@@ -156,7 +159,12 @@ export class Threading {
       if (item.at > pair.lastActivityAt) pair.lastActivityAt = item.at;
       if (inbound && (!pair.lastInboundAt || inbound > pair.lastInboundAt)) pair.lastInboundAt = inbound;
     }
-    const threads = await this.store.touch(tx, [...pairs.values()], now);
+    // Always in one order, so that two batches sharing threads (two workers' dispatches) lock them in the same
+    // order and cannot deadlock.
+    const ordered = [...pairs.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, pair]) => pair);
+    const threads = await this.store.touch(tx, ordered, now);
     const threadOf = new Map(threads.map((t) => [`${t.organization_id}\n${t.phone}\n${t.number}`, t.id]));
     await this.store.putItems(
       tx,
