@@ -230,6 +230,26 @@ describe('conversations', () => {
     assert.equal((await timeline(who, thread.id)).length, items.length, 'nothing was added');
   });
 
+  test('a reply with an Idempotency-Key sent twice is one message, answered again', async () => {
+    const who = await sender(t);
+    const phone = freshNumber('415');
+    await inboundText(phone, who.number, 'Hello?');
+    const thread = await threadOf(who, phone);
+    const reply = () =>
+      t.request('POST', `/api/v2/conversations/${thread.id}/messages`, {
+        apiKey: who.key,
+        body: { message: 'Hi there' },
+        headers: { 'idempotency-key': 'reply-1' },
+      });
+    const first = await reply();
+    const second = await reply();
+    assert.equal(first.status, 202, first.text);
+    assert.equal(second.status, 202, second.text);
+    assert.equal(second.headers.get('idempotent-replayed'), 'true');
+    assert.equal(second.body.data.id, first.body.data.id);
+    assert.equal((await timeline(who, thread.id)).length, 2, 'the text and one reply');
+  });
+
   test('inbox filters and keyset paging, newest activity first', async () => {
     const who = await sender(t);
     const phones = [freshNumber('415'), freshNumber('415'), freshNumber('415')];
