@@ -21,7 +21,7 @@ import type {
   UpdateInput,
 } from './schemas.ts';
 import type { ConversationRow, ConversationStore, ItemRow } from './store.ts';
-import { type Described, Threading } from './threading.ts';
+import { Threading } from './threading.ts';
 
 const iso = (value: Date | string) => new Date(value).toISOString();
 
@@ -98,7 +98,7 @@ export class ConversationService {
       clock: deps.clock,
       events: deps.events,
       store: deps.store,
-      describe: (tx, ids) => this.describe(tx, ids),
+      contactsOf: (tx, organizationId, phones) => this.contacts.idsByPhone(organizationId, phones, tx),
     });
   }
 
@@ -253,21 +253,6 @@ export class ConversationService {
       db,
     );
     return rows.map((row) => toConversation(row, contactOf.get(row.phone) ?? null));
-  }
-
-  private async describe(tx: Queryable, ids: string[]): Promise<Described[]> {
-    const rows = await this.store.findMany(tx, ids);
-    const byOrganization = new Map<string, ConversationRow[]>();
-    for (const row of rows) {
-      byOrganization.set(row.organization_id, [...(byOrganization.get(row.organization_id) ?? []), row]);
-    }
-    const described: Described[] = [];
-    for (const [organizationId, group] of byOrganization) {
-      for (const conversation of await this.withContacts(tx, organizationId, group)) {
-        described.push({ organizationId, conversation });
-      }
-    }
-    return described;
   }
 }
 

@@ -1,5 +1,5 @@
 // The SQL of conversations: threads, their timeline items, and the inbox and timeline list queries the one
-// paginator runs. Threading is set-based: a batch of items (a campaign's dispatched batch) is two statements.
+// paginator runs. Threading is set-based: a batch of items (a campaign's dispatched batch) is one statement.
 import type { Queryable } from '../../platform/db/index.ts';
 import type { ConversationStatus, ItemType } from './schemas.ts';
 
@@ -41,6 +41,16 @@ export interface ThreadItem {
   details: Record<string, unknown>;
 }
 
+/** A thread a batch made: what its conversation.created needs besides the batch's own items. */
+export interface NewThreadRow {
+  id: string;
+  organization_id: string;
+  phone: string;
+  number: string;
+  last_activity_at: Date;
+  created_at: Date;
+}
+
 /** A thread per pair of a batch: when its newest item happened, and its newest inbound one (reopens it). */
 export interface ThreadActivity {
   id: string;
@@ -69,28 +79,46 @@ export interface InboxFilters {
 
 export class ConversationStore {
   /**
-   * Makes or moves the thread of each pair: a new one starts open; an inbound item reopens a closed one.
-   * Returns the threads with whether this made them. `threads` has one entry per pair.
+   * Makes or moves the thread of each pair (a new one starts open; an inbound item reopens a closed one) and
+   * puts the items on their timelines, in one statement: this runs in every dispatch batch. `update`: an item
+   * seen again takes the newer details; otherwise the first version stays (a reply recorded at send, before
+   * its dispatch). `threads` has one entry per pair. Returns the threads this made.
    */
-  async touch(
+  async thread(
     tx: Queryable,
     threads: ThreadActivity[],
+    items: ThreadItem[],
+    update: boolean,
     now: Date,
-  ): Promise<{ id: string; organization_id: string; phone: string; number: string; created: boolean }[]> {
+  ): Promise<NewThreadRow[]> {
     if (threads.length === 0) return [];
-    return tx.query(
-      `INSERT INTO conversations AS c (id, organization_id, phone, number, status, last_activity_at,
-                                       last_inbound_at, created_at, updated_at)
-       SELECT t.id, t.organization_id, t.phone, t.number, 'open', t.last_activity_at, t.last_inbound_at, $7, $7
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[])
-              AS t(id, organization_id, phone, number, last_activity_at, last_inbound_at)
-       ON CONFLICT (organization_id, phone, number) DO UPDATE
-          SET last_activity_at = GREATEST(c.last_activity_at, EXCLUDED.last_activity_at),
-              last_inbound_at = GREATEST(c.last_inbound_at, EXCLUDED.last_inbound_at),
-              status = CASE WHEN EXCLUDED.last_inbound_at IS NULL THEN c.status ELSE 'open' END,
-              closed_at = CASE WHEN EXCLUDED.last_inbound_at IS NULL THEN c.closed_at END,
-              updated_at = $7
-       RETURNING c.id, c.organization_id, c.phone, c.number, (xmax = 0) AS created`,
+    return tx.query<NewThreadRow>(
+      `WITH touched AS (
+         INSERT INTO conversations AS c (id, organization_id, phone, number, status, last_activity_at,
+                                         last_inbound_at, created_at, updated_at)
+         SELECT t.id, t.organization_id, t.phone, t.number, 'open', t.last_activity_at, t.last_inbound_at, $7, $7
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[])
+                AS t(id, organization_id, phone, number, last_activity_at, last_inbound_at)
+         ON CONFLICT (organization_id, phone, number) DO UPDATE
+            SET last_activity_at = GREATEST(c.last_activity_at, EXCLUDED.last_activity_at),
+                last_inbound_at = GREATEST(c.last_inbound_at, EXCLUDED.last_inbound_at),
+                status = CASE WHEN EXCLUDED.last_inbound_at IS NULL THEN c.status ELSE 'open' END,
+                closed_at = CASE WHEN EXCLUDED.last_inbound_at IS NULL THEN c.closed_at END,
+                updated_at = $7
+         RETURNING c.id, c.organization_id, c.phone, c.number, c.last_activity_at, c.created_at,
+                   (xmax = 0) AS created
+       ), put AS (
+         INSERT INTO conversation_items (conversation_id, item_id, kind, at, direction, details)
+         SELECT touched.id, u.item_id, u.kind, u.at, u.direction, u.details
+           FROM unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[],
+                       $14::text[], $15::jsonb[])
+                AS u(organization_id, phone, number, item_id, kind, at, direction, details)
+           JOIN touched
+             ON touched.organization_id = u.organization_id AND touched.phone = u.phone
+            AND touched.number = u.number
+         ON CONFLICT (conversation_id, item_id) DO ${update ? 'UPDATE SET details = EXCLUDED.details' : 'NOTHING'}
+       )
+       SELECT id, organization_id, phone, number, last_activity_at, created_at FROM touched WHERE created`,
       [
         threads.map((t) => t.id),
         threads.map((t) => t.organizationId),
@@ -99,31 +127,14 @@ export class ConversationStore {
         threads.map((t) => t.lastActivityAt),
         threads.map((t) => t.lastInboundAt),
         now,
-      ],
-    );
-  }
-
-  /**
-   * Puts items on their threads' timelines. `update`: an item seen again (a message's receipt) takes the
-   * newer details; otherwise the first version stays (a reply recorded at send, before its dispatch).
-   */
-  async putItems(
-    tx: Queryable,
-    items: { conversationId: string; item: ThreadItem }[],
-    update: boolean,
-  ): Promise<void> {
-    if (items.length === 0) return;
-    await tx.query(
-      `INSERT INTO conversation_items (conversation_id, item_id, kind, at, direction, details)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::jsonb[])
-       ON CONFLICT (conversation_id, item_id) DO ${update ? 'UPDATE SET details = EXCLUDED.details' : 'NOTHING'}`,
-      [
-        items.map(({ conversationId }) => conversationId),
-        items.map(({ item }) => item.itemId),
-        items.map(({ item }) => item.kind),
-        items.map(({ item }) => item.at),
-        items.map(({ item }) => item.direction),
-        items.map(({ item }) => JSON.stringify(item.details)),
+        items.map((item) => item.organizationId),
+        items.map((item) => item.phone),
+        items.map((item) => item.number),
+        items.map((item) => item.itemId),
+        items.map((item) => item.kind),
+        items.map((item) => item.at),
+        items.map((item) => item.direction),
+        items.map((item) => JSON.stringify(item.details)),
       ],
     );
   }
@@ -154,13 +165,6 @@ export class ConversationStore {
       [organizationId, id],
     );
     return row;
-  }
-
-  async findMany(db: Queryable, ids: string[]): Promise<ConversationRow[]> {
-    return db.query<ConversationRow>(
-      `SELECT ${CONVERSATION_SELECT} FROM conversations c WHERE c.id = ANY($1::text[])`,
-      [ids],
-    );
   }
 
   /** Locks a thread for a change (status, assignment). */

@@ -12,8 +12,7 @@ import type { Queryable } from '../../platform/db/index.ts';
 import type { EventObserver, EventOutbox, ObservedEvent } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
 import { ConversationCreated } from './events.ts';
-import type { Conversation } from './schemas.ts';
-import type { ConversationStore, ThreadActivity, ThreadItem } from './store.ts';
+import type { ConversationStore, NewThreadRow, ThreadActivity, ThreadItem } from './store.ts';
 
 export const THREADED_EVENTS = [
   'message.received',
@@ -30,10 +29,12 @@ const RECEIPTS = new Set(['message.delivered', 'message.undelivered']);
 const E164 = /^\+[1-9]\d{6,14}$/;
 
 type Data = Record<string, unknown>;
-export interface Described {
-  organizationId: string;
-  conversation: Conversation;
-}
+/** The contact id of each of these phones of an organization that has a contact (phone → id). */
+export type ContactLookup = (
+  tx: Queryable,
+  organizationId: string,
+  phones: string[],
+) => Promise<Map<string, string>>;
 const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
 const integer = (value: unknown): number | null => (typeof value === 'number' ? value : null);
 
@@ -103,19 +104,19 @@ export class Threading {
   private readonly clock: Clock;
   private readonly events: EventOutbox;
   private readonly store: ConversationStore;
-  /** Fills in what the event of a new thread carries (its contact, counts, last message). */
-  private readonly describe: (tx: Queryable, ids: string[]) => Promise<Described[]>;
+  /** Names the contact of a new thread (its conversation.created carries contactId). */
+  private readonly contactsOf: ContactLookup;
 
   constructor(deps: {
     clock: Clock;
     events: EventOutbox;
     store: ConversationStore;
-    describe: (tx: Queryable, ids: string[]) => Promise<Described[]>;
+    contactsOf: ContactLookup;
   }) {
     this.clock = deps.clock;
     this.events = deps.events;
     this.store = deps.store;
-    this.describe = deps.describe;
+    this.contactsOf = deps.contactsOf;
   }
 
   observer(): EventObserver {
@@ -134,8 +135,8 @@ export class Threading {
 
   /**
    * Threads `items` inside `tx`: makes or moves each pair's thread, records conversation.created for the new
-   * ones, and puts the items on the timelines (see ConversationStore.putItems for `update`). Two statements
-   * for the whole batch, and two more only when threads were made.
+   * ones, and puts the items on the timelines (see ConversationStore.thread for `update`). One statement for
+   * the whole batch, and the contacts' read and the events' insert only when threads were made.
    */
   async thread(tx: Queryable, items: ThreadItem[], update: boolean): Promise<void> {
     if (items.length === 0) return;
@@ -164,26 +165,63 @@ export class Threading {
     const ordered = [...pairs.entries()]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([, pair]) => pair);
-    const threads = await this.store.touch(tx, ordered, now);
-    const threadOf = new Map(threads.map((t) => [`${t.organization_id}\n${t.phone}\n${t.number}`, t.id]));
-    await this.store.putItems(
-      tx,
-      items.map((item) => ({
-        conversationId: threadOf.get(`${item.organizationId}\n${item.phone}\n${item.number}`)!,
-        item,
-      })),
-      update,
-    );
-    const created = threads.filter((t) => t.created);
-    if (created.length === 0) return;
-    const described = await this.describe(
-      tx,
-      created.map((t) => t.id),
-    );
+    const made = await this.store.thread(tx, ordered, items, update, now);
+    if (made.length === 0) return;
+    // A thread this batch made holds only the batch's items: its conversation.created is told from them.
+    const contactOf = await this.contactIds(tx, made);
     await this.events.recordMany(
       tx,
       ConversationCreated,
-      described.map(({ organizationId, conversation }) => ({ organizationId, data: conversation })),
+      made.map((row) => {
+        const own = items.filter(
+          (item) =>
+            item.organizationId === row.organization_id &&
+            item.phone === row.phone &&
+            item.number === row.number,
+        );
+        const last = own
+          .filter((item) => item.kind === 'message')
+          .sort((a, b) => b.at.getTime() - a.at.getTime() || (a.itemId < b.itemId ? 1 : -1))[0];
+        return {
+          organizationId: row.organization_id,
+          data: {
+            id: row.id,
+            contactId: contactOf.get(`${row.organization_id}\n${row.phone}`) ?? null,
+            phone: row.phone,
+            number: row.number,
+            status: 'open' as const,
+            unreadCount: own.filter((item) => item.direction === 'inbound').length,
+            assignedTo: null,
+            lastActivityAt: row.last_activity_at.toISOString(),
+            lastMessage: last
+              ? {
+                  id: last.itemId,
+                  direction: last.direction,
+                  body: String(last.details.body ?? ''),
+                  status: String(last.details.status ?? ''),
+                  mediaCount: Number(last.details.mediaCount ?? 0),
+                  at: last.at.toISOString(),
+                }
+              : null,
+            createdAt: row.created_at.toISOString(),
+          },
+        };
+      }),
     );
+  }
+
+  /** The contacts of new threads, one read per organization, keyed `organizationId\nphone`. */
+  private async contactIds(tx: Queryable, threads: NewThreadRow[]): Promise<Map<string, string>> {
+    const phonesOf = new Map<string, string[]>();
+    for (const thread of threads) {
+      phonesOf.set(thread.organization_id, [...(phonesOf.get(thread.organization_id) ?? []), thread.phone]);
+    }
+    const found = new Map<string, string>();
+    for (const [organizationId, phones] of phonesOf) {
+      for (const [phone, id] of await this.contactsOf(tx, organizationId, phones)) {
+        found.set(`${organizationId}\n${phone}`, id);
+      }
+    }
+    return found;
   }
 }
