@@ -125,7 +125,8 @@ export class Threading {
       observe: async (tx: Queryable, type: string, events: ObservedEvent[]) => {
         const items = events
           .map((event) => itemOf(type, event.organizationId, event.data))
-          .filter((item): item is ThreadItem => item !== null);
+          // An item without a time cannot be placed in a timeline; it must not fail the change either.
+          .filter((item): item is ThreadItem => item !== null && !Number.isNaN(item.at.getTime()));
         // A receipt changes a text already threaded (when it was sent) and moves no thread: its item only.
         if (RECEIPTS.has(type)) await this.store.updateItems(tx, items);
         else await this.thread(tx, items, true);
@@ -169,16 +170,18 @@ export class Threading {
     if (made.length === 0) return;
     // A thread this batch made holds only the batch's items: its conversation.created is told from them.
     const contactOf = await this.contactIds(tx, made);
+    const itemsOf = new Map<string, ThreadItem[]>();
+    for (const item of items) {
+      const key = `${item.organizationId}\n${item.phone}\n${item.number}`;
+      const same = itemsOf.get(key);
+      if (same) same.push(item);
+      else itemsOf.set(key, [item]);
+    }
     await this.events.recordMany(
       tx,
       ConversationCreated,
       made.map((row) => {
-        const own = items.filter(
-          (item) =>
-            item.organizationId === row.organization_id &&
-            item.phone === row.phone &&
-            item.number === row.number,
-        );
+        const own = itemsOf.get(`${row.organization_id}\n${row.phone}\n${row.number}`) ?? [];
         const last = own
           .filter((item) => item.kind === 'message')
           .sort((a, b) => b.at.getTime() - a.at.getTime() || (a.itemId < b.itemId ? 1 : -1))[0];
