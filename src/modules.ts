@@ -4,6 +4,7 @@ import { agentsModule } from './modules/agents/index.ts';
 import { apiKeysModule } from './modules/api-keys/index.ts';
 import { campaignsModule } from './modules/campaigns/index.ts';
 import { contactsModule } from './modules/contacts/index.ts';
+import { conversationsModule } from './modules/conversations/index.ts';
 import { exportsModule } from './modules/exports/index.ts';
 import { identityModule } from './modules/identity/index.ts';
 import { liveModule } from './modules/live/index.ts';
@@ -24,6 +25,7 @@ export const MODULES = [
   contactsModule,
   messagingModule,
   campaignsModule,
+  conversationsModule,
   voiceModule,
   agentsModule,
   exportsModule,

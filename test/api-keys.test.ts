@@ -133,6 +133,8 @@ describe('API key management', () => {
         'contacts:write',
         'campaigns:read',
         'campaigns:write',
+        'conversations:read',
+        'conversations:write',
         'calls:read',
         'calls:write',
         'numbers:read',

@@ -180,6 +180,43 @@ describe('the comms command', () => {
     assert.match(notATime.stderr, /--at: not a date-time/);
   });
 
+  test('conversations list, show a thread in time order, reply, read and close', async () => {
+    const phone = '+14155550140';
+    const wrote = await t.admin('POST', '/test/carrier/inbound', {
+      from: phone,
+      to: who.number,
+      text: 'Open today?',
+    });
+    assert.equal(wrote.status, 201, wrote.text);
+    const table = await comms(['conversations', 'list', '--unread']);
+    assert.equal(table.code, 0, table.stderr);
+    assert.match(table.stdout, /^ID\s+PHONE\s+NUMBER\s+STATUS\s+UNREAD/);
+    assert.match(table.stdout, new RegExp(`conv_\\w+\\s+\\${phone}.*open\\s+1 .*< Open today\\?`));
+    const [thread] = JSON.parse((await comms(['conversations', 'list', '--unread', '--json'])).stdout);
+    assert.equal(thread.phone, phone);
+
+    const replied = await comms(['conversations', 'reply', thread.id, '-m', 'Until 6pm', '--json']);
+    assert.equal(replied.code, 0, replied.stderr);
+    assert.equal(JSON.parse(replied.stdout).to, phone);
+    const shown = await comms(['conversations', 'show', thread.id]);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(
+      shown.stdout,
+      /inbound\s+message\s+received\s+Open today\?[\s\S]*outbound\s+message\s+queued\s+Until 6pm/,
+    );
+    const asJson = JSON.parse((await comms(['conversations', 'show', thread.id, '--json'])).stdout);
+    assert.deepEqual(
+      asJson.timeline.map((item: { body: string }) => item.body),
+      ['Open today?', 'Until 6pm'],
+    );
+
+    assert.match((await comms(['conversations', 'read', thread.id])).stdout, /unread:\s+0/);
+    assert.match((await comms(['conversations', 'close', thread.id])).stdout, /status:\s+closed/);
+    const missing = await comms(['conversations', 'show', 'conv_missing']);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /\(404/);
+  });
+
   test('messages list --follow prints new messages as they arrive', async () => {
     const follow = start(['messages', 'list', '--follow', '--interval', '1', '--limit', '1']);
     try {

@@ -116,6 +116,22 @@ describe('the SDK against a real server', () => {
     assert.equal(later.status, 'scheduled');
     assert.equal((await comms.messages.cancel(later.id)).status, 'cancelled');
 
+    // Conversations: a customer writes in; the thread is read, answered, assigned and closed.
+    const wroteIn = await t.admin('POST', '/test/carrier/inbound', {
+      from: '+14155550103',
+      to: who.number,
+      text: 'Are you open today?',
+    });
+    assert.equal(wroteIn.status, 201, wroteIn.text);
+    const [thread] = (await comms.conversations.list({ unread: true })).data;
+    assert.equal(thread!.phone, '+14155550103');
+    assert.equal((await comms.conversations.get(thread!.id)).unreadCount, 1);
+    const answered = await comms.conversations.reply(thread!.id, { message: 'Until 6pm' });
+    assert.equal(answered.to, '+14155550103');
+    assert.ok((await comms.conversations.timeline(thread!.id)).data.length >= 2);
+    assert.equal((await comms.conversations.markRead(thread!.id)).unreadCount, 0);
+    assert.equal((await comms.conversations.update(thread!.id, { status: 'closed' })).status, 'closed');
+
     // Campaigns.
     await comms.contactLists.members.add(list.id, { contactIds: [contact.id] });
     const campaign = await comms.campaigns.create({

@@ -8,6 +8,7 @@ import { Comms, CommsApiError, CommsConnectionError, CommsError } from '@commspl
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { completionScript } from './completion.ts';
 import { configPath, readConfig, removeConfig, writeConfig } from './config.ts';
+import { addConversationCommands } from './conversations.ts';
 import { listen } from './listen.ts';
 import { printJson, printJsonLine, printRecord, printTable, progressBar, type Row } from './output.ts';
 
@@ -382,6 +383,10 @@ campaigns
     const page = await (await client()).campaigns.list({ limit: 50 });
     printList(page.data, ['id', 'name', 'status', 'createdAt']);
   });
+
+// conversations
+
+addConversationCommands(program, { client, json: () => globals().json === true, collect, positiveInteger });
 
 // calls
 

@@ -31,6 +31,23 @@ export type EventConsumer = ((event: DomainEvent) => Promise<void>) & {
   wants?: (q: Queryable, event: { organizationId: string; type: string }) => Promise<boolean>;
 };
 
+/**
+ * Is told of each recorded event of its `types` inside the recording transaction, so what it keeps commits or
+ * rolls back with the change (conversations thread every message and call as it is recorded). It runs on the
+ * hot path of whatever records the event: one set-based statement per call, never a network call, and a
+ * failure fails the change. `events` are one event or a batch of one type (recordMany).
+ */
+export interface EventObserver {
+  types: readonly string[];
+  observe(tx: Queryable, type: string, events: ObservedEvent[]): Promise<void>;
+}
+
+export interface ObservedEvent {
+  organizationId: string;
+  data: Record<string, unknown>;
+  createdAt: Date;
+}
+
 /** `available` events are emitted by a product that exists; `coming` ones may be subscribed to already. */
 export type EventStatus = 'available' | 'coming';
 
@@ -107,6 +124,7 @@ interface EventRow {
 
 export class EventOutbox {
   private readonly consumers: EventConsumer[] = [];
+  private readonly observers: EventObserver[] = [];
   private readonly declared = new Map<string, EventDefinition>();
 
   /**
@@ -126,6 +144,17 @@ export class EventOutbox {
 
   subscribe(consumer: EventConsumer): void {
     this.consumers.push(consumer);
+  }
+
+  /** Adds an observer told of its events inside the recording transaction (see EventObserver). */
+  observe(observer: EventObserver): void {
+    this.observers.push(observer);
+  }
+
+  private async tellObservers(tx: Queryable, type: string, events: ObservedEvent[]): Promise<void> {
+    for (const observer of this.observers) {
+      if (observer.types.includes(type)) await observer.observe(tx, type, events);
+    }
   }
 
   /** Makes events recordable and subscribable; each type is declared once, by the module that emits it. */
@@ -201,6 +230,11 @@ export class EventOutbox {
       LIVE_EVENTS_CHANNEL,
       [...wantedBy.keys()],
     ]);
+    await this.tellObservers(
+      tx,
+      definition.type,
+      events.map((event) => ({ organizationId: event.organizationId, data: event.data, createdAt })),
+    );
   }
 
   private async insert(
@@ -227,6 +261,9 @@ export class EventOutbox {
       ],
     );
     if (wanted) await this.jobs.enqueue(tx, DISPATCH_QUEUE, { eventId: id });
+    await this.tellObservers(tx, event.type, [
+      { organizationId: event.organizationId, data: event.data, createdAt },
+    ]);
     return { id, organizationId: event.organizationId, type: event.type, data: event.data, createdAt };
   }
 

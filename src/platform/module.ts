@@ -6,7 +6,8 @@
 //   testControls operator routes that exist only under APP_ENV=test
 //   jobs       the durable queues it handles
 //   events     the events it emits (the webhook catalog and OpenAPI are built from these)
-//   consumers  what it does with every recorded event (webhooks fan them out)
+//   consumers  what it does with every recorded event, after it committed (webhooks fan them out)
+//   observers  what it keeps of some events inside the recording transaction (conversations thread them)
 //   sealed     the columns where it keeps sealed secrets (re-sealed when ENCRYPTION_KEY rotates)
 //   retention  the rows it removes once they are past what the API shows (platform/retention.ts)
 // Modules never construct each other: use(other) returns the other module's services, built once. A cycle
@@ -16,7 +17,7 @@ import type { Config } from '../config.ts';
 import type { Clock } from './clock.ts';
 import type { SecretBox } from './crypto.ts';
 import type { Database } from './db/index.ts';
-import type { EventConsumer, EventDefinition, EventOutbox } from './events.ts';
+import type { EventConsumer, EventDefinition, EventObserver, EventOutbox } from './events.ts';
 import type { InterfaceName } from './http/caller.ts';
 import type { RoutePlugin } from './http/interfaces.ts';
 import type { Idempotency } from './idempotency.ts';
@@ -86,6 +87,8 @@ export interface ModuleDefinition<Name extends string = string, Services = unkno
   jobs?(services: Services): Record<string, JobSpec<never>>;
   events?: readonly EventDefinition[];
   consumers?(services: Services): EventConsumer[];
+  /** Told of its event types inside the transaction that records them (platform/events.ts EventObserver). */
+  observers?(services: Services): EventObserver[];
   /** Where it keeps sealed secrets, so that rotating ENCRYPTION_KEY can re-seal them. */
   sealed?: readonly SealedColumns[];
   /** Its clean-up rules, run hourly by the `platform.retention` queue; each deletes in bounded batches. */
@@ -139,6 +142,7 @@ export function composeModules(
       platform.jobs.register(queue, spec.handler, spec.options);
     }
     for (const consumer of definition.consumers?.(services) ?? []) platform.events.subscribe(consumer);
+    for (const observer of definition.observers?.(services) ?? []) platform.events.observe(observer);
   }
   return { composed, use };
 }

@@ -572,6 +572,95 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/conversations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Conversations, newest activity first (offset or keyset paging) */
+        get: operations["conversations.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/conversations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a conversation */
+        get: operations["conversations.get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Close or reopen a conversation, or assign it to a member */
+        patch: operations["conversations.update"];
+        trace?: never;
+    };
+    "/api/v2/conversations/{id}/timeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A conversation's texts, calls, voicemails and agent calls, newest first */
+        get: operations["conversations.timeline"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/conversations/{id}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reply in a conversation (a send from its number to its phone)
+         * @description Queues one message (202) with the rules, limits and refusals of POST /messages/send: 400 an empty reply or a media code, 403 RECIPIENT_OPTED_OUT once the phone texted STOP, 422 UNSUPPORTED_MERGE_VARS, and the SMS plan limits (429, 402, 403, 503).
+         */
+        post: operations["conversations.reply"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/conversations/{id}/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mark a conversation read (its unreadCount becomes 0) */
+        post: operations["conversations.markRead"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/extensions": {
         parameters: {
             query?: never;
@@ -1549,6 +1638,66 @@ export interface webhooks {
          * @description Signed per Standard Webhooks: verify `webhook-signature` over `webhook-id.webhook-timestamp.body` with the endpoint's secret.
          */
         post: operations["events.campaign.completed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "conversation.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A thread began: the first text, call, voicemail or agent call between a phone and one of your numbers.
+         * @description Signed per Standard Webhooks: verify `webhook-signature` over `webhook-id.webhook-timestamp.body` with the endpoint's secret.
+         */
+        post: operations["events.conversation.created"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "conversation.assigned": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A thread was assigned to a member, or unassigned (`assignedTo` null).
+         * @description Signed per Standard Webhooks: verify `webhook-signature` over `webhook-id.webhook-timestamp.body` with the endpoint's secret.
+         */
+        post: operations["events.conversation.assigned"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "conversation.closed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A thread was closed. A new inbound text, call or voicemail reopens it.
+         * @description Signed per Standard Webhooks: verify `webhook-signature` over `webhook-id.webhook-timestamp.body` with the endpoint's secret.
+         */
+        post: operations["events.conversation.closed"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4581,6 +4730,447 @@ export interface operations {
                         };
                         /** @description Keyset mode: pass as `cursor` for the next page; null on the last page and in offset mode */
                         next_cursor: string | null;
+                    };
+                };
+            };
+        };
+    };
+    "conversations.list": {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1 (offset mode). */
+                page?: number;
+                /** @description Records per page, 1-100. */
+                limit?: number;
+                /** @description Keyset mode: empty to start at the newest record, then the previous response's `next_cursor`. Valid for 24 hours, with the same filters, on the same endpoint. */
+                cursor?: string;
+                status?: "open" | "closed";
+                /** @description true: only threads with unread inbound items */
+                unread?: boolean;
+                /** @description A user id, or `none` for unassigned threads */
+                assignedTo?: string;
+                /** @description Our number (E.164) */
+                number?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        /** @description Newest first */
+                        data: {
+                            /** @description conv_… */
+                            id: string;
+                            /** @description The contact with this phone, if there is one (ct_…) */
+                            contactId: string | null;
+                            /** @description The other party, E.164 */
+                            phone: string;
+                            /** @description Our number in the thread, E.164 */
+                            number: string;
+                            /**
+                             * @description `open` or `closed`
+                             * @enum {unknown}
+                             */
+                            status: "open" | "closed";
+                            /** @description Inbound items since the thread was last marked read */
+                            unreadCount: number;
+                            /** @description The member it is assigned to (a user id), or null */
+                            assignedTo: string | null;
+                            /**
+                             * Format: date-time
+                             * @description When its newest item happened
+                             */
+                            lastActivityAt: string;
+                            lastMessage: {
+                                /** @description The message (msg_…) */
+                                id: string;
+                                /** @enum {unknown} */
+                                direction: "inbound" | "outbound";
+                                /** @description Its text */
+                                body: string;
+                                /** @description The message's status when last seen by the thread */
+                                status: string;
+                                /** @description Media attached (MMS) */
+                                mediaCount: number;
+                                /**
+                                 * Format: date-time
+                                 * @description When it was created
+                                 */
+                                at: string;
+                            } | null;
+                            /**
+                             * Format: date-time
+                             * @description When the thread began
+                             */
+                            createdAt: string;
+                        }[];
+                        /** @description page, total and totalPages are null in keyset mode */
+                        pagination: {
+                            page: number | null;
+                            limit: number;
+                            total: number | null;
+                            totalPages: number | null;
+                        };
+                        /** @description Keyset mode: pass as `cursor` for the next page; null on the last page and in offset mode */
+                        next_cursor: string | null;
+                    };
+                };
+            };
+        };
+    };
+    "conversations.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description conv_… */
+                            id: string;
+                            /** @description The contact with this phone, if there is one (ct_…) */
+                            contactId: string | null;
+                            /** @description The other party, E.164 */
+                            phone: string;
+                            /** @description Our number in the thread, E.164 */
+                            number: string;
+                            /**
+                             * @description `open` or `closed`
+                             * @enum {unknown}
+                             */
+                            status: "open" | "closed";
+                            /** @description Inbound items since the thread was last marked read */
+                            unreadCount: number;
+                            /** @description The member it is assigned to (a user id), or null */
+                            assignedTo: string | null;
+                            /**
+                             * Format: date-time
+                             * @description When its newest item happened
+                             */
+                            lastActivityAt: string;
+                            lastMessage: {
+                                /** @description The message (msg_…) */
+                                id: string;
+                                /** @enum {unknown} */
+                                direction: "inbound" | "outbound";
+                                /** @description Its text */
+                                body: string;
+                                /** @description The message's status when last seen by the thread */
+                                status: string;
+                                /** @description Media attached (MMS) */
+                                mediaCount: number;
+                                /**
+                                 * Format: date-time
+                                 * @description When it was created
+                                 */
+                                at: string;
+                            } | null;
+                            /**
+                             * Format: date-time
+                             * @description When the thread began
+                             */
+                            createdAt: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "conversations.update": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {unknown} */
+                    status?: "open" | "closed";
+                    /** @description A member of the organization (user id); null unassigns */
+                    assignedTo?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description conv_… */
+                            id: string;
+                            /** @description The contact with this phone, if there is one (ct_…) */
+                            contactId: string | null;
+                            /** @description The other party, E.164 */
+                            phone: string;
+                            /** @description Our number in the thread, E.164 */
+                            number: string;
+                            /**
+                             * @description `open` or `closed`
+                             * @enum {unknown}
+                             */
+                            status: "open" | "closed";
+                            /** @description Inbound items since the thread was last marked read */
+                            unreadCount: number;
+                            /** @description The member it is assigned to (a user id), or null */
+                            assignedTo: string | null;
+                            /**
+                             * Format: date-time
+                             * @description When its newest item happened
+                             */
+                            lastActivityAt: string;
+                            lastMessage: {
+                                /** @description The message (msg_…) */
+                                id: string;
+                                /** @enum {unknown} */
+                                direction: "inbound" | "outbound";
+                                /** @description Its text */
+                                body: string;
+                                /** @description The message's status when last seen by the thread */
+                                status: string;
+                                /** @description Media attached (MMS) */
+                                mediaCount: number;
+                                /**
+                                 * Format: date-time
+                                 * @description When it was created
+                                 */
+                                at: string;
+                            } | null;
+                            /**
+                             * Format: date-time
+                             * @description When the thread began
+                             */
+                            createdAt: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "conversations.timeline": {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1 (offset mode). */
+                page?: number;
+                /** @description Records per page, 1-100. */
+                limit?: number;
+                /** @description Keyset mode: empty to start at the newest record, then the previous response's `next_cursor`. Valid for 24 hours, with the same filters, on the same endpoint. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        /** @description Newest first */
+                        data: {
+                            /** @enum {unknown} */
+                            type: "message" | "call" | "voicemail" | "agent_call";
+                            /** @description The item: msg_…, call_…, vm_… or acall_… */
+                            id: string;
+                            /**
+                             * Format: date-time
+                             * @description When it happened (a call: when it started)
+                             */
+                            at: string;
+                            /** @enum {unknown} */
+                            direction: "inbound" | "outbound";
+                            /** @description A message's or a call's status; null for a voicemail */
+                            status: string | null;
+                            /** @description A message's text; null for the others */
+                            body: string | null;
+                            /** @description A message's media count; null for the others */
+                            mediaCount: number | null;
+                            /** @description A call, voicemail or agent call: how long; null for a message */
+                            durationSeconds: number | null;
+                            /** @description An agent call: the agent; null for the others */
+                            agentId: string | null;
+                            /** @description An agent call's summary; null for the others */
+                            summary: string | null;
+                        }[];
+                        /** @description page, total and totalPages are null in keyset mode */
+                        pagination: {
+                            page: number | null;
+                            limit: number;
+                            total: number | null;
+                            totalPages: number | null;
+                        };
+                        /** @description Keyset mode: pass as `cursor` for the next page; null on the last page and in offset mode */
+                        next_cursor: string | null;
+                    };
+                };
+            };
+        };
+    };
+    "conversations.reply": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Text; may use merge variables such as {{first_name}} */
+                    message?: string;
+                    /** @description Hosted media URLs (array of strings) */
+                    mediaUrls?: unknown;
+                    /** @description Uploads: array of {contentType, data (base64), filename?} */
+                    mediaFiles?: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            id: string;
+                            status: "queued" | "scheduled";
+                            from: string;
+                            to: string;
+                            body: string;
+                            segments: number;
+                            /** @enum {unknown} */
+                            encoding: "GSM-7" | "UCS-2";
+                            mediaCount: number;
+                            createdAt: string;
+                            /** @description When a scheduled message is due to leave */
+                            sendAt?: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "conversations.markRead": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key and request within 24 hours answer the first answer again (`Idempotent-Replayed: true`) without acting twice; the same key on another request is 422 IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. 1–255 printable ASCII characters, e.g. a UUID. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description conv_… */
+                            id: string;
+                            /** @description The contact with this phone, if there is one (ct_…) */
+                            contactId: string | null;
+                            /** @description The other party, E.164 */
+                            phone: string;
+                            /** @description Our number in the thread, E.164 */
+                            number: string;
+                            /**
+                             * @description `open` or `closed`
+                             * @enum {unknown}
+                             */
+                            status: "open" | "closed";
+                            /** @description Inbound items since the thread was last marked read */
+                            unreadCount: number;
+                            /** @description The member it is assigned to (a user id), or null */
+                            assignedTo: string | null;
+                            /**
+                             * Format: date-time
+                             * @description When its newest item happened
+                             */
+                            lastActivityAt: string;
+                            lastMessage: {
+                                /** @description The message (msg_…) */
+                                id: string;
+                                /** @enum {unknown} */
+                                direction: "inbound" | "outbound";
+                                /** @description Its text */
+                                body: string;
+                                /** @description The message's status when last seen by the thread */
+                                status: string;
+                                /** @description Media attached (MMS) */
+                                mediaCount: number;
+                                /**
+                                 * Format: date-time
+                                 * @description When it was created
+                                 */
+                                at: string;
+                            } | null;
+                            /**
+                             * Format: date-time
+                             * @description When the thread began
+                             */
+                            createdAt: string;
+                        };
                     };
                 };
             };
@@ -9393,6 +9983,321 @@ export interface operations {
                         at: string;
                         /** @description When the last message left the queue */
                         completedAt: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried on the schedule */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "events.conversation.created": {
+        parameters: {
+            query?: never;
+            header: {
+                "webhook-id": string;
+                "webhook-timestamp": string;
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "conversation.created",
+                 *       "timestamp": "2026-06-10T12:00:00.000Z",
+                 *       "data": {
+                 *         "id": "conv_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *         "contactId": "ct_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *         "phone": "+12025550123",
+                 *         "number": "+12025550100",
+                 *         "status": "open",
+                 *         "unreadCount": 1,
+                 *         "assignedTo": null,
+                 *         "lastActivityAt": "2026-06-10T12:00:00.000Z",
+                 *         "lastMessage": {
+                 *           "id": "msg_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *           "direction": "inbound",
+                 *           "body": "Is my order ready?",
+                 *           "status": "received",
+                 *           "mediaCount": 0,
+                 *           "at": "2026-06-10T12:00:00.000Z"
+                 *         },
+                 *         "createdAt": "2026-06-10T12:00:00.000Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "conversation.created";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** @description conv_… */
+                        id: string;
+                        /** @description The contact with this phone, if there is one (ct_…) */
+                        contactId: string | null;
+                        /** @description The other party, E.164 */
+                        phone: string;
+                        /** @description Our number in the thread, E.164 */
+                        number: string;
+                        /**
+                         * @description `open` or `closed`
+                         * @enum {unknown}
+                         */
+                        status: "open" | "closed";
+                        /** @description Inbound items since the thread was last marked read */
+                        unreadCount: number;
+                        /** @description The member it is assigned to (a user id), or null */
+                        assignedTo: string | null;
+                        /**
+                         * Format: date-time
+                         * @description When its newest item happened
+                         */
+                        lastActivityAt: string;
+                        lastMessage: {
+                            /** @description The message (msg_…) */
+                            id: string;
+                            /** @enum {unknown} */
+                            direction: "inbound" | "outbound";
+                            /** @description Its text */
+                            body: string;
+                            /** @description The message's status when last seen by the thread */
+                            status: string;
+                            /** @description Media attached (MMS) */
+                            mediaCount: number;
+                            /**
+                             * Format: date-time
+                             * @description When it was created
+                             */
+                            at: string;
+                        } | null;
+                        /**
+                         * Format: date-time
+                         * @description When the thread began
+                         */
+                        createdAt: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried on the schedule */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "events.conversation.assigned": {
+        parameters: {
+            query?: never;
+            header: {
+                "webhook-id": string;
+                "webhook-timestamp": string;
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "conversation.assigned",
+                 *       "timestamp": "2026-06-10T12:00:00.000Z",
+                 *       "data": {
+                 *         "id": "conv_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *         "contactId": "ct_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *         "phone": "+12025550123",
+                 *         "number": "+12025550100",
+                 *         "status": "open",
+                 *         "unreadCount": 1,
+                 *         "assignedTo": "usr_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *         "lastActivityAt": "2026-06-10T12:00:00.000Z",
+                 *         "lastMessage": {
+                 *           "id": "msg_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *           "direction": "inbound",
+                 *           "body": "Is my order ready?",
+                 *           "status": "received",
+                 *           "mediaCount": 0,
+                 *           "at": "2026-06-10T12:00:00.000Z"
+                 *         },
+                 *         "createdAt": "2026-06-10T12:00:00.000Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "conversation.assigned";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** @description conv_… */
+                        id: string;
+                        /** @description The contact with this phone, if there is one (ct_…) */
+                        contactId: string | null;
+                        /** @description The other party, E.164 */
+                        phone: string;
+                        /** @description Our number in the thread, E.164 */
+                        number: string;
+                        /**
+                         * @description `open` or `closed`
+                         * @enum {unknown}
+                         */
+                        status: "open" | "closed";
+                        /** @description Inbound items since the thread was last marked read */
+                        unreadCount: number;
+                        /** @description The member it is assigned to (a user id), or null */
+                        assignedTo: string | null;
+                        /**
+                         * Format: date-time
+                         * @description When its newest item happened
+                         */
+                        lastActivityAt: string;
+                        lastMessage: {
+                            /** @description The message (msg_…) */
+                            id: string;
+                            /** @enum {unknown} */
+                            direction: "inbound" | "outbound";
+                            /** @description Its text */
+                            body: string;
+                            /** @description The message's status when last seen by the thread */
+                            status: string;
+                            /** @description Media attached (MMS) */
+                            mediaCount: number;
+                            /**
+                             * Format: date-time
+                             * @description When it was created
+                             */
+                            at: string;
+                        } | null;
+                        /**
+                         * Format: date-time
+                         * @description When the thread began
+                         */
+                        createdAt: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried on the schedule */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "events.conversation.closed": {
+        parameters: {
+            query?: never;
+            header: {
+                "webhook-id": string;
+                "webhook-timestamp": string;
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "conversation.closed",
+                 *       "timestamp": "2026-06-10T12:00:00.000Z",
+                 *       "data": {
+                 *         "id": "conv_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *         "contactId": "ct_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *         "phone": "+12025550123",
+                 *         "number": "+12025550100",
+                 *         "status": "closed",
+                 *         "unreadCount": 0,
+                 *         "assignedTo": null,
+                 *         "lastActivityAt": "2026-06-10T12:00:00.000Z",
+                 *         "lastMessage": {
+                 *           "id": "msg_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *           "direction": "inbound",
+                 *           "body": "Is my order ready?",
+                 *           "status": "received",
+                 *           "mediaCount": 0,
+                 *           "at": "2026-06-10T12:00:00.000Z"
+                 *         },
+                 *         "createdAt": "2026-06-10T12:00:00.000Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "conversation.closed";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** @description conv_… */
+                        id: string;
+                        /** @description The contact with this phone, if there is one (ct_…) */
+                        contactId: string | null;
+                        /** @description The other party, E.164 */
+                        phone: string;
+                        /** @description Our number in the thread, E.164 */
+                        number: string;
+                        /**
+                         * @description `open` or `closed`
+                         * @enum {unknown}
+                         */
+                        status: "open" | "closed";
+                        /** @description Inbound items since the thread was last marked read */
+                        unreadCount: number;
+                        /** @description The member it is assigned to (a user id), or null */
+                        assignedTo: string | null;
+                        /**
+                         * Format: date-time
+                         * @description When its newest item happened
+                         */
+                        lastActivityAt: string;
+                        lastMessage: {
+                            /** @description The message (msg_…) */
+                            id: string;
+                            /** @enum {unknown} */
+                            direction: "inbound" | "outbound";
+                            /** @description Its text */
+                            body: string;
+                            /** @description The message's status when last seen by the thread */
+                            status: string;
+                            /** @description Media attached (MMS) */
+                            mediaCount: number;
+                            /**
+                             * Format: date-time
+                             * @description When it was created
+                             */
+                            at: string;
+                        } | null;
+                        /**
+                         * Format: date-time
+                         * @description When the thread began
+                         */
+                        createdAt: string;
                     };
                 };
             };

@@ -447,6 +447,68 @@ export const OPERATIONS = {
     "list": "offset",
     "idempotencyKey": false
   },
+  "conversations.list": {
+    "method": "get",
+    "path": "/api/v2/conversations",
+    "pathParams": [],
+    "query": true,
+    "response": "json",
+    "list": "keyset",
+    "idempotencyKey": false
+  },
+  "conversations.get": {
+    "method": "get",
+    "path": "/api/v2/conversations/{id}",
+    "pathParams": [
+      "id"
+    ],
+    "query": false,
+    "response": "json",
+    "idempotencyKey": false
+  },
+  "conversations.update": {
+    "method": "patch",
+    "path": "/api/v2/conversations/{id}",
+    "pathParams": [
+      "id"
+    ],
+    "query": false,
+    "body": "json",
+    "response": "json",
+    "idempotencyKey": true
+  },
+  "conversations.timeline": {
+    "method": "get",
+    "path": "/api/v2/conversations/{id}/timeline",
+    "pathParams": [
+      "id"
+    ],
+    "query": true,
+    "response": "json",
+    "list": "keyset",
+    "idempotencyKey": false
+  },
+  "conversations.reply": {
+    "method": "post",
+    "path": "/api/v2/conversations/{id}/messages",
+    "pathParams": [
+      "id"
+    ],
+    "query": false,
+    "body": "json",
+    "response": "json",
+    "idempotencyKey": true
+  },
+  "conversations.markRead": {
+    "method": "post",
+    "path": "/api/v2/conversations/{id}/read",
+    "pathParams": [
+      "id"
+    ],
+    "query": false,
+    "response": "json",
+    "idempotencyKey": true
+  },
   "extensions.list": {
     "method": "get",
     "path": "/api/v2/extensions",

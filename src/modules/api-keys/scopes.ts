@@ -7,6 +7,11 @@ export const SCOPE_CATALOG = [
   { scope: 'contacts:write', description: 'Create, change, import and delete contacts and contact lists' },
   { scope: 'campaigns:read', description: 'Read campaigns and their statistics' },
   { scope: 'campaigns:write', description: 'Create, change and launch campaigns' },
+  { scope: 'conversations:read', description: 'Read conversations and their timelines' },
+  {
+    scope: 'conversations:write',
+    description: 'Reply in conversations, mark them read, assign, close and reopen them',
+  },
   { scope: 'calls:read', description: 'Read calls' },
   { scope: 'calls:write', description: 'Place and hang up calls' },
   { scope: 'numbers:read', description: 'Read phone numbers' },

@@ -97,6 +97,15 @@ export class ContactService {
     return toContact(row);
   }
 
+  /** The contact id of each of these phones that has a contact (phone → id). */
+  idsByPhone(
+    organizationId: string,
+    phones: string[],
+    tx: Queryable = this.db,
+  ): Promise<Map<string, string>> {
+    return this.store.idsByPhone(tx, organizationId, phones);
+  }
+
   async findByPhone(
     organizationId: string,
     phone: string,

@@ -156,6 +156,16 @@ export class ContactStore {
     return row;
   }
 
+  /** The ids of the contacts among these phones (a page of conversations names its contacts in one read). */
+  async idsByPhone(db: Queryable, organizationId: string, phones: string[]): Promise<Map<string, string>> {
+    if (phones.length === 0) return new Map();
+    const rows = await db.query<{ id: string; phone: string }>(
+      'SELECT id, phone FROM contacts WHERE organization_id = $1 AND phone = ANY($2::text[])',
+      [organizationId, phones],
+    );
+    return new Map(rows.map((row) => [row.phone, row.id]));
+  }
+
   async findByPhone(db: Queryable, organizationId: string, phone: string): Promise<ContactRow | undefined> {
     const [row] = await db.query<ContactRow>(
       `SELECT ${CONTACT_SELECT} FROM ${CONTACT_FROM} WHERE c.organization_id = $1 AND c.phone = $2`,

@@ -55,5 +55,5 @@ export {
   render,
   unsupportedMergeVariables,
 } from './merge-variables.ts';
-export { MESSAGE_STATUSES } from './schemas.ts';
+export { MESSAGE_STATUSES, SendResultSchema } from './schemas.ts';
 export type { MessagingService, MessagingServices } from './service.ts';
