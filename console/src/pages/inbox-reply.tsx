@@ -28,7 +28,7 @@ export function Reply({ path }: { path: string }) {
   );
   return (
     <div ref={box} className="reply">
-      <MutationForm mutation={send} label="Reply" submit="Send reply">
+      <MutationForm mutation={send} label="Send a reply" submit="Send reply">
         <label htmlFor="inbox-reply">Reply</label>
         <textarea
           id="inbox-reply"
