@@ -406,16 +406,26 @@ describe('the web console in Chromium', { skip }, () => {
       c.lastMessage?.body.includes('Are you open today?'),
     );
     assert.ok(thread && earlier, 'both threads exist through the API');
-    assert.equal(threads[0].id, thread.id, 'newest activity first');
+    // The list is the API's, in its order (newest activity first).
+    const shown = () =>
+      page.evaluate<string[]>(
+        "Array.from(document.querySelectorAll('[data-inbox-item]'), (a) => a.getAttribute('data-inbox-item'))",
+      );
+    const ids = threads.map((c: { id: string }) => c.id);
+    await waitFor(async () => JSON.stringify(await shown()) === JSON.stringify(ids));
 
     // j and k (and the arrows) move through the list, Enter opens the focused thread.
     const focused = () =>
       page.evaluate<string | null>("document.activeElement?.getAttribute('data-inbox-item')");
     await page.keyboard.press('j');
-    assert.equal(await focused(), thread.id);
+    assert.equal(await focused(), ids[0]);
     await page.keyboard.press('j');
-    assert.equal(await focused(), threads[1].id);
+    assert.equal(await focused(), ids[1]);
     await page.keyboard.press('ArrowUp');
+    assert.equal(await focused(), ids[0]);
+    await page.keyboard.press('k');
+    assert.equal(await focused(), ids[0], 'the top stays the top');
+    for (let step = 0; step < ids.indexOf(thread.id); step++) await page.keyboard.press('ArrowDown');
     assert.equal(await focused(), thread.id);
     await page.keyboard.press('Enter');
     await page.waitForURL(new RegExp(`/inbox/${thread.id}$`));
