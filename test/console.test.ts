@@ -474,9 +474,26 @@ describe('the web console in Chromium', { skip }, () => {
       `document.activeElement?.getAttribute('data-inbox-item') === ${JSON.stringify(thread.id)}`,
     );
 
-    // After a STOP, a reply is refused with the server's words.
+    // Assigned to me from the thread: through the API, and under the "Me" filter; closed, then reopened.
+    const conversation = async () =>
+      (await t.request('GET', `/api/v2/conversations/${thread.id}`, { apiKey: await keyOf() })).body.data;
+    assert.equal((await conversation()).assignedTo, null);
     await page.keyboard.press('Enter');
     await page.waitForURL(new RegExp(`/inbox/${thread.id}$`));
+    const assignedTo = page.getByRole('combobox', { name: 'Assigned to' });
+    await assignedTo.last().selectOption(user.id);
+    await waitFor(async () => (await conversation()).assignedTo === user.id);
+    await assignedTo.first().selectOption('me');
+    await waitFor(async () => JSON.stringify(await shown()) === JSON.stringify([thread.id]));
+    await assignedTo.first().selectOption('anyone');
+    await page.getByRole('button', { name: 'Close', exact: true }).click();
+    await page.getByRole('button', { name: 'Reopen', exact: true }).waitFor();
+    assert.equal((await conversation()).status, 'closed');
+    await page.getByRole('button', { name: 'Reopen', exact: true }).click();
+    await page.getByRole('button', { name: 'Close', exact: true }).waitFor();
+    assert.equal((await conversation()).status, 'open');
+
+    // After a STOP, a reply is refused with the server's words.
     const stop = await t.admin('POST', '/test/carrier/inbound', { from, to: number, text: 'STOP' });
     assert.equal(stop.status, 201, stop.text);
     await timeline.getByText('STOP', { exact: true }).waitFor();
