@@ -81,7 +81,10 @@ function useInboxKeys(openId: string | undefined) {
   useEffect(() => {
     const onKey = (event: KeyboardEvent) => {
       if (typing(event) || document.querySelector('dialog[open]')) return;
-      const items = Array.from(document.querySelectorAll<HTMLAnchorElement>('[data-inbox-item]'));
+      // Only the list as shown: at phone width an open thread hides it, and the arrows scroll the page again.
+      const items = Array.from(document.querySelectorAll<HTMLAnchorElement>('[data-inbox-item]')).filter(
+        (item) => item.offsetParent !== null,
+      );
       const move = { j: 1, ArrowDown: 1, k: -1, ArrowUp: -1 }[event.key];
       if (move !== undefined && items.length > 0) {
         event.preventDefault();
