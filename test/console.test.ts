@@ -385,6 +385,123 @@ describe('the web console in Chromium', { skip }, () => {
     await photograph('voicemail');
   });
 
+  test('the inbox: a text appears in the list and in the open thread without a reload, a reply goes from it, the keyboard moves through the list', async () => {
+    await open('/inbox', 'Inbox');
+    const list = page.getByRole('list', { name: 'Conversations' });
+    await list.getByRole('link').filter({ hasText: 'Are you open today?' }).waitFor();
+    await page.evaluate('window.__stillTheSamePage = true');
+    const from = freshNumber('415');
+    const first = await t.admin('POST', '/test/carrier/inbound', {
+      from,
+      to: number,
+      text: 'Do you have a slot on Friday?',
+    });
+    assert.equal(first.status, 201, first.text);
+    // The live event stream brings it: the list is not polling.
+    const item = list.getByRole('link').filter({ hasText: 'Do you have a slot on Friday?' });
+    await item.getByText('1 unread').waitFor();
+    const threads = (await t.request('GET', '/api/v2/conversations', { apiKey: await keyOf() })).body.data;
+    const thread = threads.find((c: { phone: string }) => c.phone === from);
+    const earlier = threads.find((c: { lastMessage: { body: string } | null }) =>
+      c.lastMessage?.body.includes('Are you open today?'),
+    );
+    assert.ok(thread && earlier, 'both threads exist through the API');
+    // The list is the API's, in its order (newest activity first).
+    const shown = () =>
+      page.evaluate<string[]>(
+        "Array.from(document.querySelectorAll('[data-inbox-item]'), (a) => a.getAttribute('data-inbox-item'))",
+      );
+    const ids = threads.map((c: { id: string }) => c.id);
+    await waitFor(async () => JSON.stringify(await shown()) === JSON.stringify(ids));
+
+    // j and k (and the arrows) move through the list, Enter opens the focused thread.
+    const focused = () =>
+      page.evaluate<string | null>("document.activeElement?.getAttribute('data-inbox-item')");
+    await page.keyboard.press('j');
+    assert.equal(await focused(), ids[0]);
+    await page.keyboard.press('j');
+    assert.equal(await focused(), ids[1]);
+    await page.keyboard.press('ArrowUp');
+    assert.equal(await focused(), ids[0]);
+    await page.keyboard.press('k');
+    assert.equal(await focused(), ids[0], 'the top stays the top');
+    for (let step = 0; step < ids.indexOf(thread.id); step++) await page.keyboard.press('ArrowDown');
+    assert.equal(await focused(), thread.id);
+    await page.keyboard.press('Enter');
+    await page.waitForURL(new RegExp(`/inbox/${thread.id}$`));
+    const timeline = page.getByRole('list', { name: 'Timeline' });
+    await timeline.getByText('Do you have a slot on Friday?').waitFor();
+    // Opening it marked it read.
+    await item.getByText('1 unread').waitFor({ state: 'detached' });
+    assert.equal(
+      (await t.request('GET', `/api/v2/conversations/${thread.id}`, { apiKey: await keyOf() })).body.data
+        .unreadCount,
+      0,
+    );
+
+    const second = await t.admin('POST', '/test/carrier/inbound', { from, to: number, text: 'Around 3 pm?' });
+    assert.equal(second.status, 201, second.text);
+    await timeline.getByText('Around 3 pm?').waitFor();
+    assert.equal(await page.evaluate('window.__stillTheSamePage'), true);
+
+    // r goes to the reply box; the segment count is the server's.
+    await page.keyboard.press('r');
+    const reply = 'Friday at 3 pm is yours, see you then.';
+    await page.keyboard.type(reply);
+    assert.equal(await page.getByLabel('Reply', { exact: true }).inputValue(), reply);
+    await page
+      .getByTestId('reply-segment-counter')
+      .filter({ hasText: `${reply.length} characters · 1 segment · GSM-7` })
+      .waitFor();
+    await page.getByRole('button', { name: 'Send reply' }).click();
+    await timeline.locator('.outbound').filter({ hasText: reply }).waitFor();
+    assert.equal(await page.getByLabel('Reply', { exact: true }).inputValue(), '', 'the box is emptied');
+    const items = (
+      await t.request('GET', `/api/v2/conversations/${thread.id}/timeline`, { apiKey: await keyOf() })
+    ).body.data;
+    assert.ok(
+      items.some((i: { direction: string; body: string }) => i.direction === 'outbound' && i.body === reply),
+      'the reply is in the thread through the API',
+    );
+    await accessible('inbox');
+    await photograph('inbox');
+
+    // Escape goes back to the list, on the thread just left.
+    await page.getByRole('heading', { level: 2 }).first().click();
+    await page.keyboard.press('Escape');
+    await page.waitForURL(/\/inbox$/);
+    await page.waitForFunction(
+      `document.activeElement?.getAttribute('data-inbox-item') === ${JSON.stringify(thread.id)}`,
+    );
+
+    // Assigned to me from the thread: through the API, and under the "Me" filter; closed, then reopened.
+    const conversation = async () =>
+      (await t.request('GET', `/api/v2/conversations/${thread.id}`, { apiKey: await keyOf() })).body.data;
+    assert.equal((await conversation()).assignedTo, null);
+    await page.keyboard.press('Enter');
+    await page.waitForURL(new RegExp(`/inbox/${thread.id}$`));
+    const assignedTo = page.getByRole('combobox', { name: 'Assigned to' });
+    await assignedTo.last().selectOption(user.id);
+    await waitFor(async () => (await conversation()).assignedTo === user.id);
+    await assignedTo.first().selectOption('me');
+    await waitFor(async () => JSON.stringify(await shown()) === JSON.stringify([thread.id]));
+    await assignedTo.first().selectOption('anyone');
+    await page.getByRole('button', { name: 'Close', exact: true }).click();
+    await page.getByRole('button', { name: 'Reopen', exact: true }).waitFor();
+    assert.equal((await conversation()).status, 'closed');
+    await page.getByRole('button', { name: 'Reopen', exact: true }).click();
+    await page.getByRole('button', { name: 'Close', exact: true }).waitFor();
+    assert.equal((await conversation()).status, 'open');
+
+    // After a STOP, a reply is refused with the server's words.
+    const stop = await t.admin('POST', '/test/carrier/inbound', { from, to: number, text: 'STOP' });
+    assert.equal(stop.status, 201, stop.text);
+    await timeline.getByText('STOP', { exact: true }).waitFor();
+    await page.getByLabel('Reply', { exact: true }).fill('One more thing');
+    await page.getByRole('button', { name: 'Send reply' }).click();
+    await page.getByRole('alert').filter({ hasText: 'has opted out of messages' }).waitFor();
+  });
+
   test('creates an API key after a fresh two-factor code and shows it exactly once', async () => {
     await advance(t, 11 * 60); // the sign-in's verification is no longer fresh
     await open('/api-keys', 'API keys');

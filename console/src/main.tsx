@@ -14,6 +14,7 @@ import { meQuery } from './session.ts';
 import { Shell } from './shell.tsx';
 
 const Messages = lazy(() => import('./pages/messages.tsx'));
+const Inbox = lazy(() => import('./pages/inbox.tsx'));
 const Contacts = lazy(() => import('./pages/contacts.tsx'));
 const ContactDetail = lazy(() => import('./pages/contact-detail.tsx'));
 const ContactLists = lazy(() => import('./pages/contact-lists.tsx'));
@@ -88,6 +89,7 @@ function App() {
           <Suspense fallback={<p aria-busy="true">Loading…</p>}>
             <Switch>
               <Route path="/" component={Dashboard} />
+              <Route path="/inbox/:id?" component={Inbox} />
               <Route path="/messages" component={Messages} />
               <Route path="/contacts" component={Contacts} />
               <Route path="/contacts/:id" component={ContactDetail} />

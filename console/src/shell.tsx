@@ -15,6 +15,7 @@ const NAV: { group: string; product?: string; links: [string, string][] }[] = [
     group: 'Messaging',
     product: 'messaging',
     links: [
+      ['/inbox', 'Inbox'],
       ['/messages', 'Messages'],
       ['/contacts', 'Contacts'],
       ['/lists', 'Contact lists'],

@@ -1,8 +1,7 @@
 // Compose (with the server's own segment count as you type, merge-variable hints and MMS attachments) and
 // the history, newest first, with filters and keyset "load more". A message may be scheduled (send at, 15
 // minutes to 35 days ahead); a scheduled one can be cancelled from its row until it leaves.
-import { useQuery } from '@tanstack/react-query';
-import { useDeferredValue, useState } from 'react';
+import { useState } from 'react';
 import { data, qs } from '../api.ts';
 import {
   ActionButton,
@@ -19,6 +18,7 @@ import {
   usePagedList,
   when,
 } from '../ui.tsx';
+import { MergeVariables, mediaFilesOf, SegmentCounter } from './compose.tsx';
 
 export interface Message {
   id: string;
@@ -35,51 +35,19 @@ export interface Message {
   createdAt: string;
 }
 
-const MERGE_VARIABLES = ['first_name', 'last_name', 'full_name', 'company', 'email', 'phone'];
-
-function readAsBase64(file: File): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const reader = new FileReader();
-    reader.onload = () => resolve(String(reader.result).replace(/^data:[^,]*,/, ''));
-    reader.onerror = () => reject(reader.error);
-    reader.readAsDataURL(file);
-  });
-}
-
 function Compose() {
   const [body, setBody] = useState('');
-  const deferred = useDeferredValue(body);
-  const count = useQuery({
-    queryKey: ['segments', deferred],
-    queryFn: () =>
-      data<{ segments: number; encoding: string; characters: number }>(
-        'POST',
-        '/v2/portal/messages/segments',
-        {
-          message: deferred,
-        },
-      ),
-    enabled: deferred.length > 0,
-    staleTime: Number.POSITIVE_INFINITY,
-  });
   const [sent, setSent] = useState<{ id: string; status: string; sendAt?: string } | null>(null);
   const send = useAction(
     async (form) => {
-      const files = (form.getAll('media') as File[]).filter((file) => file.size > 0);
-      const mediaFiles = await Promise.all(
-        files.map(async (file) => ({
-          contentType: file.type || 'application/octet-stream',
-          data: await readAsBase64(file),
-          filename: file.name,
-        })),
-      );
+      const mediaFiles = await mediaFilesOf(form);
       // datetime-local is the browser's local time; the API takes an instant.
       const sendAt = text(form, 'sendAt');
       return data<{ id: string; status: string; sendAt?: string }>('POST', '/v2/portal/messages/send', {
         to: text(form, 'to'),
         from: text(form, 'from'),
         message: body === '' ? undefined : body,
-        mediaFiles: mediaFiles.length ? mediaFiles : undefined,
+        mediaFiles,
         sendAt: sendAt ? new Date(sendAt).toISOString() : undefined,
       });
     },
@@ -102,23 +70,7 @@ function Compose() {
             {(id, hint) => <input id={id} name="from" type="tel" aria-describedby={hint} />}
           </Field>
         </div>
-        <Field
-          label="Message"
-          hint={
-            <>
-              Merge variables:{' '}
-              {MERGE_VARIABLES.map((name) => (
-                <button
-                  key={name}
-                  type="button"
-                  className="secondary outline copy"
-                  onClick={() => setBody(`${body}{{${name}}}`)}
-                >{`{{${name}}}`}</button>
-              ))}{' '}
-              — a fallback: {'{{first_name|there}}'}
-            </>
-          }
-        >
+        <Field label="Message" hint={<MergeVariables onPick={(variable) => setBody(`${body}${variable}`)} />}>
           {(id, hint) => (
             <textarea
               id={id}
@@ -130,13 +82,7 @@ function Compose() {
             />
           )}
         </Field>
-        <p aria-live="polite" data-testid="segment-counter">
-          {body.length === 0
-            ? 'Empty'
-            : count.data
-              ? `${count.data.characters} characters · ${count.data.segments} segment${count.data.segments === 1 ? '' : 's'} · ${count.data.encoding}`
-              : 'Counting…'}
-        </p>
+        <SegmentCounter body={body} />
         <Field label="Send at (optional)" hint="15 minutes to 35 days from now, your local time; empty: now">
           {(id, hint) => <input id={id} name="sendAt" type="datetime-local" aria-describedby={hint} />}
         </Field>
