@@ -6,6 +6,7 @@ import { campaignsModule } from './modules/campaigns/index.ts';
 import { contactsModule } from './modules/contacts/index.ts';
 import { exportsModule } from './modules/exports/index.ts';
 import { identityModule } from './modules/identity/index.ts';
+import { linksModule } from './modules/links/index.ts';
 import { liveModule } from './modules/live/index.ts';
 import { messagingModule } from './modules/messaging/index.ts';
 import { numbersModule } from './modules/numbers/index.ts';
@@ -22,6 +23,7 @@ export const MODULES = [
   numbersModule,
   apiKeysModule,
   contactsModule,
+  linksModule,
   messagingModule,
   campaignsModule,
   voiceModule,
