@@ -302,7 +302,7 @@ describe('the web console in Chromium', { skip }, () => {
       .fill('Hi {{first_name|there}}, time for your check-up! Book: https://clinic.example.com/book');
     await page.getByLabel('Contact lists').selectOption({ label: 'Patients (2)' });
     await page.getByLabel('Send only between').uncheck();
-    await page.getByLabel(/^Track links/).check();
+    await page.getByLabel('Track links').check();
     await page.getByRole('button', { name: 'Create draft' }).click();
     await page.getByRole('heading', { level: 1, name: 'Winter check-up' }).waitFor();
     await page.getByRole('button', { name: 'Launch' }).click();
@@ -325,6 +325,11 @@ describe('the web console in Chromium', { skip }, () => {
     assert.equal(tap.headers.get('location'), 'https://clinic.example.com/book');
     await page.getByTestId('unique-clicks').filter({ hasText: /^1$/ }).waitFor();
     await page.getByTestId('click-rate').filter({ hasText: '50 %' }).waitFor();
+    await page
+      .getByRole('table', { name: 'Link clicks' })
+      .getByRole('row')
+      .filter({ hasText: first!.to_number })
+      .waitFor();
     await t.admin('POST', '/test/carrier/receipts', { messageId: first!.id, status: 'delivered' });
     await t.admin('POST', '/test/carrier/receipts', { messageId: second!.id, status: 'undelivered' });
     await page.getByTestId('delivery-rate').filter({ hasText: '50 %' }).waitFor();

@@ -230,7 +230,12 @@ export default function CampaignDetail() {
 
 /** Clicks on the campaign's tracked links: the figures, then who clicked, newest first. */
 function LinkClicks({ id, path, analytics }: { id: string; path: string; analytics?: Analytics }) {
-  const clicks = usePagedList<Click>(['campaigns', id, 'clicks'], `${path}/clicks`, 'offset');
+  // Keyed by the count the polled analytics show, so the list is read again when a click comes in.
+  const clicks = usePagedList<Click>(
+    ['campaigns', id, 'clicks', analytics?.clicks ?? 0],
+    `${path}/clicks`,
+    'offset',
+  );
   return (
     <>
       <h2>Link clicks</h2>
