@@ -111,6 +111,11 @@ describe('link tracking', () => {
       assert.equal(preview.headers.get('location'), LONG_URL);
     }
 
+    const prefetch = await t.request('GET', `/l/${codes[2]![0]!}`, {
+      headers: { 'user-agent': PHONE_UA, 'sec-purpose': 'prefetch;prerender' },
+    });
+    assert.equal(prefetch.status, 302);
+
     const analytics = (await api(acme, 'GET', `/campaigns/${c.id}/analytics`)).body.data;
     assert.equal(analytics.clicks, 3);
     assert.equal(analytics.uniqueClicks, 2);

@@ -31,6 +31,7 @@ export const linkRoutes: ModuleRoutes<LinksServices> =
         const url = await links.follow(request.params.code, {
           method: request.method,
           userAgent: request.headers['user-agent'],
+          prefetch: isPrefetch(request.headers),
         });
         // Never cached: each tap must reach us to be counted, and an expired code must stop redirecting.
         reply.header('cache-control', 'private, no-store').header('referrer-policy', 'no-referrer');
@@ -40,3 +41,14 @@ export const linkRoutes: ModuleRoutes<LinksServices> =
       },
     });
   };
+
+/**
+ * A browser fetching ahead of a tap (Chrome's `Sec-Purpose: prefetch`, the older `Purpose: prefetch`, Firefox's
+ * `X-Moz: prefetch`): answered, not counted, since nobody tapped yet.
+ */
+function isPrefetch(headers: Record<string, string | string[] | undefined>): boolean {
+  return ['sec-purpose', 'purpose', 'x-moz'].some((name) => {
+    const value = headers[name];
+    return typeof value === 'string' && value.toLowerCase().includes('prefetch');
+  });
+}

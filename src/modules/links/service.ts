@@ -102,16 +102,21 @@ export class LinkService {
 
   /**
    * Where a code redirects, or undefined for a code we did not issue or that expired. A GET by a person is
-   * recorded as a click with its `link.clicked` event; a HEAD, a request without a User-Agent and a known
-   * unfurler are not.
+   * recorded as a click with its `link.clicked` event; a HEAD, a browser's prefetch, a request without a
+   * User-Agent and a known unfurler are not.
    */
-  async follow(code: string, request: { method: string; userAgent?: string }): Promise<string | undefined> {
+  async follow(
+    code: string,
+    request: { method: string; userAgent?: string; prefetch?: boolean },
+  ): Promise<string | undefined> {
     if (!CODE_PATTERN.test(code)) return undefined;
     const now = this.clock.now();
     const link = await this.store.find(this.db, code, now);
     if (!link) return undefined;
     const userAgent = request.userAgent?.slice(0, 1000) || null;
-    if (request.method !== 'GET' || userAgent === null || isUnfurler(userAgent)) return link.url;
+    if (request.method !== 'GET' || request.prefetch || userAgent === null || isUnfurler(userAgent)) {
+      return link.url;
+    }
     await this.db.transaction(async (tx) => {
       await this.store.insertClick(tx, { id: newId('clk', now.getTime()), link, userAgent, at: now });
       await this.events.record(tx, LinkClicked, {
