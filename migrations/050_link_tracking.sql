@@ -7,8 +7,8 @@ ALTER TABLE campaigns ADD COLUMN track_links boolean NOT NULL DEFAULT false;
 
 CREATE TABLE tracked_links (
   code             text PRIMARY KEY,
-  organization_id  text NOT NULL,
-  campaign_id      text,
+  organization_id  text NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+  campaign_id      text REFERENCES campaigns (id) ON DELETE CASCADE,
   message_id       text NOT NULL,
   recipient_phone  text NOT NULL,
   url              text NOT NULL,
@@ -19,8 +19,8 @@ CREATE INDEX tracked_links_expires_at ON tracked_links (expires_at);
 
 CREATE TABLE link_clicks (
   id               text PRIMARY KEY,
-  organization_id  text NOT NULL,
-  campaign_id      text,
+  organization_id  text NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+  campaign_id      text REFERENCES campaigns (id) ON DELETE CASCADE,
   message_id       text NOT NULL,
   recipient_phone  text NOT NULL,
   url              text NOT NULL,
