@@ -229,6 +229,30 @@ describe('link tracking', () => {
     assert.equal(event?.data.recipientPhone, '+12025550189');
   });
 
+  test('the launch check counts tracked links short: a campaign that fits only with its short links launches', async () => {
+    t.ctx.clock.set(NOON_EASTERN);
+    // Ceiling 3 × 2 = 6 segments this month: 4 recipients × 2 segments do not fit, 4 × 1 do.
+    for (const [trackLinks, template] of [
+      [false, `Sale: ${LONG_URL}`],
+      [true, `Sale: ${LONG_URL}`],
+      [true, `Sale {{first_name}}: ${LONG_URL}`],
+    ] as const) {
+      const org = await sender(t, { monthlyAllowanceSegments: 2 }, { type: 'toll_free' });
+      const recipients = await list(org, 4);
+      const c = await campaign(org, { contactListIds: [recipients.listId], message: template, trackLinks });
+      const res = await api(org, 'POST', `/campaigns/${c.id}/launch`);
+      if (!trackLinks) {
+        assert.equal(res.status, 429, res.text);
+        assert.equal(res.body.code, 'PAID_LIMIT_REACHED');
+        continue;
+      }
+      assert.equal(res.status, 200, `${template}: ${res.text}`);
+      await runFor(t, 10);
+      const analytics = (await api(org, 'GET', `/campaigns/${c.id}/analytics`)).body.data;
+      assert.equal(analytics.segments, 4, template);
+    }
+  });
+
   test('a campaign without trackLinks sends its links as written', async () => {
     t.ctx.clock.set(NOON_EASTERN);
     const acme = await sender(t, {}, { type: 'toll_free' });
