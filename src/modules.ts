@@ -7,6 +7,7 @@ import { contactsModule } from './modules/contacts/index.ts';
 import { conversationsModule } from './modules/conversations/index.ts';
 import { exportsModule } from './modules/exports/index.ts';
 import { identityModule } from './modules/identity/index.ts';
+import { linksModule } from './modules/links/index.ts';
 import { liveModule } from './modules/live/index.ts';
 import { messagingModule } from './modules/messaging/index.ts';
 import { numbersModule } from './modules/numbers/index.ts';
@@ -23,6 +24,7 @@ export const MODULES = [
   numbersModule,
   apiKeysModule,
   contactsModule,
+  linksModule,
   messagingModule,
   campaignsModule,
   conversationsModule,

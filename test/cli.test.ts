@@ -134,6 +134,18 @@ describe('the comms command', () => {
     const one = JSON.parse((await comms(['messages', 'get', message.id, '--json'])).stdout);
     assert.equal(one.body, 'From the terminal');
 
+    const tracked = await comms([
+      'send',
+      '--to',
+      '+14155550130',
+      '--message',
+      'See https://example.com/x',
+      '--track-links',
+      '--json',
+    ]);
+    assert.equal(tracked.code, 0, tracked.stderr);
+    assert.match(JSON.parse(tracked.stdout).body, /^See http:\/\/[^ ]+\/l\/[A-Za-z0-9_-]{16}$/);
+
     const refused = await comms(['send', '--to', 'not a number', '--message', 'x']);
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /^Error: .+\(400/);

@@ -316,9 +316,10 @@ describe('the web console in Chromium', { skip }, () => {
     await page.getByLabel('Name', { exact: true }).fill('Winter check-up');
     await page
       .getByLabel('Message', { exact: true })
-      .fill('Hi {{first_name|there}}, time for your check-up!');
+      .fill('Hi {{first_name|there}}, time for your check-up! Book: https://clinic.example.com/book');
     await page.getByLabel('Contact lists').selectOption({ label: 'Patients (2)' });
     await page.getByLabel('Send only between').uncheck();
+    await page.getByLabel('Track links').check();
     await page.getByRole('button', { name: 'Create draft' }).click();
     await page.getByRole('heading', { level: 1, name: 'Winter check-up' }).waitFor();
     await page.getByRole('button', { name: 'Launch' }).click();
@@ -329,6 +330,23 @@ describe('the web console in Chromium', { skip }, () => {
       .waitFor();
     await waitFor(async () => (await campaignMessages()).filter((m) => m.status === 'sent').length === 2);
     const [first, second] = await campaignMessages();
+    // One recipient taps the tracked link (a phone's browser, not a preview): the page shows the click.
+    const [sent] = await t.ctx.db.query<{ body: string }>('SELECT body FROM messages WHERE id = $1', [
+      first!.id,
+    ]);
+    const code = /\/l\/([A-Za-z0-9_-]{16})/.exec(sent!.body)?.[1];
+    assert.ok(code, sent!.body);
+    const tap = await t.request('GET', `/l/${code}`, {
+      headers: { 'user-agent': 'Mozilla/5.0 (iPhone) Mobile Safari' },
+    });
+    assert.equal(tap.headers.get('location'), 'https://clinic.example.com/book');
+    await page.getByTestId('unique-clicks').filter({ hasText: /^1$/ }).waitFor();
+    await page.getByTestId('click-rate').filter({ hasText: '50 %' }).waitFor();
+    await page
+      .getByRole('table', { name: 'Link clicks' })
+      .getByRole('row')
+      .filter({ hasText: first!.to_number })
+      .waitFor();
     await t.admin('POST', '/test/carrier/receipts', { messageId: first!.id, status: 'delivered' });
     await t.admin('POST', '/test/carrier/receipts', { messageId: second!.id, status: 'undelivered' });
     await page.getByTestId('delivery-rate').filter({ hasText: '50 %' }).waitFor();

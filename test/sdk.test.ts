@@ -146,6 +146,7 @@ describe('the SDK against a real server', () => {
     await comms.campaigns.cancel(campaign.id);
     assert.ok(await comms.campaigns.analytics(campaign.id));
     await comms.campaigns.recipients(campaign.id);
+    assert.deepEqual((await comms.campaigns.clicks(campaign.id)).data, []);
     assert.equal((await comms.campaigns.get(campaign.id)).status, 'cancelled');
     const followUp = await comms.campaigns.retry(campaign.id, { include: ['failed', 'undelivered'] });
     assert.equal(followUp.parentCampaignId, campaign.id);

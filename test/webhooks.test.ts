@@ -150,6 +150,7 @@ describe('webhook management', () => {
       'recording.completed',
       'transcription.completed',
       'campaign.completed',
+      'link.clicked',
       'agent_call.completed',
     ]) {
       assert.ok(types.includes(type), type);

@@ -149,6 +149,7 @@ program
     'only between these local times of the recipient, e.g. 08:00-21:00 (default: none)',
     quietHours,
   )
+  .option('--track-links', 'replace its links with tracked short links and count clicks (link.clicked)')
   .action(
     async (options: {
       to: string;
@@ -157,6 +158,7 @@ program
       media?: string[];
       at?: string;
       quietHours?: string;
+      trackLinks?: boolean;
     }) => {
       const sent = await (await client()).messages.send({
         to: options.to,
@@ -165,6 +167,7 @@ program
         media: options.media,
         ...(options.at !== undefined && { sendAt: options.at }),
         ...(options.quietHours && { quietHours: quietHoursWindow(options.quietHours) }),
+        ...(options.trackLinks && { trackLinks: true }),
       });
       printOne(sent, [
         'id',

@@ -1,6 +1,7 @@
 // One campaign: its settings, the actions its state allows (launch, pause, resume, cancel, delete, follow up
 // the failures with a draft to those recipients), live
-// delivery statistics drawn as a bar chart (polled while it sends), and its recipients.
+// delivery statistics drawn as a bar chart (polled while it sends), its recipients, and, when it tracks links,
+// its clicks: total, unique, click-through rate and who clicked.
 import { useQuery } from '@tanstack/react-query';
 import { Link, useLocation, useParams } from 'wouter';
 import { call, get } from '../api.ts';
@@ -29,10 +30,22 @@ interface Analytics {
   skipped: number;
   optOuts: number;
   segments: number;
+  clicks: number;
+  uniqueClicks: number;
+  clickRate: number | null;
   deliveryRate: number | null;
   failureRate: number | null;
   provisional: boolean;
 }
+
+interface Click {
+  recipientPhone: string;
+  url: string;
+  at: string;
+  userAgent: string | null;
+}
+
+const percent = (value: number | null) => (value === null ? '—' : `${Math.round(value * 1000) / 10} %`);
 
 interface Recipient {
   phone: string;
@@ -196,6 +209,7 @@ export default function CampaignDetail() {
       ) : (
         <p>Statistics appear once the campaign launches.</p>
       )}
+      {c.trackLinks ? <LinkClicks id={id} path={path} analytics={analytics.data} /> : null}
       <h2>Recipients</h2>
       <DataTable
         caption="Recipients"
@@ -210,6 +224,42 @@ export default function CampaignDetail() {
         ]}
       />
       <LoadMore list={recipients} />
+    </>
+  );
+}
+
+/** Clicks on the campaign's tracked links: the figures, then who clicked, newest first. */
+function LinkClicks({ id, path, analytics }: { id: string; path: string; analytics?: Analytics }) {
+  // Keyed by the count the polled analytics show, so the list is read again when a click comes in.
+  const clicks = usePagedList<Click>(
+    ['campaigns', id, 'clicks', analytics?.clicks ?? 0],
+    `${path}/clicks`,
+    'offset',
+  );
+  return (
+    <>
+      <h2>Link clicks</h2>
+      {analytics ? (
+        <p>
+          <strong data-testid="link-clicks">{analytics.clicks}</strong> clicks ·{' '}
+          <strong data-testid="unique-clicks">{analytics.uniqueClicks}</strong> recipients clicked ·
+          click-through rate <strong data-testid="click-rate">{percent(analytics.clickRate)}</strong> (of
+          recipients sent to)
+        </p>
+      ) : null}
+      <DataTable
+        caption="Link clicks"
+        rows={rowsOf(clicks)}
+        rowKey={(click) => `${click.at} ${click.recipientPhone} ${click.url}`}
+        empty="No clicks yet."
+        columns={[
+          { header: 'When', cell: (click) => when(click.at) },
+          { header: 'Phone', cell: (click) => click.recipientPhone },
+          { header: 'Link', cell: (click) => click.url },
+          { header: 'Browser', cell: (click) => click.userAgent ?? '—' },
+        ]}
+      />
+      <LoadMore list={clicks} />
     </>
   );
 }

@@ -27,6 +27,8 @@ export interface Campaign {
   scheduledAt: string | null;
   timezone: string;
   quietHours: { start: string; end: string } | null;
+  /** Links in its messages are tracked short links, with clicks counted. */
+  trackLinks: boolean;
   contactListIds: string[];
   senders: string[];
   recipientCount: number | null;
@@ -59,6 +61,7 @@ function CreateCampaign() {
         scheduledAt: scheduled ? new Date(scheduled).toISOString() : undefined,
         timezone: text(form, 'timezone'),
         quietHours: quiet ? { start: text(form, 'quietStart'), end: text(form, 'quietEnd') } : null,
+        trackLinks: form.get('trackLinks') === 'on',
       });
     },
     [['campaigns']],
@@ -117,6 +120,10 @@ function CreateCampaign() {
             </Field>
           </div>
         </fieldset>
+        <label>
+          <input type="checkbox" name="trackLinks" /> Track links: shorten each link to a tracked link and
+          count who clicks
+        </label>
       </MutationForm>
     </details>
   );

@@ -572,6 +572,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/campaigns/{id}/clicks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Who clicked a campaign's tracked links: phone, URL, time and user agent (offset paging) */
+        get: operations["campaigns.clicks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/conversations": {
         parameters: {
             query?: never;
@@ -1458,6 +1475,26 @@ export interface webhooks {
          * @description Signed per Standard Webhooks: verify `webhook-signature` over `webhook-id.webhook-timestamp.body` with the endpoint's secret.
          */
         post: operations["events.contact.import_completed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "link.clicked": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A recipient followed a tracked link (PUBLIC_URL/l/{code}) and was redirected to its URL. HEAD requests and known link unfurlers are redirected without this event.
+         * @description Signed per Standard Webhooks: verify `webhook-signature` over `webhook-id.webhook-timestamp.body` with the endpoint's secret.
+         */
+        post: operations["events.link.clicked"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3413,6 +3450,8 @@ export interface operations {
                         /** @description Local time, HH:MM */
                         end: string;
                     } | null;
+                    /** @description Replace the http(s) links of the text with tracked short links (PUBLIC_URL/l/{code}); clicks send link.clicked. Default false */
+                    trackLinks?: boolean;
                 };
             };
         };
@@ -3840,6 +3879,8 @@ export interface operations {
                                 start: string;
                                 end: string;
                             } | null;
+                            /** @description Links in its messages are tracked short links */
+                            trackLinks: boolean;
                             /** @enum {unknown} */
                             status: "draft" | "scheduled" | "sending" | "paused" | "completed" | "cancelled";
                             /** @description The code of the limit that paused the campaign by itself; null when a person paused it */
@@ -3925,6 +3966,8 @@ export interface operations {
                         /** @description Local time, HH:MM */
                         end: string;
                     } | null;
+                    /** @description Replace the http(s) links of each message with a tracked short link (PUBLIC_URL/l/{code}) and count clicks; default false */
+                    trackLinks?: boolean;
                 };
             };
         };
@@ -3950,6 +3993,8 @@ export interface operations {
                                 start: string;
                                 end: string;
                             } | null;
+                            /** @description Links in its messages are tracked short links */
+                            trackLinks: boolean;
                             /** @enum {unknown} */
                             status: "draft" | "scheduled" | "sending" | "paused" | "completed" | "cancelled";
                             /** @description The code of the limit that paused the campaign by itself; null when a person paused it */
@@ -4030,6 +4075,8 @@ export interface operations {
                                 start: string;
                                 end: string;
                             } | null;
+                            /** @description Links in its messages are tracked short links */
+                            trackLinks: boolean;
                             /** @enum {unknown} */
                             status: "draft" | "scheduled" | "sending" | "paused" | "completed" | "cancelled";
                             /** @description The code of the limit that paused the campaign by itself; null when a person paused it */
@@ -4141,6 +4188,8 @@ export interface operations {
                         /** @description Local time, HH:MM */
                         end: string;
                     } | null;
+                    /** @description Replace the http(s) links of each message with a tracked short link (PUBLIC_URL/l/{code}) and count clicks; default false */
+                    trackLinks?: boolean;
                 };
             };
         };
@@ -4166,6 +4215,8 @@ export interface operations {
                                 start: string;
                                 end: string;
                             } | null;
+                            /** @description Links in its messages are tracked short links */
+                            trackLinks: boolean;
                             /** @enum {unknown} */
                             status: "draft" | "scheduled" | "sending" | "paused" | "completed" | "cancelled";
                             /** @description The code of the limit that paused the campaign by itself; null when a person paused it */
@@ -4249,6 +4300,8 @@ export interface operations {
                                 start: string;
                                 end: string;
                             } | null;
+                            /** @description Links in its messages are tracked short links */
+                            trackLinks: boolean;
                             /** @enum {unknown} */
                             status: "draft" | "scheduled" | "sending" | "paused" | "completed" | "cancelled";
                             /** @description The code of the limit that paused the campaign by itself; null when a person paused it */
@@ -4332,6 +4385,8 @@ export interface operations {
                                 start: string;
                                 end: string;
                             } | null;
+                            /** @description Links in its messages are tracked short links */
+                            trackLinks: boolean;
                             /** @enum {unknown} */
                             status: "draft" | "scheduled" | "sending" | "paused" | "completed" | "cancelled";
                             /** @description The code of the limit that paused the campaign by itself; null when a person paused it */
@@ -4415,6 +4470,8 @@ export interface operations {
                                 start: string;
                                 end: string;
                             } | null;
+                            /** @description Links in its messages are tracked short links */
+                            trackLinks: boolean;
                             /** @enum {unknown} */
                             status: "draft" | "scheduled" | "sending" | "paused" | "completed" | "cancelled";
                             /** @description The code of the limit that paused the campaign by itself; null when a person paused it */
@@ -4498,6 +4555,8 @@ export interface operations {
                                 start: string;
                                 end: string;
                             } | null;
+                            /** @description Links in its messages are tracked short links */
+                            trackLinks: boolean;
                             /** @enum {unknown} */
                             status: "draft" | "scheduled" | "sending" | "paused" | "completed" | "cancelled";
                             /** @description The code of the limit that paused the campaign by itself; null when a person paused it */
@@ -4588,6 +4647,8 @@ export interface operations {
                                 start: string;
                                 end: string;
                             } | null;
+                            /** @description Links in its messages are tracked short links */
+                            trackLinks: boolean;
                             /** @enum {unknown} */
                             status: "draft" | "scheduled" | "sending" | "paused" | "completed" | "cancelled";
                             /** @description The code of the limit that paused the campaign by itself; null when a person paused it */
@@ -4677,6 +4738,12 @@ export interface operations {
                             /** @description Recipients who texted STOP within 72 hours of their campaign message */
                             optOuts: number;
                             segments: number;
+                            /** @description Clicks on its tracked links (HEAD requests and link unfurlers excluded) */
+                            clicks: number;
+                            /** @description Recipients who clicked at least once */
+                            uniqueClicks: number;
+                            /** @description uniqueClicks / messages handed to the carrier (one per recipient sent to); null while none */
+                            clickRate: number | null;
                         };
                     };
                 };
@@ -4720,6 +4787,55 @@ export interface operations {
                             errorMessage: string | null;
                             /** @description A pending recipient waiting for its quiet hours to end: when its message may be made */
                             notBefore: string | null;
+                        }[];
+                        /** @description page, total and totalPages are null in keyset mode */
+                        pagination: {
+                            page: number | null;
+                            limit: number;
+                            total: number | null;
+                            totalPages: number | null;
+                        };
+                        /** @description Keyset mode: pass as `cursor` for the next page; null on the last page and in offset mode */
+                        next_cursor: string | null;
+                    };
+                };
+            };
+        };
+    };
+    "campaigns.clicks": {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1 (offset mode). */
+                page?: number;
+                /** @description Records per page, 1-100. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        /** @description Newest first */
+                        data: {
+                            /** @description Who clicked: the phone the message was sent to */
+                            recipientPhone: string;
+                            /** @description The original URL the click was redirected to */
+                            url: string;
+                            /** Format: date-time */
+                            at: string;
+                            userAgent: string | null;
                         }[];
                         /** @description page, total and totalPages are null in keyset mode */
                         pagination: {
@@ -9106,6 +9222,68 @@ export interface operations {
                         updated: number;
                         /** @description Rows rejected */
                         rejected: number;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried on the schedule */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "events.link.clicked": {
+        parameters: {
+            query?: never;
+            header: {
+                "webhook-id": string;
+                "webhook-timestamp": string;
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "link.clicked",
+                 *       "timestamp": "2026-06-10T12:00:00.000Z",
+                 *       "data": {
+                 *         "campaignId": "cmp_0mhx2k3p4q5r6s7t8v9w0x1y2z",
+                 *         "messageId": "msg_0mhx2k3p4a5b6c7d8e9f0g1h2j",
+                 *         "recipientPhone": "+12025550123",
+                 *         "url": "https://shop.example.com/spring?utm_source=sms",
+                 *         "at": "2026-11-27T15:04:05.000Z",
+                 *         "userAgent": "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "link.clicked";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** @description The campaign whose message held the link (cmp_…); null for a single message's link */
+                        campaignId: string | null;
+                        /** @description The message that held the link (msg_…) */
+                        messageId: string;
+                        /** @description Who the message was sent to, E.164: the person who clicked */
+                        recipientPhone: string;
+                        /** @description The original URL the click was redirected to */
+                        url: string;
+                        /** @description When the click was made */
+                        at: string;
+                        /** @description The clicking browser's User-Agent */
+                        userAgent: string | null;
                     };
                 };
             };

@@ -447,6 +447,17 @@ export const OPERATIONS = {
     "list": "offset",
     "idempotencyKey": false
   },
+  "campaigns.clicks": {
+    "method": "get",
+    "path": "/api/v2/campaigns/{id}/clicks",
+    "pathParams": [
+      "id"
+    ],
+    "query": true,
+    "response": "json",
+    "list": "offset",
+    "idempotencyKey": false
+  },
   "conversations.list": {
     "method": "get",
     "path": "/api/v2/conversations",

@@ -206,7 +206,12 @@ export class CampaignEngine {
         this.messaging.campaignMessages.queueMany(
           tx,
           org,
-          { id: campaign.id, mediaUrls: campaign.media_urls, until: horizon },
+          {
+            id: campaign.id,
+            mediaUrls: campaign.media_urls,
+            until: horizon,
+            trackLinks: campaign.track_links,
+          },
           inputs,
         ),
       );

@@ -12,9 +12,10 @@ export class FollowUpStore {
   async insert(tx: Queryable, row: { id: string; name: string; parentId: string; now: Date }): Promise<void> {
     await tx.query(
       `INSERT INTO campaigns (id, organization_id, name, message, media_urls, contact_list_ids, senders, timezone,
-                              quiet_start, quiet_end, status, parent_campaign_id, created_at, updated_at)
+                              quiet_start, quiet_end, status, parent_campaign_id, created_at, updated_at,
+                              track_links)
        SELECT $1, organization_id, $2, message, media_urls, '{}', senders, timezone, quiet_start, quiet_end,
-              'draft', id, $3, $3
+              'draft', id, $3, $3, track_links
          FROM campaigns WHERE id = $4`,
       [row.id, row.name, row.now, row.parentId],
     );

@@ -2,6 +2,7 @@
 // recipient's quiet hours and the plan's limits, exactly once per recipient, with live delivery statistics.
 import { defineModule } from '../../platform/module.ts';
 import { contactsModule } from '../contacts/index.ts';
+import { linksModule } from '../links/index.ts';
 import { messagingModule } from '../messaging/index.ts';
 import { numbersModule } from '../numbers/index.ts';
 import { organizationsModule } from '../organizations/index.ts';
@@ -33,6 +34,7 @@ export const campaignsModule = defineModule({
       organizations,
       numbers,
       messaging,
+      links: use(linksModule).links,
     });
     const engine = new CampaignEngine({
       db,

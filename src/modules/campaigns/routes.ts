@@ -17,6 +17,7 @@ import {
   type Campaign,
   type CampaignAnalytics,
   CampaignAnalyticsSchema,
+  CampaignClickSchema,
   CampaignCreate,
   type CampaignListItem,
   CampaignListItemSchema,
@@ -265,6 +266,32 @@ export const campaignRoutes: ModuleRoutes<CampaignsServices> =
         const caller = callerOf(request);
         return pageResponse(
           await campaigns.recipients(
+            caller.organizationId,
+            request.params.id,
+            request.query,
+            cursorScope(caller),
+          ),
+        );
+      },
+    );
+
+    app.get(
+      '/campaigns/:id/clicks',
+      {
+        config: read,
+        schema: {
+          operationId: 'campaigns.clicks',
+          tags,
+          summary: "Who clicked a campaign's tracked links: phone, URL, time and user agent (offset paging)",
+          params: IdParams,
+          querystring: OffsetPageQuery,
+          response: { 200: PageEnvelope(CampaignClickSchema) },
+        },
+      },
+      async (request) => {
+        const caller = callerOf(request);
+        return pageResponse(
+          await campaigns.clicks(
             caller.organizationId,
             request.params.id,
             request.query,

@@ -45,6 +45,12 @@ export const CampaignCreate = Type.Object(
       Type.String({ minLength: 1, maxLength: 64, description: 'IANA name; default UTC' }),
     ),
     quietHours: Type.Optional(QuietHours),
+    trackLinks: Type.Optional(
+      Type.Boolean({
+        description:
+          'Replace the http(s) links of each message with a tracked short link (PUBLIC_URL/l/{code}) and count clicks; default false',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -107,6 +113,7 @@ const CampaignFields = {
   senders: Type.Array(Type.String()),
   timezone: Type.String(),
   quietHours: Type.Union([Type.Object({ start: Type.String(), end: Type.String() }), Type.Null()]),
+  trackLinks: Type.Boolean({ description: 'Links in its messages are tracked short links' }),
   status: Type.Enum(CAMPAIGN_STATUSES),
   pausedReason: Type.Union([Type.String(), Type.Null()], {
     description: 'The code of the limit that paused the campaign by itself; null when a person paused it',
@@ -164,6 +171,13 @@ export const CampaignAnalyticsSchema = Type.Object({
     description: 'Recipients who texted STOP within 72 hours of their campaign message',
   }),
   segments: Type.Integer(),
+  clicks: Type.Integer({
+    description: 'Clicks on its tracked links (HEAD requests and link unfurlers excluded)',
+  }),
+  uniqueClicks: Type.Integer({ description: 'Recipients who clicked at least once' }),
+  clickRate: Type.Union([Type.Number(), Type.Null()], {
+    description: 'uniqueClicks / messages handed to the carrier (one per recipient sent to); null while none',
+  }),
 });
 export type CampaignAnalytics = Static<typeof CampaignAnalyticsSchema>;
 
@@ -183,3 +197,10 @@ export const CampaignRecipientSchema = Type.Object({
   }),
 });
 export type CampaignRecipient = Static<typeof CampaignRecipientSchema>;
+
+export const CampaignClickSchema = Type.Object({
+  recipientPhone: Type.String({ description: 'Who clicked: the phone the message was sent to' }),
+  url: Type.String({ description: 'The original URL the click was redirected to' }),
+  at: Type.String({ format: 'date-time' }),
+  userAgent: Type.Union([Type.String(), Type.Null()]),
+});

@@ -11,6 +11,7 @@ import type { JobQueue } from '../../platform/jobs.ts';
 import type { PageQueryInput, Paginator } from '../../platform/pagination.ts';
 import { normalisePhone } from '../../platform/phone.ts';
 import { canonicalTimeZone, parseClock } from '../../platform/time-zones.ts';
+import type { LinkService } from '../links/index.ts';
 import {
   checkHostedMediaUrl,
   type MessagingService,
@@ -66,6 +67,7 @@ export class CampaignService {
   private readonly organizations: OrganizationService;
   private readonly numbers: NumberService;
   private readonly messaging: MessagingService;
+  private readonly links: LinkService;
   readonly store = new CampaignStore();
   private readonly followUps = new FollowUpStore();
 
@@ -78,6 +80,7 @@ export class CampaignService {
     organizations: OrganizationService;
     numbers: NumberService;
     messaging: MessagingService;
+    links: LinkService;
   }) {
     this.db = deps.db;
     this.clock = deps.clock;
@@ -87,6 +90,7 @@ export class CampaignService {
     this.organizations = deps.organizations;
     this.numbers = deps.numbers;
     this.messaging = deps.messaging;
+    this.links = deps.links;
   }
 
   async create(organization: Organization, input: CampaignCreateInput): Promise<Campaign> {
@@ -123,6 +127,7 @@ export class CampaignService {
     if (!row) throw ApiError.notFound('Campaign');
     const stats = deliveryStats(row);
     const { deliveryRate, failureRate, ...counts } = stats;
+    const clicks = await this.links.campaignClicks(this.db, id);
     return {
       ...counts,
       deliveryRate,
@@ -132,6 +137,9 @@ export class CampaignService {
       skipped: row.skipped_count,
       optOuts: row.opt_outs,
       segments: row.segments,
+      ...clicks,
+      // Unique clickers over the recipients the campaign sent to (a message each): docs/campaigns.md.
+      clickRate: rate(clicks.uniqueClicks, messagesSent(row)),
       messagesSent: messagesSent(row),
     };
   }
@@ -149,6 +157,12 @@ export class CampaignService {
     });
   }
 
+  /** Who clicked the campaign's tracked links, newest first; a 404 for another organization's campaign. */
+  async clicks(organizationId: string, id: string, query: PageQueryInput, surface: string) {
+    if (!(await this.store.exists(this.db, organizationId, id))) throw ApiError.notFound('Campaign');
+    return this.links.listCampaignClicks(organizationId, id, query, surface);
+  }
+
   /** Changes a draft or scheduled campaign; a scheduled one takes its new lists, text or time at once. */
   async update(organization: Organization, id: string, input: CampaignUpdateInput): Promise<Campaign> {
     await this.db.transaction(async (tx) => {
@@ -163,6 +177,7 @@ export class CampaignService {
         scheduledAt:
           input.scheduledAt !== undefined ? input.scheduledAt : (row.scheduled_at?.toISOString() ?? null),
         timezone: input.timezone ?? row.timezone,
+        trackLinks: input.trackLinks ?? row.track_links,
         quietHours:
           input.quietHours !== undefined
             ? input.quietHours
@@ -180,7 +195,8 @@ export class CampaignService {
           input.contactListIds !== undefined ||
           input.senders !== undefined ||
           input.message !== undefined ||
-          input.mediaUrls !== undefined;
+          input.mediaUrls !== undefined ||
+          input.trackLinks !== undefined;
         if (resnapshot) await this.snapshot(tx, organization, { ...row, ...rowValues(values) });
         if (input.scheduledAt !== undefined) {
           await this.jobs.enqueue(tx, START_QUEUE, { campaignId: id }, { runAt: values.scheduledAt ?? now });
@@ -379,16 +395,18 @@ export class CampaignService {
     const pending = counts.recipients - counts.skipped;
     const campaignMessages = this.messaging.campaignMessages;
     const media = row.media_urls.length;
+    // A campaign that tracks links is counted with its links at their short length.
+    const message = row.track_links ? campaignMessages.withShortLinks(row.message) : row.message;
     let refusal: ApiError | undefined;
     if (parseMergeTags(row.message).length === 0 || media > 0) {
       // Every message is the same length (or an MMS, a flat weight): the count is exact.
-      const segments = pending * campaignMessages.segments(row.message, media);
+      const segments = pending * campaignMessages.segments(message, media);
       refusal = await campaignMessages.launchRefusal(tx, org, { messages: pending, segments });
     } else {
       // What each message would cost at most, from the longest of each field (one aggregate); only a campaign
       // that might not fit has every recipient's text rendered and counted.
       const longest = await this.store.longestMergeFields(tx, row.id);
-      const atMost = pending * campaignMessages.segmentsAtMost(row.message, longest, media);
+      const atMost = pending * campaignMessages.segmentsAtMost(message, longest, media);
       if (await campaignMessages.launchRefusal(tx, org, { messages: pending, segments: atMost })) {
         const segments = await this.segmentsOf(tx, row);
         refusal = await campaignMessages.launchRefusal(tx, org, { messages: pending, segments });
@@ -412,7 +430,9 @@ export class CampaignService {
     let total = 0;
     for await (const chunk of this.store.pendingWithContacts(tx, row.id, LAUNCH_CHUNK)) {
       for (const recipient of chunk) {
-        total += this.messaging.campaignMessages.segments(render(row.message, mergeContact(recipient)), 0);
+        const text = render(row.message, mergeContact(recipient));
+        const sent = row.track_links ? this.messaging.campaignMessages.withShortLinks(text) : text;
+        total += this.messaging.campaignMessages.segments(sent, 0);
       }
     }
     return total;
@@ -487,6 +507,7 @@ export class CampaignService {
       quietStart: quiet?.start ?? null,
       quietEnd: quiet?.end ?? null,
       scheduledAt,
+      trackLinks: input.trackLinks ?? false,
     };
   }
 }
@@ -502,6 +523,7 @@ function rowValues(values: CampaignValues): Partial<CampaignRow> {
     quiet_start: values.quietStart,
     quiet_end: values.quietEnd,
     scheduled_at: values.scheduledAt,
+    track_links: values.trackLinks,
   };
 }
 
@@ -586,6 +608,7 @@ function toCampaign(row: CampaignWithCounts, stats: DeliveryStatsValue): Campaig
     senders: row.senders,
     timezone: row.timezone,
     quietHours: row.quiet_start && row.quiet_end ? { start: row.quiet_start, end: row.quiet_end } : null,
+    trackLinks: row.track_links,
     status: row.status,
     pausedReason: row.paused_reason,
     waitingUntil: iso(row.waiting_until),

@@ -17,6 +17,8 @@ export interface CampaignRow {
   timezone: string;
   quiet_start: string | null;
   quiet_end: string | null;
+  /** Links in its messages become tracked short links (migration 050). */
+  track_links: boolean;
   status: CampaignStatus;
   paused_reason: string | null;
   scheduled_at: Date | null;
@@ -60,6 +62,7 @@ export interface CampaignValues {
   quietStart: string | null;
   quietEnd: string | null;
   scheduledAt: Date | null;
+  trackLinks: boolean;
 }
 
 export interface DueRecipient {
@@ -112,8 +115,8 @@ export class CampaignStore {
   ): Promise<void> {
     await db.query(
       `INSERT INTO campaigns (id, organization_id, name, message, media_urls, contact_list_ids, senders, timezone,
-                              quiet_start, quiet_end, status, scheduled_at, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5::jsonb, $6::text[], $7::text[], $8, $9, $10, 'draft', $11, $12, $12)`,
+                              quiet_start, quiet_end, status, scheduled_at, created_at, updated_at, track_links)
+       VALUES ($1, $2, $3, $4, $5::jsonb, $6::text[], $7::text[], $8, $9, $10, 'draft', $11, $12, $12, $13)`,
       [
         row.id,
         row.organizationId,
@@ -127,6 +130,7 @@ export class CampaignStore {
         row.quietEnd,
         row.scheduledAt,
         row.now,
+        row.trackLinks,
       ],
     );
   }
@@ -192,7 +196,7 @@ export class CampaignStore {
     await tx.query(
       `UPDATE campaigns SET name = $2, message = $3, media_urls = $4::jsonb, contact_list_ids = $5::text[],
               senders = $6::text[], timezone = $7, quiet_start = $8, quiet_end = $9, scheduled_at = $10,
-              updated_at = $11
+              updated_at = $11, track_links = $12
         WHERE id = $1`,
       [
         id,
@@ -206,6 +210,7 @@ export class CampaignStore {
         values.quietEnd,
         values.scheduledAt,
         now,
+        values.trackLinks,
       ],
     );
   }

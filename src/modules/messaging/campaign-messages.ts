@@ -1,11 +1,14 @@
 // Messages made by the campaign engine. Each is checked against the plan limits, counted, stored and booked
 // a paced dispatch exactly as a send is, in the engine's transaction (which also marks its recipient done),
-// so a message exists if and only if its recipient is marked. The SQL is in campaign-store.ts.
+// so a message exists if and only if its recipient is marked. A campaign that tracks links has each message's
+// links shortened before it is counted, so segments and limits see the text that is sent. The SQL is in
+// campaign-store.ts.
 import type { PacedNumber } from '../../carriers/pacing.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
+import type { LinkService } from '../links/index.ts';
 import type { Organization } from '../organizations/index.ts';
 import { CampaignMessageStore } from './campaign-store.ts';
 import type { MessageDispatcher } from './dispatch.ts';
@@ -34,12 +37,22 @@ export class CampaignMessages {
   private readonly clock: Clock;
   private readonly limits: SendLimits;
   private readonly dispatcher: MessageDispatcher;
+  private readonly links: LinkService;
   private readonly store = new CampaignMessageStore();
 
-  constructor(deps: { clock: Clock; limits: SendLimits; dispatcher: MessageDispatcher }) {
+  constructor(deps: { clock: Clock; limits: SendLimits; dispatcher: MessageDispatcher; links: LinkService }) {
     this.clock = deps.clock;
     this.limits = deps.limits;
     this.dispatcher = deps.dispatcher;
+    this.links = deps.links;
+  }
+
+  /**
+   * `text` as a campaign that tracks links sends it: each link replaced by a short link of the real length
+   * (fresh codes, stored nowhere). For counting only.
+   */
+  withShortLinks(text: string): string {
+    return this.links.shorten(text).body;
   }
 
   /** Chargeable segments of one campaign message (an MMS counts a flat 3, as a send does). */
@@ -120,19 +133,24 @@ export class CampaignMessages {
    * its `notBefore`, up to and including the first whose slot is later than `until`; the limits checked and
    * counted for those together (a refusal throws the send's own ApiError, for the batch as a whole, and the
    * caller rolls back); the messages stored `queued` and their dispatches enqueued at their slots. A handful
-   * of statements whatever the batch's size. Returns each made message's id and slot, in order.
+   * of statements whatever the batch's size. With `trackLinks`, each message's links are shortened first.
+   * Returns each made message's id and slot, in order.
    */
   async queueMany(
     tx: Queryable,
     org: Organization,
-    campaign: { id: string; mediaUrls: string[]; until: Date },
+    campaign: { id: string; mediaUrls: string[]; until: Date; trackLinks: boolean },
     inputs: CampaignMessageInput[],
   ): Promise<{ messageId: string; slot: Date }[]> {
     if (inputs.length === 0) return [];
     const now = this.clock.now();
-    const counted = inputs.map((input) => {
-      const count = countSegments(input.body);
+    const prepared = inputs.map((input) => {
+      const text = campaign.trackLinks ? this.links.shorten(input.body) : { body: input.body, links: [] };
+      const count = countSegments(text.body);
       return {
+        messageId: newId('msg', now.getTime()),
+        body: text.body,
+        links: text.links,
         encoding: count.encoding,
         segments: chargeableSegments(count.segments, campaign.mediaUrls.length),
       };
@@ -144,15 +162,10 @@ export class CampaignMessages {
         inputs.map((input) => ({ sender: input.from, from: input.notBefore })),
         campaign.until,
       );
-      const segments = counted.slice(0, slots.length).reduce((sum, item) => sum + item.segments, 0);
+      const segments = prepared.slice(0, slots.length).reduce((sum, item) => sum + item.segments, 0);
       return { messages: slots.length, segments };
     });
-    const made = slots.map((slot, index) => ({
-      messageId: newId('msg', now.getTime()),
-      slot,
-      input: inputs[index]!,
-      ...counted[index]!,
-    }));
+    const made = slots.map((slot, index) => ({ slot, input: inputs[index]!, ...prepared[index]! }));
     await this.store.insertMany(tx, {
       organizationId: org.id,
       campaignId: campaign.id,
@@ -162,11 +175,23 @@ export class CampaignMessages {
         id: message.messageId,
         from: message.input.from.number,
         to: message.input.to,
-        body: message.input.body,
+        body: message.body,
         segments: message.segments,
         encoding: message.encoding,
       })),
     });
+    await this.links.save(
+      tx,
+      made.map((message) => ({
+        owner: {
+          organizationId: org.id,
+          campaignId: campaign.id,
+          messageId: message.messageId,
+          recipientPhone: message.input.to,
+        },
+        links: message.links,
+      })),
+    );
     await this.dispatcher.enqueueDispatches(tx, made);
     return made.map(({ messageId, slot }) => ({ messageId, slot }));
   }

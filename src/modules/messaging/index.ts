@@ -2,6 +2,7 @@
 // receipts, inbound texts with STOP/START/HELP, and message history.
 import { defineModule } from '../../platform/module.ts';
 import { contactsModule } from '../contacts/index.ts';
+import { linksModule } from '../links/index.ts';
 import { numbersModule } from '../numbers/index.ts';
 import { organizationsModule } from '../organizations/index.ts';
 import { MESSAGE_EVENTS } from './events.ts';
@@ -31,6 +32,7 @@ export const messagingModule = defineModule({
       organizations: use(organizationsModule).organizations,
       numbers,
       contacts: use(contactsModule).contacts,
+      links: use(linksModule).links,
       carrier,
       options: {
         automaticReceipts: config.appEnv !== 'test',

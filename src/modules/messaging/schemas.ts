@@ -106,6 +106,12 @@ export const SendBody = Type.Object(
       }),
     ),
     quietHours: Type.Optional(MessageQuietHours),
+    trackLinks: Type.Optional(
+      Type.Boolean({
+        description:
+          'Replace the http(s) links of the text with tracked short links (PUBLIC_URL/l/{code}); clicks send link.clicked. Default false',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

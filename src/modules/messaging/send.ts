@@ -1,13 +1,15 @@
 // Sending: a message is checked (recipient, sender, merge variables, media, opt-out), counted against the
 // plan limits and queued for its paced slot, all in the one transaction the idempotency key guards, so a
 // refused or replayed send leaves nothing behind. A send with `sendAt` (or its own quiet hours, closed now) is
-// stored as scheduled instead and counted against the limits only when it leaves (scheduled.ts).
+// stored as scheduled instead and counted against the limits only when it leaves (scheduled.ts). With
+// `trackLinks`, its links are shortened to tracked links before it is counted, so it is charged as sent.
 import type { Clock } from '../../platform/clock.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { Idempotency } from '../../platform/idempotency.ts';
 import { newId } from '../../platform/ids.ts';
 import { normalisePhone } from '../../platform/phone.ts';
 import type { ContactService } from '../contacts/index.ts';
+import type { LinkService } from '../links/index.ts';
 import type { NumberService, PhoneNumber } from '../numbers/index.ts';
 import type { Organization } from '../organizations/index.ts';
 import type { MessageDispatcher } from './dispatch.ts';
@@ -28,6 +30,7 @@ export class MessageSender {
   private readonly dispatcher: MessageDispatcher;
   private readonly store: MessageStore;
   private readonly scheduled: ScheduledMessages;
+  private readonly links: LinkService;
 
   constructor(deps: {
     clock: Clock;
@@ -38,7 +41,9 @@ export class MessageSender {
     dispatcher: MessageDispatcher;
     store: MessageStore;
     scheduled: ScheduledMessages;
+    links: LinkService;
   }) {
+    this.links = deps.links;
     this.scheduled = deps.scheduled;
     this.clock = deps.clock;
     this.idempotency = deps.idempotency;
@@ -96,7 +101,8 @@ export class MessageSender {
           { code: 'RECIPIENT_OPTED_OUT' },
         );
       }
-      const body = render(text, recipient.contact);
+      const rendered = render(text, recipient.contact);
+      const { body, links } = input.trackLinks ? this.links.shorten(rendered) : { body: rendered, links: [] };
       const count = countSegments(body);
       const segments = chargeableSegments(count.segments, media.count);
 
@@ -137,6 +143,8 @@ export class MessageSender {
         schedule: sendAt && { sendAt, quietHours: input.quietHours ?? null },
       });
       for (const file of files) await this.store.insertMedia(tx, id, file);
+      const owner = { organizationId: organization.id, campaignId: null, messageId: id, recipientPhone: to };
+      await this.links.save(tx, [{ owner, links }]);
       if (sendAt) await this.scheduled.schedule(tx, id, sendAt);
       else await this.dispatcher.schedule(tx, id, sender);
 

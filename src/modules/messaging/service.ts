@@ -12,6 +12,7 @@ import type { JobQueue } from '../../platform/jobs.ts';
 import type { JobSpec } from '../../platform/module.ts';
 import type { Page, PageQueryInput, Paginator } from '../../platform/pagination.ts';
 import type { ContactService } from '../contacts/index.ts';
+import type { LinkService } from '../links/index.ts';
 import type { NumberService } from '../numbers/index.ts';
 import type { Organization, OrganizationService, Region } from '../organizations/index.ts';
 import { CampaignMessages } from './campaign-messages.ts';
@@ -80,6 +81,8 @@ export class MessagingService {
     organizations: OrganizationService;
     numbers: NumberService;
     contacts: ContactService;
+    /** Shortens and tracks the links of campaign messages and of sends that ask for it. */
+    links: LinkService;
     carrier: Carrier;
     options: MessagingOptions;
     idempotency: Idempotency;
@@ -111,7 +114,12 @@ export class MessagingService {
       guardMediaUrls: deps.options.guardMediaUrls ?? false,
       countMessages,
     });
-    this.campaignMessages = new CampaignMessages({ clock, limits: this.limits, dispatcher: this.dispatcher });
+    this.campaignMessages = new CampaignMessages({
+      clock,
+      limits: this.limits,
+      dispatcher: this.dispatcher,
+      links: deps.links,
+    });
     this.scheduled = new ScheduledMessages({
       db,
       clock,
@@ -133,6 +141,7 @@ export class MessagingService {
       limits: this.limits,
       dispatcher: this.dispatcher,
       store,
+      links: deps.links,
     });
     this.receipts = new MessageReceipts({ db, clock, events, store, countMessages });
     this.inbound = new InboundMessages({
