@@ -3,6 +3,7 @@
 // resumes after Last-Event-ID; a stream held by one API instance receives what another instance recorded (the
 // NOTIFY at commit); nothing of another organization arrives; the stream ends with its session.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { isShapeA, startTestApp, type TestApp } from './helpers/app.ts';
 import { type LiveStream, openStream } from './helpers/live-stream.ts';
@@ -153,4 +154,26 @@ describe('GET /v2/portal/events', () => {
     await stream.ended;
     assert.ok(stream.comments >= 1, 'a keep-alive comment came first');
   });
+});
+
+test('the console listens for every event type of the catalog (an EventSource hears only the types it names)', async () => {
+  const source = readFileSync(new URL('../console/src/live.ts', import.meta.url), 'utf8');
+  const listed = source.slice(
+    source.indexOf('const TYPES = ['),
+    source.indexOf('];', source.indexOf('const TYPES = [')),
+  );
+  const named = new Set([...listed.matchAll(/'([a-z_.]+)'/g)].map((match) => match[1]));
+  const t = await startTestApp();
+  try {
+    const catalog = (
+      await t.request('GET', '/api/webhooks/events', { token: await signIn(t, await createUser(t)) })
+    ).body;
+    const types: string[] = (catalog.data ?? catalog).map((entry: { type: string }) => entry.type);
+    assert.ok(types.length > 20, `the catalog lists ${types.length} types`);
+    // webhook.test goes to one endpoint only, never to the outbox the stream reads.
+    const missing = types.filter((type) => type !== 'webhook.test' && !named.has(type));
+    assert.deepEqual(missing, [], 'event types the console does not listen for');
+  } finally {
+    await t.close();
+  }
 });
