@@ -6,7 +6,7 @@
 // that offer, is transferred.
 import type { Database } from '../../platform/db/index.ts';
 import { EVERYDAY } from './caller-speech.ts';
-import type { KnowledgeStore } from './knowledge-store.ts';
+import { counts, type KnowledgeStore, matches } from './knowledge-store.ts';
 import { searchConfigOf } from './language.ts';
 import type { AgentProfile, Responder, ResponderContext, Turn } from './responder.ts';
 import type { ChatReply, SearchHit, Source } from './schemas.ts';
@@ -67,14 +67,13 @@ export class OfflineResponder implements Responder {
     return { reply: sentences.join(' '), sources: [sourceOf(best)] };
   }
 
-  /** The lexemes `question` and `text` share. */
+  /** The question's lexemes that match a lexeme of `text` (as the search matches them). */
   private async shared(config: string, question: string, text: string): Promise<string[]> {
     const [asked, found] = await Promise.all([
       this.store.lexemes(this.db, config, question),
       this.store.lexemes(this.db, config, text),
     ]);
-    const inText = new Set(found);
-    return asked.filter((lexeme) => inText.has(lexeme));
+    return asked.filter((lexeme) => counts(lexeme) && found.some((known) => matches(config, lexeme, known)));
   }
 
   private everydayLexemes(config: string): Promise<Set<string>> {
