@@ -59,8 +59,13 @@ export class OfflineResponder implements Responder {
 
     const best = (await context.search(question, 3))[0];
     const config = searchConfigOf(agent.language);
-    const matched = best ? await this.shared(config, question, `${best.title}\n${best.text}`) : [];
-    if (!confident(best, matched, await this.everydayLexemes(config))) {
+    const [matched, titled] = best
+      ? await Promise.all([
+          this.shared(config, question, `${best.title}\n${best.text}`),
+          this.shared(config, question, best.title),
+        ])
+      : [[], []];
+    if (!confident(best, matched, await this.everydayLexemes(config), titled)) {
       return notUnderstood(agent, conversation, TRANSFER_OFFER);
     }
     const sentences = await this.bestSentences(agent, question, best);
