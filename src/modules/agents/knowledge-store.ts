@@ -5,6 +5,7 @@ import { assignments } from '../../platform/db/assignments.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import type { ListQuery } from '../../platform/pagination.ts';
 import type { DocumentSource } from './documents.ts';
+import { ANY_WORD, QUESTION_TERMS } from './question-terms.ts';
 
 export interface KnowledgeBaseRow {
   id: string;
@@ -51,58 +52,10 @@ const DOCUMENT_COLUMNS = `id, knowledge_base_id, organization_id, title, source,
 /** A word in more chunks of a base than this is common (see KnowledgeStore.search). */
 const COMMON_CHUNKS = 200;
 const ALL_CHUNKS = 2 ** 31 - 1;
-
-/**
- * The endings that make a word's derivations which the English stemmer leaves apart from it, as stemmed:
- * "pay" → "payment", "dentist" → "dentistri" (dentistry), "clean" → "cleaner", "art" → "artist". A question's
- * word also matches the knowledge's word that is it with one of these endings: callers say one for the other.
- * Only these endings, not any longer word ("car" is not "card" or "carecredit").
- */
-const DERIVATIONS: Record<string, string[]> = { english: ['ment', 'ri', 'er', 'ist'] };
-
-/** The question's lexeme `asked` matches the knowledge's lexeme `known` (QUESTION_TERMS's rule, in code). */
-export function matches(config: string, asked: string, known: string): boolean {
-  if (asked === known) return true;
-  return known.startsWith(asked) && (DERIVATIONS[config]?.includes(known.slice(asked.length)) ?? false);
-}
-
-/**
- * Whether a question's lexeme counts: a single letter does not. A recogniser writes "see", "you" or "why" heard
- * alone as the letters c, u, y, and "i'm" leaves an "m"; a knowledge base holding a letter ("reply C to
- * confirm") would then answer a question that asked nothing of it.
- */
-export const counts = (lexeme: string) => !/^\p{L}$/u.test(lexeme);
-
-/**
- * A question's lexemes (stemmed by the base's configuration; stop words and single letters dropped), each with
- * its variants and its tsquery term, the variants quoted as tsquery input quotes them, any matching. Given a
- * `base` (the search), the variants are the lexeme and those of its DERIVATIONS the base holds (absent words
- * would dilute ts_rank, which averages over the query's words); without (ranking a chunk's sentences), the
- * lexeme alone: the chunk was found with the derivations, and within it the sentences holding the caller's
- * own words answer best ("nervous about the dentist": the sentence about nervous patients, not the one with
- * "dentistry").
- */
-const QUESTION_TERMS = (config: string, question: string, base?: string) =>
-  `SELECT w.lexeme, v.variants,
-          '(' || (SELECT string_agg('''' || replace(replace(x, '\\', '\\\\'), '''', '''''') || '''', ' | ')
-                  FROM unnest(v.variants) AS x
-                  ${base ? `WHERE x = w.lexeme OR EXISTS (SELECT 1 FROM knowledge_terms k WHERE k.knowledge_base_id = ${base} AND k.lexeme = x)` : ''}) || ')' AS term
-   FROM unnest(tsvector_to_array(to_tsvector(${config}, ${question}))) AS w(lexeme)
-   CROSS JOIN LATERAL (
-     SELECT w.lexeme || ${
-       base
-         ? `ARRAY(
-       SELECT w.lexeme || ending
-       FROM jsonb_array_elements_text('${JSON.stringify(DERIVATIONS)}'::jsonb -> (${config})::text) AS e(ending)
-     )`
-         : `'{}'::text[]`
-} AS variants
-   ) v
-   WHERE w.lexeme !~ '^[[:alpha:]]$'`;
-
-/** A question as a text-search query: any of its words matching (callers rarely say every word of the answer). */
-const ANY_WORD = (config: string, question: string, base?: string) =>
-  `(SELECT string_agg(qt.term, ' | ')::tsquery FROM (${QUESTION_TERMS(config, question, base)}) qt)`;
+/** How many of the best chunks by ts_rank are scored again by their best sentence (see search). */
+const RESCORED = 10;
+/** A chunk's score grows by this share for each further word of the question that its best sentence holds. */
+const SENTENCE_BOOST = 0.5;
 
 export class KnowledgeStore {
   async insertBase(
@@ -307,8 +260,35 @@ export class KnowledgeStore {
    * ranked, as without the cut; when the candidates are fewer than `limit`, the rest of the hits come after
    * them from that full ranking. A base of fewer chunks than COMMON_CHUNKS never has a common word, so its
    * results are exactly the full ranking's.
+   *
+   * Then the best RESCORED chunks are scored again by their best sentence: words of the question said together
+   * in one sentence of a chunk are likelier what it answers than the same number spread over it or its title
+   * ("financing for treatment": "For larger treatment plans we offer financing" beats the title "Treatments
+   * and prices" and a passing "clear"). Only the first RESCORED, in a second query, so that the cost does not
+   * grow with the candidates, and so that the best hit does not depend on how many are asked for.
    */
   async search(db: Queryable, organizationId: string, baseIds: string[], question: string, limit: number) {
+    const groups = await this.rankChunks(db, organizationId, baseIds, question, Math.max(limit, RESCORED));
+    // Each group rescored within itself: the uncommon words' candidates stay before the rest.
+    const hits: ChunkHit[] = [];
+    for (const group of groups) {
+      const first = group.slice(0, Math.max(0, RESCORED - hits.length));
+      hits.push(...(await this.rescoreBySentence(db, question, first)), ...group.slice(first.length));
+    }
+    return hits.slice(0, limit);
+  }
+
+  /**
+   * The chunks matching `question` by ts_rank, best first (see search): the candidates of its uncommon words,
+   * then when they are fewer than `limit` the best of the rest.
+   */
+  private async rankChunks(
+    db: Queryable,
+    organizationId: string,
+    baseIds: string[],
+    question: string,
+    limit: number,
+  ): Promise<ChunkHit[][]> {
     const ranked = (commonChunks: number) =>
       db.query<ChunkHit>(
         `SELECT c.document_id, c.position, c.knowledge_base_id, d.title, c.text,
@@ -333,12 +313,44 @@ export class KnowledgeStore {
         [organizationId, baseIds, question, limit, commonChunks],
       );
     const narrowed = await ranked(COMMON_CHUNKS);
-    if (narrowed.length >= limit) return narrowed;
+    if (narrowed.length >= limit) return [narrowed];
     // Fewer than asked for: the rest from the ranking of every match, after them (so the best hit does not
     // depend on how many are asked for).
     const kept = new Set(narrowed.map((hit) => `${hit.document_id}:${hit.position}`));
     const rest = (await ranked(ALL_CHUNKS)).filter((hit) => !kept.has(`${hit.document_id}:${hit.position}`));
-    return [...narrowed, ...rest].slice(0, limit);
+    return [narrowed, rest.slice(0, limit - narrowed.length)];
+  }
+
+  /**
+   * `hits` with each score raised by SENTENCE_BOOST for every word of the question beyond the first that its
+   * best sentence holds, best first (ties in their order).
+   */
+  private async rescoreBySentence(db: Queryable, question: string, hits: ChunkHit[]): Promise<ChunkHit[]> {
+    if (hits.length === 0) return hits;
+    const rows = await db.query<{ i: number; words: number }>(
+      `SELECT h.i::int - 1 AS i, coalesce(max(s.words), 0)::int AS words
+       FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS h(base_id, text, i)
+       JOIN knowledge_bases kb ON kb.id = h.base_id
+       CROSS JOIN LATERAL (
+         SELECT array_agg(qt.term) AS terms FROM (${QUESTION_TERMS('kb.search_config', '$3', 'kb.id')}) qt
+       ) q
+       CROSS JOIN LATERAL (
+         SELECT (SELECT count(*) FROM unnest(q.terms) AS term
+                 WHERE to_tsvector(kb.search_config, sentence) @@ term::tsquery) AS words
+         FROM regexp_split_to_table(h.text, '(?<=[.!?])s+') AS sentence
+       ) s
+       GROUP BY h.i`,
+      [hits.map((hit) => hit.knowledge_base_id), hits.map((hit) => hit.text), question],
+    );
+    const words = new Map(rows.map((row) => [row.i, row.words]));
+    return hits
+      .map((hit, i) => ({
+        ...hit,
+        score: hit.score * (1 + SENTENCE_BOOST * Math.max(0, (words.get(i) ?? 0) - 1)),
+      }))
+      .map((hit, i) => ({ hit, i }))
+      .sort((a, b) => b.hit.score - a.hit.score || a.i - b.i)
+      .map(({ hit }) => hit);
   }
 
   /**

@@ -6,8 +6,9 @@
 // that offer, is transferred.
 import type { Database } from '../../platform/db/index.ts';
 import { EVERYDAY } from './caller-speech.ts';
-import { counts, type KnowledgeStore, matches } from './knowledge-store.ts';
+import type { KnowledgeStore } from './knowledge-store.ts';
 import { searchConfigOf } from './language.ts';
+import { counts, matches } from './question-terms.ts';
 import type { AgentProfile, Responder, ResponderContext, Turn } from './responder.ts';
 import type { ChatReply, SearchHit, Source } from './schemas.ts';
 import { confident, messageTurn, notUnderstood } from './understanding.ts';
