@@ -335,9 +335,9 @@ export class KnowledgeStore {
          SELECT array_agg(qt.term) AS terms FROM (${QUESTION_TERMS('kb.search_config', '$3', 'kb.id')}) qt
        ) q
        CROSS JOIN LATERAL (
-         SELECT (SELECT count(*) FROM unnest(q.terms) AS term
-                 WHERE to_tsvector(kb.search_config, sentence) @@ term::tsquery) AS words
-         FROM regexp_split_to_table(h.text, '(?<=[.!?])s+') AS sentence
+         SELECT (SELECT count(*) FROM unnest(q.terms) AS term WHERE v.words @@ term::tsquery) AS words
+         FROM regexp_split_to_table(h.text, '(?<=[.!?])\\s+') AS sentence
+         CROSS JOIN LATERAL (SELECT to_tsvector(kb.search_config, sentence) AS words) v
        ) s
        GROUP BY h.i`,
       [hits.map((hit) => hit.knowledge_base_id), hits.map((hit) => hit.text), question],
