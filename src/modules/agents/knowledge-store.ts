@@ -291,23 +291,25 @@ export class KnowledgeStore {
   ): Promise<ChunkHit[][]> {
     const ranked = (commonChunks: number) =>
       db.query<ChunkHit>(
-        `SELECT c.document_id, c.position, c.knowledge_base_id, d.title, c.text,
-                ts_rank('{0.1, 0.2, 0.4, 0.5}', c.search, q.query, 0)::float8 AS score
-         FROM knowledge_bases kb
-         CROSS JOIN LATERAL (SELECT ${ANY_WORD('kb.search_config', '$3', 'kb.id')} AS query) q
-         CROSS JOIN LATERAL (
-           -- The question's uncommon words as a query (a word with its derivations as common as
-           -- they are together).
-           SELECT string_agg(qt.term, ' | ') FILTER (WHERE coalesce(t.chunks, 0) <= $5)::tsquery AS query
-           FROM (${QUESTION_TERMS('kb.search_config', '$3', 'kb.id')}) qt
+        `-- Each base's question as queries, computed once (not per chunk): every word, and the uncommon words
+         -- (a word with its derivations as common as they are together).
+         WITH asked AS MATERIALIZED (
+           SELECT kb.id, string_agg(qt.term, ' | ')::tsquery AS query,
+                  string_agg(qt.term, ' | ') FILTER (WHERE t.chunks <= $5)::tsquery AS rare
+           FROM knowledge_bases kb
+           CROSS JOIN LATERAL (${QUESTION_TERMS('kb.search_config', '$3', 'kb.id')}) qt
            CROSS JOIN LATERAL (
-             SELECT sum(k.chunks) AS chunks FROM knowledge_terms k
+             SELECT coalesce(sum(k.chunks), 0) AS chunks FROM knowledge_terms k
              WHERE k.knowledge_base_id = kb.id AND k.lexeme = ANY(qt.variants)
            ) t
-         ) rare
-         JOIN knowledge_chunks c ON c.knowledge_base_id = kb.id AND c.search @@ coalesce(rare.query, q.query)
+           WHERE kb.organization_id = $1 AND kb.id = ANY($2::text[])
+           GROUP BY kb.id
+         )
+         SELECT c.document_id, c.position, c.knowledge_base_id, d.title, c.text,
+                ts_rank('{0.1, 0.2, 0.4, 0.5}', c.search, a.query, 0)::float8 AS score
+         FROM asked a
+         JOIN knowledge_chunks c ON c.knowledge_base_id = a.id AND c.search @@ coalesce(a.rare, a.query)
          JOIN knowledge_documents d ON d.id = c.document_id
-         WHERE kb.organization_id = $1 AND kb.id = ANY($2::text[])
          ORDER BY score DESC, c.document_id, c.position
          LIMIT $4`,
         [organizationId, baseIds, question, limit, commonChunks],

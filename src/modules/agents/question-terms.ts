@@ -36,7 +36,7 @@ export const QUESTION_TERMS = (config: string, question: string, base?: string) 
   `SELECT w.lexeme, v.variants,
           '(' || (SELECT string_agg('''' || replace(replace(x, '\\', '\\\\'), '''', '''''') || '''', ' | ')
                   FROM unnest(v.variants) AS x
-                  ${base ? `WHERE x = w.lexeme OR EXISTS (SELECT 1 FROM knowledge_terms k WHERE k.knowledge_base_id = ${base} AND k.lexeme = x)` : ''}) || ')' AS term
+                  ${base ? `WHERE x = w.lexeme OR (SELECT true FROM knowledge_terms k WHERE k.knowledge_base_id = ${base} AND k.lexeme = x)` : ''}) || ')' AS term
    FROM unnest(tsvector_to_array(to_tsvector(${config}, ${question}))) AS w(lexeme)
    CROSS JOIN LATERAL (
      SELECT w.lexeme || ${
