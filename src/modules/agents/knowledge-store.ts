@@ -5,6 +5,7 @@ import { assignments } from '../../platform/db/assignments.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import type { ListQuery } from '../../platform/pagination.ts';
 import type { DocumentSource } from './documents.ts';
+import { ANY_WORD, QUESTION_TERMS } from './question-terms.ts';
 
 export interface KnowledgeBaseRow {
   id: string;
@@ -48,16 +49,13 @@ const BASE_COLUMNS = `kb.*,
 const DOCUMENT_COLUMNS = `id, knowledge_base_id, organization_id, title, source, filename,
   length(content) AS characters, chunk_count, created_at, updated_at`;
 
-/**
- * A question as a text-search query: its words stemmed by the base's configuration (stop words dropped), any
- * of them matching (a caller's question rarely holds every word of the answer).
- */
 /** A word in more chunks of a base than this is common (see KnowledgeStore.search). */
 const COMMON_CHUNKS = 200;
 const ALL_CHUNKS = 2 ** 31 - 1;
-
-const ANY_WORD = (config: string, question: string) =>
-  `replace(plainto_tsquery(${config}, ${question})::text, '&', '|')::tsquery`;
+/** How many of the best chunks by ts_rank are scored again by their best sentence (see search). */
+const RESCORED = 10;
+/** A chunk's score grows by this share for each further word of the question that its best sentence holds. */
+const SENTENCE_BOOST = 0.5;
 
 export class KnowledgeStore {
   async insertBase(
@@ -262,35 +260,99 @@ export class KnowledgeStore {
    * ranked, as without the cut; when the candidates are fewer than `limit`, the rest of the hits come after
    * them from that full ranking. A base of fewer chunks than COMMON_CHUNKS never has a common word, so its
    * results are exactly the full ranking's.
+   *
+   * Then the best RESCORED chunks are scored again by their best sentence: words of the question said together
+   * in one sentence of a chunk are likelier what it answers than the same number spread over it or its title
+   * ("financing for treatment": "For larger treatment plans we offer financing" beats the title "Treatments
+   * and prices" and a passing "clear"). Only the first RESCORED, in a second query, so that the cost does not
+   * grow with the candidates, and so that the best hit does not depend on how many are asked for.
    */
   async search(db: Queryable, organizationId: string, baseIds: string[], question: string, limit: number) {
+    const groups = await this.rankChunks(db, organizationId, baseIds, question, Math.max(limit, RESCORED));
+    // Each group rescored within itself: the uncommon words' candidates stay before the rest.
+    const hits: ChunkHit[] = [];
+    for (const group of groups) {
+      const first = group.slice(0, Math.max(0, RESCORED - hits.length));
+      hits.push(...(await this.rescoreBySentence(db, question, first)), ...group.slice(first.length));
+    }
+    return hits.slice(0, limit);
+  }
+
+  /**
+   * The chunks matching `question` by ts_rank, best first (see search): the candidates of its uncommon words,
+   * then when they are fewer than `limit` the best of the rest.
+   */
+  private async rankChunks(
+    db: Queryable,
+    organizationId: string,
+    baseIds: string[],
+    question: string,
+    limit: number,
+  ): Promise<ChunkHit[][]> {
     const ranked = (commonChunks: number) =>
       db.query<ChunkHit>(
-        `SELECT c.document_id, c.position, c.knowledge_base_id, d.title, c.text,
-                ts_rank('{0.1, 0.2, 0.4, 0.5}', c.search, q.query, 0)::float8 AS score
-         FROM knowledge_bases kb
-         CROSS JOIN LATERAL (SELECT ${ANY_WORD('kb.search_config', '$3')} AS query) q
-         CROSS JOIN LATERAL (
-           -- The question's uncommon words as a query (each lexeme quoted as tsquery input quotes it).
-           SELECT string_agg('''' || replace(replace(w.lexeme, '\\', '\\\\'), '''', '''''') || '''', ' | ')
-                    FILTER (WHERE coalesce(t.chunks, 0) <= $5)::tsquery AS query
-           FROM unnest(tsvector_to_array(to_tsvector(kb.search_config, $3))) AS w(lexeme)
-           LEFT JOIN knowledge_terms t ON t.knowledge_base_id = kb.id AND t.lexeme = w.lexeme
-         ) rare
-         JOIN knowledge_chunks c ON c.knowledge_base_id = kb.id AND c.search @@ coalesce(rare.query, q.query)
+        `-- Each base's question as queries, computed once (not per chunk): every word, and the uncommon words
+         -- (a word with its derivations as common as they are together).
+         WITH asked AS MATERIALIZED (
+           SELECT kb.id, string_agg(qt.term, ' | ')::tsquery AS query,
+                  string_agg(qt.term, ' | ') FILTER (WHERE t.chunks <= $5)::tsquery AS rare
+           FROM knowledge_bases kb
+           CROSS JOIN LATERAL (${QUESTION_TERMS('kb.search_config', '$3', 'kb.id')}) qt
+           CROSS JOIN LATERAL (
+             SELECT coalesce(sum(k.chunks), 0) AS chunks FROM knowledge_terms k
+             WHERE k.knowledge_base_id = kb.id AND k.lexeme = ANY(qt.variants)
+           ) t
+           WHERE kb.organization_id = $1 AND kb.id = ANY($2::text[])
+           GROUP BY kb.id
+         )
+         SELECT c.document_id, c.position, c.knowledge_base_id, d.title, c.text,
+                ts_rank('{0.1, 0.2, 0.4, 0.5}', c.search, a.query, 0)::float8 AS score
+         FROM asked a
+         JOIN knowledge_chunks c ON c.knowledge_base_id = a.id AND c.search @@ coalesce(a.rare, a.query)
          JOIN knowledge_documents d ON d.id = c.document_id
-         WHERE kb.organization_id = $1 AND kb.id = ANY($2::text[])
          ORDER BY score DESC, c.document_id, c.position
          LIMIT $4`,
         [organizationId, baseIds, question, limit, commonChunks],
       );
     const narrowed = await ranked(COMMON_CHUNKS);
-    if (narrowed.length >= limit) return narrowed;
+    if (narrowed.length >= limit) return [narrowed];
     // Fewer than asked for: the rest from the ranking of every match, after them (so the best hit does not
     // depend on how many are asked for).
     const kept = new Set(narrowed.map((hit) => `${hit.document_id}:${hit.position}`));
     const rest = (await ranked(ALL_CHUNKS)).filter((hit) => !kept.has(`${hit.document_id}:${hit.position}`));
-    return [...narrowed, ...rest].slice(0, limit);
+    return [narrowed, rest.slice(0, limit - narrowed.length)];
+  }
+
+  /**
+   * `hits` with each score raised by SENTENCE_BOOST for every word of the question beyond the first that its
+   * best sentence holds, best first (ties in their order).
+   */
+  private async rescoreBySentence(db: Queryable, question: string, hits: ChunkHit[]): Promise<ChunkHit[]> {
+    if (hits.length === 0) return hits;
+    const rows = await db.query<{ i: number; words: number }>(
+      `SELECT h.i::int - 1 AS i, coalesce(max(s.words), 0)::int AS words
+       FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS h(base_id, text, i)
+       JOIN knowledge_bases kb ON kb.id = h.base_id
+       CROSS JOIN LATERAL (
+         SELECT array_agg(qt.term) AS terms FROM (${QUESTION_TERMS('kb.search_config', '$3', 'kb.id')}) qt
+       ) q
+       CROSS JOIN LATERAL (
+         SELECT (SELECT count(*) FROM unnest(q.terms) AS term WHERE v.words @@ term::tsquery) AS words
+         FROM regexp_split_to_table(h.text, '(?<=[.!?])\\s+') AS sentence
+         CROSS JOIN LATERAL (SELECT to_tsvector(kb.search_config, sentence) AS words) v
+       ) s
+       GROUP BY h.i`,
+      [hits.map((hit) => hit.knowledge_base_id), hits.map((hit) => hit.text), question],
+    );
+    const words = new Map(rows.map((row) => [row.i, row.words]));
+    return hits
+      .map((hit, i) => ({
+        ...hit,
+        score: hit.score * (1 + SENTENCE_BOOST * Math.max(0, (words.get(i) ?? 0) - 1)),
+      }))
+      .map((hit, i) => ({ hit, i }))
+      .sort((a, b) => b.hit.score - a.hit.score || a.i - b.i)
+      .map(({ hit }) => hit);
   }
 
   /**

@@ -8,6 +8,7 @@ import type { Database } from '../../platform/db/index.ts';
 import { EVERYDAY } from './caller-speech.ts';
 import type { KnowledgeStore } from './knowledge-store.ts';
 import { searchConfigOf } from './language.ts';
+import { counts, matches } from './question-terms.ts';
 import type { AgentProfile, Responder, ResponderContext, Turn } from './responder.ts';
 import type { ChatReply, SearchHit, Source } from './schemas.ts';
 import { confident, messageTurn, notUnderstood } from './understanding.ts';
@@ -59,22 +60,26 @@ export class OfflineResponder implements Responder {
 
     const best = (await context.search(question, 3))[0];
     const config = searchConfigOf(agent.language);
-    const matched = best ? await this.shared(config, question, `${best.title}\n${best.text}`) : [];
-    if (!confident(best, matched, await this.everydayLexemes(config))) {
+    const [matched, titled] = best
+      ? await Promise.all([
+          this.shared(config, question, `${best.title}\n${best.text}`),
+          this.shared(config, question, best.title),
+        ])
+      : [[], []];
+    if (!confident(best, matched, await this.everydayLexemes(config), titled)) {
       return notUnderstood(agent, conversation, TRANSFER_OFFER);
     }
     const sentences = await this.bestSentences(agent, question, best);
     return { reply: sentences.join(' '), sources: [sourceOf(best)] };
   }
 
-  /** The lexemes `question` and `text` share. */
+  /** The question's lexemes that match a lexeme of `text` (as the search matches them). */
   private async shared(config: string, question: string, text: string): Promise<string[]> {
     const [asked, found] = await Promise.all([
       this.store.lexemes(this.db, config, question),
       this.store.lexemes(this.db, config, text),
     ]);
-    const inText = new Set(found);
-    return asked.filter((lexeme) => inText.has(lexeme));
+    return asked.filter((lexeme) => counts(lexeme) && found.some((known) => matches(config, lexeme, known)));
   }
 
   private everydayLexemes(config: string): Promise<Set<string>> {

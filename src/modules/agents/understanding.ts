@@ -22,17 +22,24 @@ const MESSAGE_TAKEN = "Thank you, I'll pass your message on. Is there anything e
 /**
  * Whether the best hit is good enough to answer from (`matched`: the lexemes the question and the hit share):
  * it shares several of the question's words, or one of the knowledge's own words that everyday speech does
- * not use (`everyday`: caller-speech.ts's EVERYDAY, stemmed). A lone everyday word ("right", "dollar",
- * "know") is what a misheard or off-topic sentence shares with a document by chance; a lone "toothache" or
- * "Medicaid" is what the caller asked about.
+ * not use (`everyday`: caller-speech.ts's EVERYDAY, stemmed), or one word of its document's title (`titled`:
+ * the question's lexemes the title holds). A lone everyday word ("right", "dollar", "know") is what a
+ * misheard or off-topic sentence shares with a document by chance; a lone "toothache" or "Medicaid" is what
+ * the caller asked about, and so is an everyday word that names what a document is about ("cancel" for
+ * "Appointments and cancellations", "open" for "Opening hours").
  */
 export function confident(
   hit: SearchHit | undefined,
   matched: string[],
   everyday: Set<string>,
+  titled: string[] = [],
 ): hit is SearchHit {
   if (hit === undefined) return false;
-  return new Set(matched).size >= MIN_SHARED_WORDS || matched.some((lexeme) => !everyday.has(lexeme));
+  return (
+    new Set(matched).size >= MIN_SHARED_WORDS ||
+    matched.some((lexeme) => !everyday.has(lexeme)) ||
+    titled.length > 0
+  );
 }
 
 /**
