@@ -8046,7 +8046,7 @@ export interface operations {
                             title: string;
                             /** @description The chunk */
                             text: string;
-                            /** @description Relevance (ts_rank); higher is better, comparable within one search */
+                            /** @description Relevance (full-text rank, plus a bonus for the question's words found together in one sentence); higher is better, comparable within one search */
                             score: number;
                         }[];
                     };

@@ -81,7 +81,10 @@ export const SearchHitSchema = Type.Object({
   knowledgeBaseId: Type.String(),
   title: Type.String(),
   text: text('The chunk'),
-  score: Type.Number({ description: 'Relevance (ts_rank); higher is better, comparable within one search' }),
+  score: Type.Number({
+    description:
+      "Relevance (full-text rank, plus a bonus for the question's words found together in one sentence); higher is better, comparable within one search",
+  }),
 });
 export type SearchHit = Static<typeof SearchHitSchema>;
 
