@@ -17,6 +17,7 @@
 // campaign until the limit resets; any other refusal pauses it with `pausedReason` set to the refusal's code.
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
+import { inSavepoint } from '../../platform/db/savepoint.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { EventOutbox } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
@@ -202,7 +203,7 @@ export class CampaignEngine {
     horizon: Date,
   ): Promise<{ made: { messageId: string; slot: Date }[]; refusal?: ApiError }> {
     const queue = (inputs: CampaignMessageInput[]) =>
-      savepoint(tx, () =>
+      inSavepoint(tx, 'campaign_batch', () =>
         this.messaging.campaignMessages.queueMany(
           tx,
           org,
@@ -296,19 +297,6 @@ export class CampaignEngine {
       { campaignId: campaign.id, token: campaign.run_token! } satisfies RunPayload,
       { runAt: at },
     );
-  }
-}
-
-/** Runs `work` in a savepoint of `tx`: if it throws, what it did is undone and the transaction goes on. */
-async function savepoint<T>(tx: Queryable, work: () => Promise<T>): Promise<T> {
-  await tx.query('SAVEPOINT campaign_batch');
-  try {
-    const result = await work();
-    await tx.query('RELEASE SAVEPOINT campaign_batch');
-    return result;
-  } catch (error) {
-    await tx.query('ROLLBACK TO SAVEPOINT campaign_batch');
-    throw error;
   }
 }
 

@@ -6,6 +6,7 @@
 // code. A cancel takes the same lock and ends it `cancelled` while it is still scheduled.
 import type { Clock } from '../../platform/clock.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
+import { inSavepoint } from '../../platform/db/savepoint.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { EventOutbox } from '../../platform/events.ts';
 import type { JobQueue } from '../../platform/jobs.ts';
@@ -172,7 +173,7 @@ export class ScheduledMessages {
       // In a savepoint: a refused limit undoes whatever the checks before it counted, and the failure is
       // recorded in the same transaction.
       try {
-        await savepoint(tx, () => this.limits.reserve(tx, org, row.segments));
+        await inSavepoint(tx, 'scheduled_release', () => this.limits.reserve(tx, org, row.segments));
       } catch (error) {
         if (!(error instanceof ApiError) || error.status === 503) throw error;
         return this.fail(tx, row, error.code ?? `HTTP_${error.status}`, error.message, now);
@@ -235,18 +236,5 @@ export class ScheduledMessages {
       data: toMessage(failed, now),
     });
     return 'failed';
-  }
-}
-
-/** Runs `work` in a savepoint of `tx`: if it throws, what it did is undone and the transaction goes on. */
-async function savepoint<T>(tx: Queryable, work: () => Promise<T>): Promise<T> {
-  await tx.query('SAVEPOINT scheduled_release');
-  try {
-    const result = await work();
-    await tx.query('RELEASE SAVEPOINT scheduled_release');
-    return result;
-  } catch (error) {
-    await tx.query('ROLLBACK TO SAVEPOINT scheduled_release');
-    throw error;
   }
 }
