@@ -100,7 +100,8 @@ export const liveRoutes: ModuleRoutes<LiveServices> =
           if (raw.writableLength > MAX_BUFFERED_BYTES) end();
         };
         open.add(end);
-        request.raw.once('close', end);
+        // The response's close: the client went away (or the stream was ended here).
+        raw.once('close', end);
 
         reply.hijack();
         raw.writeHead(200, {
