@@ -2,6 +2,7 @@
 // (Google libphonenumber's prefix map, vendored as phone-timezones.json), and local daily windows ("08:00" to
 // "21:00") turned into the instants they open.
 import { createRequire } from 'node:module';
+import { ApiError } from './errors.ts';
 
 const require = createRequire(import.meta.url);
 const PHONE_ZONES = require('./phone-timezones.json') as {
@@ -66,6 +67,25 @@ export interface DailyWindow {
 export function parseClock(value: string): number | undefined {
   const match = /^([01]\d|2[0-3]):([0-5]\d)$/.exec(value);
   return match ? Number(match[1]) * 60 + Number(match[2]) : undefined;
+}
+
+/**
+ * Quiet hours as a send or a campaign takes them (`{start, end}`, HH:MM) as a window; none for null or
+ * undefined. A time that is not HH:MM, or a start equal to its end, is a 400.
+ */
+export function quietHoursWindow(
+  hours: { start: string; end: string } | null | undefined,
+): DailyWindow | undefined {
+  if (!hours) return undefined;
+  const start = parseClock(hours.start);
+  const end = parseClock(hours.end);
+  if (start === undefined || end === undefined) {
+    throw ApiError.badRequest('quietHours.start and quietHours.end must be HH:MM');
+  }
+  if (start === end) {
+    throw ApiError.badRequest('quietHours.start and quietHours.end must differ (null turns quiet hours off)');
+  }
+  return { start, end };
 }
 
 const formatters = new Map<string, Intl.DateTimeFormat>();

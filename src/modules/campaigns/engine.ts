@@ -22,7 +22,7 @@ import { ApiError } from '../../platform/errors.ts';
 import type { EventOutbox } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
 import type { JobQueue } from '../../platform/jobs.ts';
-import { type DailyWindow, parseClock, recipientOpening } from '../../platform/time-zones.ts';
+import { type DailyWindow, quietHoursWindow, recipientOpening } from '../../platform/time-zones.ts';
 import { type CampaignMessageInput, type MessagingService, render } from '../messaging/index.ts';
 import type { NumberService, PhoneNumber } from '../numbers/index.ts';
 import {
@@ -301,8 +301,8 @@ export class CampaignEngine {
 }
 
 function quietWindow(campaign: CampaignRow): DailyWindow | undefined {
-  if (!campaign.quiet_start || !campaign.quiet_end) return undefined;
-  return { start: parseClock(campaign.quiet_start)!, end: parseClock(campaign.quiet_end)! };
+  const { quiet_start: start, quiet_end: end } = campaign;
+  return quietHoursWindow(start && end ? { start, end } : null);
 }
 
 /** When `recipient`'s window is open at or after `now`: its contact's zone, else its number's, else the campaign's. */

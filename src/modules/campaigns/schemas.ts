@@ -1,6 +1,7 @@
 // The campaign records the API shows (CONTRACT section 8). List rows carry `delivery_stats` in snake_case and
 // the detail `deliveryStats` in camelCase, as the spec's "Campaign delivery statistics" table names them.
 import { type Static, Type } from 'typebox';
+import { LocalClockTime } from '../../platform/http/schemas.ts';
 import { RETRY_INCLUDES } from './follow-up-store.ts';
 
 export const CAMPAIGN_STATUSES = [
@@ -12,11 +13,10 @@ export const CAMPAIGN_STATUSES = [
   'cancelled',
 ] as const;
 
-const Clock = Type.String({ pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$', description: 'Local time, HH:MM' });
 export const QuietHours = Type.Union(
   [
     Type.Object(
-      { start: Clock, end: Clock },
+      { start: LocalClockTime, end: LocalClockTime },
       {
         additionalProperties: false,
         description: 'The local sending window; messages due outside it wait for it to open',

@@ -10,7 +10,7 @@ import { newId } from '../../platform/ids.ts';
 import type { JobQueue } from '../../platform/jobs.ts';
 import type { PageQueryInput, Paginator } from '../../platform/pagination.ts';
 import { normalisePhone } from '../../platform/phone.ts';
-import { canonicalTimeZone, parseClock } from '../../platform/time-zones.ts';
+import { canonicalTimeZone, quietHoursWindow } from '../../platform/time-zones.ts';
 import type { LinkService } from '../links/index.ts';
 import {
   checkHostedMediaUrl,
@@ -487,11 +487,7 @@ export class CampaignService {
       throw ApiError.badRequest(`timezone must be an IANA time zone name such as America/New_York`);
     }
     const quiet = input.quietHours === undefined ? DEFAULT_QUIET_HOURS : input.quietHours;
-    if (quiet && parseClock(quiet.start) === parseClock(quiet.end)) {
-      throw ApiError.badRequest(
-        'quietHours.start and quietHours.end must differ (null turns quiet hours off)',
-      );
-    }
+    quietHoursWindow(quiet);
     let scheduledAt: Date | null = null;
     if (input.scheduledAt) {
       scheduledAt = new Date(input.scheduledAt);

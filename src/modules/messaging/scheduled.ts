@@ -10,7 +10,7 @@ import { inSavepoint } from '../../platform/db/savepoint.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { EventOutbox } from '../../platform/events.ts';
 import type { JobQueue } from '../../platform/jobs.ts';
-import { type DailyWindow, parseClock, recipientOpening } from '../../platform/time-zones.ts';
+import { type DailyWindow, quietHoursWindow, recipientOpening } from '../../platform/time-zones.ts';
 import type { ContactService } from '../contacts/index.ts';
 import type { NumberService } from '../numbers/index.ts';
 import { accountRefusal, type OrganizationService } from '../organizations/index.ts';
@@ -41,21 +41,6 @@ export function scheduledTime(sendAt: string, now: Date): Date {
     );
   }
   return at;
-}
-
-/** The quiet hours of a send as a window; start equal to end is a 400 (null turns them off). */
-export function quietWindow(
-  hours: { start: string; end: string } | null | undefined,
-): DailyWindow | undefined {
-  if (!hours) return undefined;
-  const window = { start: parseClock(hours.start), end: parseClock(hours.end) };
-  if (window.start === undefined || window.end === undefined) {
-    throw ApiError.badRequest('quietHours.start and quietHours.end must be HH:MM');
-  }
-  if (window.start === window.end) {
-    throw ApiError.badRequest('quietHours.start and quietHours.end must differ (null turns quiet hours off)');
-  }
-  return window as DailyWindow;
 }
 
 /** When a message to `phone` (its contact in zone `timezone`) may leave at or after `at` under `window`. */
@@ -140,7 +125,7 @@ export class ScheduledMessages {
         );
       }
       // The message's quiet hours, in the recipient's zone as it is now: closed, it waits for them to open.
-      const window = quietWindow(
+      const window = quietHoursWindow(
         row.quiet_start && row.quiet_end ? { start: row.quiet_start, end: row.quiet_end } : null,
       );
       const opens = quietOpening(

@@ -2,6 +2,7 @@
 // and the TypeScript types (Static<> of these schemas). Each field's description is also what the event
 // catalog says of it.
 import { type Static, Type } from 'typebox';
+import { LocalClockTime } from '../../platform/http/schemas.ts';
 
 export const MESSAGE_STATUSES = [
   'scheduled',
@@ -60,15 +61,11 @@ export const MessageSchema = Type.Object({
 });
 export type Message = Static<typeof MessageSchema>;
 
-const LocalClock = Type.String({
-  pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$',
-  description: 'Local time, HH:MM',
-});
 /** A send's own quiet hours: a campaign's `quietHours` shape and meaning, but off unless given. */
 export const MessageQuietHours = Type.Union(
   [
     Type.Object(
-      { start: LocalClock, end: LocalClock },
+      { start: LocalClockTime, end: LocalClockTime },
       {
         additionalProperties: false,
         description: "The recipient's local sending window; a message due outside it waits for it to open",

@@ -8,6 +8,7 @@ import { ApiError } from '../../platform/errors.ts';
 import type { Idempotency } from '../../platform/idempotency.ts';
 import { newId } from '../../platform/ids.ts';
 import { normalisePhone } from '../../platform/phone.ts';
+import { quietHoursWindow } from '../../platform/time-zones.ts';
 import type { ContactService } from '../contacts/index.ts';
 import type { LinkService } from '../links/index.ts';
 import type { NumberService, PhoneNumber } from '../numbers/index.ts';
@@ -16,7 +17,7 @@ import type { MessageDispatcher } from './dispatch.ts';
 import type { SendLimits } from './limits.ts';
 import { validateMedia } from './media.ts';
 import { render, unsupportedMergeVariables } from './merge-variables.ts';
-import { quietOpening, quietWindow, type ScheduledMessages, scheduledTime } from './scheduled.ts';
+import { quietOpening, type ScheduledMessages, scheduledTime } from './scheduled.ts';
 import type { SendInput, SendResult } from './schemas.ts';
 import { chargeableSegments, countSegments } from './segments.ts';
 import type { MessageStore } from './store.ts';
@@ -83,7 +84,7 @@ export class MessageSender {
     }
     const requestedAt =
       input.sendAt === undefined ? undefined : scheduledTime(input.sendAt, this.clock.now());
-    const quiet = quietWindow(input.quietHours);
+    const quiet = quietHoursWindow(input.quietHours);
 
     const write = {
       organizationId: organization.id,

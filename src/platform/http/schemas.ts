@@ -25,3 +25,9 @@ export const ErrorShapeB = Type.Object(
 );
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
+
+/** A local time of day as quiet hours take it. */
+export const LocalClockTime = Type.String({
+  pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$',
+  description: 'Local time, HH:MM',
+});
