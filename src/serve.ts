@@ -16,13 +16,26 @@ import { runShutdown, shutdownBoundMs, shutdownPhases } from './shutdown.ts';
 const TELEMETRY_FLUSH_MS = 1_000;
 
 async function main() {
+  // Each phase of the start, in ms since the process began (performance.now() counts from there), in the
+  // "ready" line: where a slow start spends its time (docs/performance.md).
+  const phases: Record<string, number> = { modules: Math.round(performance.now()) };
+  const cpuMs = () => {
+    const { user, system } = process.cpuUsage();
+    return Math.round((user + system) / 1000);
+  };
+  const cpu: Record<string, number> = { modules: cpuMs() };
+  const mark = (phase: string) => {
+    phases[phase] = Math.round(performance.now());
+  };
   const config = loadConfigOrExit();
 
   const log = createLogger(config.logLevel, terminalDestination(process.stdout, config.appEnv));
   // Before the database and the app: the pg and http patches must be in place for them (docs/operations.md).
   const telemetry = config.otlpEndpoint ? await startTelemetry({ endpoint: config.otlpEndpoint }) : undefined;
   const db = await openDatabase(config);
+  mark('database');
   const applied = await migrate(db);
+  mark('migrations');
   if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');
   log.info({ engine: db.engine, appEnv: config.appEnv }, 'database ready');
   if (config.appEnv !== 'production' && !isLoopback(config.host)) {
@@ -37,10 +50,14 @@ async function main() {
 
   const ctx = createRuntime(config, db, log);
   await ctx.rateLimiter.store.ready();
+  mark('runtime');
   const app = config.roles.includes('api') ? await buildApp(ctx) : undefined;
+  mark('app');
   const demo = await seedDemoIfEmpty(ctx);
+  mark('seed');
 
   if (app) await app.listen({ port: config.port, host: config.host });
+  mark('listening');
   if (config.sipPort) ctx.sipListener.start({ port: config.sipPort, host: config.sipHost });
   if (config.roles.includes('worker')) {
     // The clean-up of this hour, unless another instance already booked it; each run books the next hour.
@@ -49,6 +66,9 @@ async function main() {
     ctx.carrier.start?.();
     ctx.jobs.start();
   }
+  mark('ready');
+  cpu.ready = cpuMs();
+  log.info({ phases, cpu, roles: config.roles }, 'ready');
   if (demo) {
     const address = app?.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
