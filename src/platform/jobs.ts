@@ -20,6 +20,7 @@ import {
   insertSelectedJobs,
   type Job,
   JobStore,
+  type KeyCapChange,
   type OpenJobs,
   type Quota,
   type SelectedJobs,
@@ -28,7 +29,7 @@ import { DEFAULT_SCHEDULE_STEP_MS, JobWorker, type SlotQueue, Slots } from './jo
 import type { CounterMetric, HistogramMetric, Meter } from './metrics/index.ts';
 import { currentTraceparent, inJobSpan, tracingEnabled } from './telemetry/index.ts';
 
-export type { Job, SelectedJobs } from './jobs/store.ts';
+export type { Job, KeyCapChange, SelectedJobs } from './jobs/store.ts';
 
 export type JobHandler<Payload = unknown> = (payload: Payload, job: Job<Payload>) => Promise<void>;
 
@@ -266,6 +267,16 @@ export class JobQueue {
       [queue, JSON.stringify(payload)],
     );
     return rows.length > 0;
+  }
+
+  /**
+   * Moves the cap of one concurrency key of a capped queue (a webhook endpoint's, as its receiver keeps up or
+   * pushes back); the claim honours it across every worker. Returns the key's cap now.
+   */
+  async adjustKeyCap(queue: string, key: string, change: KeyCapChange): Promise<number> {
+    const defaultCap = this.queues.get(queue)?.perKeyConcurrency;
+    if (defaultCap === undefined) throw new Error(`Queue ${queue} has no perKeyConcurrency to adjust`);
+    return this.store.adjustKeyCap(queue, key, change, defaultCap, this.clock.now());
   }
 
   /**

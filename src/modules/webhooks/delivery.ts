@@ -22,6 +22,7 @@
 // The schedule lives in the job row (RetryAt), so a delivery mid-retry survives a restart, and any instance
 // may make the next attempt.
 import type { Clock } from '../../platform/clock.ts';
+import { GroupBatch } from '../../platform/db/group-batch.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
 import type { DomainEvent, EventConsumer, EventOutbox } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
@@ -29,11 +30,18 @@ import { type Job, type JobQueue, RetryAt } from '../../platform/jobs.ts';
 import type { CounterMetric, HistogramMetric, Meter } from '../../platform/metrics/index.ts';
 import type { JobSpec } from '../../platform/module.ts';
 import { injectTraceHeaders } from '../../platform/telemetry/index.ts';
+import { ENDPOINT_CONCURRENCY, EndpointPace } from './endpoint-pace.ts';
 import { EndpointDisabled } from './events.ts';
 import type { DeliveryStatus } from './schemas.ts';
 import { DELIVER_QUEUE, type Enqueue, type WebhookService } from './service.ts';
 import { signedHeaders } from './signature.ts';
-import { type DeliveryWithEndpoint, type EndpointRow, WebhookStore } from './store.ts';
+import {
+  type DeliveryWithEndpoint,
+  type EndpointRow,
+  type EventToFanOut,
+  type Success,
+  WebhookStore,
+} from './store.ts';
 import { type PostResult, retryAfterSeconds, type WebhookTransport } from './transport.ts';
 
 /** Seconds before attempt n+1 after attempt n failed (index n-1). Attempt 1 is immediate. */
@@ -45,13 +53,10 @@ export const FAILING_DISABLE_AFTER_MS = 5 * 24 * 3600 * 1000;
 /** How long a worker's claim of a delivery job lasts before another worker may take it. */
 export const LEASE_SECONDS = 60;
 /**
- * Attempts of one endpoint in flight at once, across every worker (the delivery queue's perKeyConcurrency,
- * keyed by endpoint id). A receiver that hangs holds this many slots for up to its 15 s deadline each and the
- * other endpoints' deliveries flow through the rest (a worker has WORKER_CONCURRENCY, 16 by default); the
- * price is that one endpoint receives at most this many at once, so its rate is bounded by its own answer time
- * (4 in flight at 50 ms is 80 deliveries a second), which is the receiver's limit, not ours.
+ * Attempts of one endpoint in flight at first, across every worker (the delivery queue's perKeyConcurrency,
+ * keyed by endpoint id); the cap then moves with the receiver's answers (endpoint-pace.ts).
  */
-export const ENDPOINT_CONCURRENCY = 4;
+export { ENDPOINT_CONCURRENCY, MAX_ENDPOINT_CONCURRENCY } from './endpoint-pace.ts';
 
 /**
  * Why a delivery cannot be attempted, in words for the delivery log (the owner of the endpoint reads them).
@@ -74,6 +79,37 @@ export class WebhookDelivery {
   private readonly transport: WebhookTransport;
   private readonly store = new WebhookStore();
   private readonly endpointConcurrency: number;
+  private readonly pace: EndpointPace;
+  // Jobs claimed together fan out, read their deliveries and record their successes a statement per kind.
+  private readonly fanOuts = new GroupBatch<EventToFanOut>({
+    run: async (events) => {
+      const now = this.clock.now();
+      await this.jobs.enqueueSelected(
+        this.db,
+        DELIVER_QUEUE,
+        this.store.eventsDeliveries({
+          // A newId() head (prefix and time); the statement adds each delivery's random tail.
+          idPrefix: newId('whd', now.getTime()).slice(0, -16),
+          now,
+          events: uniqueById(events),
+        }),
+      );
+      return [];
+    },
+  });
+  private readonly reads = new GroupBatch<string, DeliveryWithEndpoint | undefined>({
+    run: async (ids) => {
+      const rows = await this.store.findDeliveriesWithEndpoint(this.db, ids);
+      const byId = new Map(rows.map((row) => [row.id, row]));
+      return ids.map((id) => byId.get(id));
+    },
+  });
+  private readonly successes = new GroupBatch<Success>({
+    run: async (successes) => {
+      await this.store.recordSuccesses(this.db, successes);
+      return [];
+    },
+  });
   private readonly metrics?: {
     attempts: CounterMetric<'outcome'>;
     duration: HistogramMetric<'outcome'>;
@@ -98,6 +134,7 @@ export class WebhookDelivery {
     this.service = deps.service;
     this.transport = deps.transport;
     this.endpointConcurrency = deps.endpointConcurrency ?? ENDPOINT_CONCURRENCY;
+    this.pace = new EndpointPace(this.jobs, DELIVER_QUEUE, this.endpointConcurrency);
     if (deps.meter) this.metrics = this.declareMetrics(deps.meter);
     // An attempt that could outlive the lease could be taken up and POSTed again by another worker; half the
     // lease leaves ample room to read the delivery before and record its outcome after.
@@ -198,8 +235,9 @@ export class WebhookDelivery {
   }
 
   /**
-   * One delivery per enabled endpoint of the organization subscribed to the event's type, and its job, in one
-   * statement (so they commit together, in one round trip however many endpoints there are).
+   * One delivery per enabled endpoint of the organization subscribed to the event's type, and its job; the
+   * events of dispatch jobs run together fan out in one statement (so an event's deliveries and jobs commit
+   * together, in one round trip shared by the batch however many endpoints there are).
    */
   async fanOut(event: DomainEvent): Promise<void> {
     const body = JSON.stringify({
@@ -207,25 +245,13 @@ export class WebhookDelivery {
       timestamp: event.createdAt.toISOString(),
       data: event.data,
     });
-    const now = this.clock.now();
-    await this.jobs.enqueueSelected(
-      this.db,
-      DELIVER_QUEUE,
-      this.store.eventDeliveries({
-        // A newId() head (prefix and time); the statement adds each delivery's random tail.
-        idPrefix: newId('whd', now.getTime()).slice(0, -16),
-        organizationId: event.organizationId,
-        eventId: event.id,
-        eventType: event.type,
-        body,
-        now,
-      }),
-    );
+    const { id, organizationId, type, createdAt } = event;
+    await this.fanOuts.add({ id, organizationId, type, body, createdAt });
   }
 
   /** One attempt of one delivery; throws RetryAt when another attempt is due later. */
   async attempt(job: DeliveryJob): Promise<void> {
-    const delivery = await this.store.findDeliveryWithEndpoint(this.db, job.deliveryId);
+    const delivery = await this.reads.add(job.deliveryId);
     if (delivery?.status !== 'pending') return;
     // A job taken up again after a lost lease must not send before the delivery's own schedule.
     if (delivery.next_attempt_at && delivery.next_attempt_at.getTime() > this.clock.nowMs()) {
@@ -237,6 +263,7 @@ export class WebhookDelivery {
     }
 
     const now = this.clock.now();
+    const round = this.pace.roundOf(delivery.endpoint_id);
     const secrets = this.signingSecrets(delivery, now);
     const headers = signedHeaders(delivery.event_id, now, delivery.body, secrets);
     // The receiver's trace continues ours: the delivery job's span, the child of what caused the event.
@@ -247,6 +274,11 @@ export class WebhookDelivery {
     this.metrics?.attempts.inc({ outcome });
     this.metrics?.duration.observe({ outcome }, result.durationMs / 1000);
     const nextAt = await this.record(delivery, result, job.manual === true);
+    try {
+      await this.pace.observe(delivery.endpoint_id, round, result, this.clock.nowMs());
+    } catch {
+      // The cap stays where it was; the attempt itself is recorded, which is what must not be lost.
+    }
     if (nextAt) throw new RetryAt(nextAt, `webhook delivery failed: ${result.error ?? result.statusCode}`);
   }
 
@@ -297,13 +329,20 @@ export class WebhookDelivery {
     // Guarded by the attempt count: if two workers ever ran the same attempt, only one outcome counts.
     const target = { id: delivery.id, endpointId: delivery.endpoint_id, previousAttempts: delivery.attempts };
 
-    // A success is one statement (the attempt, the delivery, and the end of the endpoint's run of failures
-    // when it had one): most attempts succeed, and this is their whole cost after the POST.
+    // A success is a share of one statement (the attempt, the delivery, and the end of the endpoint's run of
+    // failures when it had one, for every success recorded at once): most attempts succeed, and this is
+    // their whole cost after the POST.
     if (ok) {
-      await this.store.recordAttempt(this.db, attemptId, target, {
-        ...outcome,
-        status: 'succeeded',
-        nextAttemptAt: null,
+      await this.successes.add({
+        attemptId,
+        deliveryId: delivery.id,
+        endpointId: delivery.endpoint_id,
+        previousAttempts: delivery.attempts,
+        attempt: outcome.attempt,
+        statusCode: result.statusCode!,
+        durationMs: outcome.durationMs,
+        responseExcerpt: outcome.responseExcerpt,
+        now,
       });
       return undefined;
     }
@@ -356,4 +395,9 @@ export class WebhookDelivery {
 
 function redirect(status: number | null): string {
   return status !== null && status >= 300 && status < 400 ? ' (redirects are not followed)' : '';
+}
+
+/** A dispatch made twice (at-least-once) may bring one event twice into a batch; one row each is enough. */
+function uniqueById(events: EventToFanOut[]): EventToFanOut[] {
+  return [...new Map(events.map((event) => [event.id, event])).values()];
 }

@@ -61,6 +61,12 @@ export interface SelectedJobs {
   params: unknown[];
 }
 
+/** How to move a key's cap: one more (up to `max`), half (and a pause if asked for), or a pause alone. */
+export type KeyCapChange =
+  | { grow: { max: number } }
+  | { halve: { pausedUntil?: Date } }
+  | { pause: { until: Date } };
+
 export interface OpenJobs {
   queue: string;
   waiting: number;
@@ -372,6 +378,41 @@ export class JobStore {
         GROUP BY queue`,
       [now],
     );
+  }
+
+  /**
+   * Moves one key's own cap (job_key_caps, migration 048), starting from `defaultCap` (its queue's
+   * perKeyConcurrency) when it has none: `grow` adds one up to `max`; `halve` halves it (at least 1); either
+   * of `halve` and `pause` with a `pausedUntil` starts no job of the key before then (a later pause already set
+   * stays). Relative to the stored cap, so workers moving one key at once each move it once. Returns the cap.
+   */
+  async adjustKeyCap(
+    queue: string,
+    key: string,
+    change: KeyCapChange,
+    defaultCap: number,
+    now: Date,
+  ): Promise<number> {
+    const [cap, pausedUntil, first] =
+      'grow' in change
+        ? ['LEAST(job_key_caps.cap + 1, $4::integer)', null, 'LEAST($3::integer + 1, $4::integer)']
+        : 'halve' in change
+          ? [
+              'GREATEST(job_key_caps.cap / 2, 1)',
+              change.halve.pausedUntil ?? null,
+              'GREATEST($3::integer / 2, 1)',
+            ]
+          : ['job_key_caps.cap', change.pause.until, '$3::integer'];
+    const [row] = await this.db.query<{ cap: number }>(
+      `INSERT INTO job_key_caps (queue, concurrency_key, cap, paused_until, updated_at)
+       VALUES ($1, $2, ${first}, $5::timestamptz, $6)
+       ON CONFLICT (queue, concurrency_key)
+       DO UPDATE SET cap = ${cap}, paused_until = GREATEST(job_key_caps.paused_until, $5::timestamptz),
+                     updated_at = $6
+       RETURNING cap`,
+      [queue, key, defaultCap, 'grow' in change ? change.grow.max : null, pausedUntil, now],
+    );
+    return row!.cap;
   }
 
   /** Marks jobs this worker still holds completed, in one statement. */
