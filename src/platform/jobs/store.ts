@@ -393,24 +393,23 @@ export class JobStore {
     defaultCap: number,
     now: Date,
   ): Promise<number> {
-    const [cap, pausedUntil, first] =
+    // $4 is the pause (or null), $5 the bound of growth (named in RETURNING so that every form types it).
+    const [first, next] =
       'grow' in change
-        ? ['LEAST(job_key_caps.cap + 1, $4::integer)', null, 'LEAST($3::integer + 1, $4::integer)']
+        ? ['LEAST($3::integer + 1, $5::integer)', 'LEAST(job_key_caps.cap + 1, $5::integer)']
         : 'halve' in change
-          ? [
-              'GREATEST(job_key_caps.cap / 2, 1)',
-              change.halve.pausedUntil ?? null,
-              'GREATEST($3::integer / 2, 1)',
-            ]
-          : ['job_key_caps.cap', change.pause.until, '$3::integer'];
+          ? ['GREATEST($3::integer / 2, 1)', 'GREATEST(job_key_caps.cap / 2, 1)']
+          : ['$3::integer', 'job_key_caps.cap'];
+    const pausedUntil =
+      'halve' in change ? (change.halve.pausedUntil ?? null) : 'pause' in change ? change.pause.until : null;
     const [row] = await this.db.query<{ cap: number }>(
       `INSERT INTO job_key_caps (queue, concurrency_key, cap, paused_until, updated_at)
-       VALUES ($1, $2, ${first}, $5::timestamptz, $6)
+       VALUES ($1, $2, ${first}, $4::timestamptz, $6)
        ON CONFLICT (queue, concurrency_key)
-       DO UPDATE SET cap = ${cap}, paused_until = GREATEST(job_key_caps.paused_until, $5::timestamptz),
+       DO UPDATE SET cap = ${next}, paused_until = GREATEST(job_key_caps.paused_until, $4::timestamptz),
                      updated_at = $6
-       RETURNING cap`,
-      [queue, key, defaultCap, 'grow' in change ? change.grow.max : null, pausedUntil, now],
+       RETURNING cap, $5::integer AS bound`,
+      [queue, key, defaultCap, pausedUntil, 'grow' in change ? change.grow.max : defaultCap, now],
     );
     return row!.cap;
   }
