@@ -12,10 +12,10 @@
 // one concurrency key (a webhook endpoint) running at once across every worker.
 import { hostname } from 'node:os';
 import type { Clock } from './clock.ts';
+import { GroupBatch } from './db/group-batch.ts';
 import type { Database, Queryable } from './db/index.ts';
 import { newId } from './ids.ts';
 import {
-  CompletionBatch,
   insertJob,
   insertSelectedJobs,
   type Job,
@@ -129,7 +129,12 @@ export class JobQueue {
   private readonly concurrency: number;
   private readonly onError: (error: unknown, job: Job) => void;
   private readonly store: JobStore;
-  private readonly completions: CompletionBatch;
+  /**
+   * Group commit of successes: the jobs that end in one turn, or while the last write is under way, are
+   * marked completed by one statement, and each job's slot is given back only once its own row is written
+   * (so `drain()` sees it completed).
+   */
+  private readonly completions: GroupBatch<string>;
   private readonly worker: JobWorker;
   private readonly pollIntervalMs: number;
   private readonly metrics?: JobMetrics;
@@ -146,7 +151,12 @@ export class JobQueue {
     }
     this.onError = options.onError ?? (() => {});
     this.store = new JobStore({ db, workerId: this.workerId });
-    this.completions = new CompletionBatch({ write: (ids) => this.store.complete(ids, this.clock.now()) });
+    this.completions = new GroupBatch<string>({
+      run: async (ids) => {
+        await this.store.complete(ids, this.clock.now());
+        return [];
+      },
+    });
     this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
     this.worker = new JobWorker({
       db,
@@ -380,7 +390,11 @@ export class JobQueue {
       }
       if (runs.size === 0) break;
       // A full claim leaves nothing free; a short one means nothing more is due until a running job ends.
-      if (claimed < wanted || slots.free === 0 || wanted <= 0) await Promise.race(runs);
+      if (claimed < wanted || slots.free === 0 || wanted <= 0) {
+        await Promise.race(runs);
+        // The jobs that end with it (those whose outcome one batch wrote) free their slots for the same claim.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
     }
     await Promise.all(runs);
     if (failure) throw failure.error;
@@ -430,7 +444,7 @@ export class JobQueue {
         () => registered.handler(job.payload as never, job as Job<never>),
         (error) => !(error instanceof RetryAt),
       );
-      await this.completions.complete(job.id);
+      await this.completions.add(job.id);
       this.metrics?.completed.inc(labels);
     } catch (error) {
       // A RetryAt is the handler's plan (a receiver's Retry-After, a retry schedule), not a failure to report.

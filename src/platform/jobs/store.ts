@@ -2,7 +2,7 @@
 // claim is jobs_claim() and jobs_claim_by_key(), PL/pgSQL functions of migration 013, so that every session
 // plans it once), finding when the next job falls due, and recording each outcome. Every write of a held job
 // names its worker (`locked_by`), so a worker whose lease ran out and was taken over cannot overwrite the
-// outcome of the worker that holds the job now. Successes are recorded in batches (CompletionBatch).
+// outcome of the worker that holds the job now. Successes are recorded in batches (JobQueue's completions).
 // Concurrency groups: a job may carry a key, and a queue's `perKeyConcurrency` caps the jobs of one key
 // running at once across every worker; the claim counts them under a per-key advisory lock.
 import { deleteInBatches } from '../db/batches.ts';
@@ -478,44 +478,4 @@ function toJob(row: JobRow): Job {
     createdAt: row.created_at,
     concurrencyKey: row.concurrency_key,
   };
-}
-
-/**
- * Group commit of successes: the first success is written at once; those that finish while that write is
- * under way wait for it and are written together by the next one. So an idle worker adds no delay, a busy
- * one writes many completions per statement, and each caller's promise settles when its own row is written
- * (a handler's slot is not given back before the job is recorded, so `drain()` sees it completed).
- */
-export class CompletionBatch {
-  private readonly write: (ids: string[]) => Promise<void>;
-  private readonly maxSize: number;
-  private waiting: { id: string; settle: (error?: unknown) => void }[] = [];
-  private writing = false;
-
-  constructor(options: { write: (ids: string[]) => Promise<void>; maxSize?: number }) {
-    this.write = options.write;
-    this.maxSize = options.maxSize ?? 500;
-  }
-
-  complete(id: string): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.waiting.push({ id, settle: (error) => (error === undefined ? resolve() : reject(error)) });
-      if (!this.writing) void this.flush();
-    });
-  }
-
-  private async flush(): Promise<void> {
-    this.writing = true;
-    while (this.waiting.length > 0) {
-      const batch = this.waiting.splice(0, this.maxSize);
-      let failure: unknown;
-      try {
-        await this.write(batch.map((entry) => entry.id));
-      } catch (error) {
-        failure = error ?? new Error('completion failed');
-      }
-      for (const entry of batch) entry.settle(failure);
-    }
-    this.writing = false;
-  }
 }
