@@ -1,10 +1,13 @@
 // Webhook delivery: from the event outbox to the receiver, through the durable job queue.
 //   fan-out   the outbox hands each event to `fanOut`, which inserts one delivery per enabled endpoint of the
-//             event's organization subscribed to its type, and its job, in one statement. Dispatch is
-//             at-least-once; UNIQUE (event_id, endpoint_id) makes a second fan-out a no-op. An event no
-//             endpoint subscribes to is not dispatched at all (the consumer's `wants`).
-//   at once   a delivery's job has its endpoint as concurrency key: at most ENDPOINT_CONCURRENCY attempts of
-//             one endpoint are in flight across every worker, so a slow receiver cannot take every slot.
+//             event's organization subscribed to its type, and its job; the events dispatched together share
+//             one statement. Dispatch is at-least-once; UNIQUE (event_id, endpoint_id) makes a second fan-out
+//             a no-op. An event no endpoint subscribes to is not dispatched at all (the consumer's `wants`).
+//   at once   a delivery's job has its endpoint as concurrency key: at most the endpoint's cap of attempts
+//             are in flight across every worker, so a slow receiver cannot take every slot; the cap starts
+//             at ENDPOINT_CONCURRENCY and moves with the receiver's answers (endpoint-pace.ts).
+//   batches   attempts run together read their deliveries in one statement and record their successes in
+//             one (GroupBatch); a failure is a transaction of its own.
 //   attempt   each job run makes one POST, signed per Standard Webhooks (webhook-id is the event id, stable
 //             across retries; webhook-timestamp is the attempt time by the app clock; webhook-signature holds
 //             one `v1,` signature per valid secret). 2xx is success; anything else, a redirect included, fails.
@@ -22,7 +25,6 @@
 // The schedule lives in the job row (RetryAt), so a delivery mid-retry survives a restart, and any instance
 // may make the next attempt.
 import type { Clock } from '../../platform/clock.ts';
-import { GroupBatch } from '../../platform/db/group-batch.ts';
 import type { Database, Queryable } from '../../platform/db/index.ts';
 import type { DomainEvent, EventConsumer, EventOutbox } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
@@ -30,18 +32,13 @@ import { type Job, type JobQueue, RetryAt } from '../../platform/jobs.ts';
 import type { CounterMetric, HistogramMetric, Meter } from '../../platform/metrics/index.ts';
 import type { JobSpec } from '../../platform/module.ts';
 import { injectTraceHeaders } from '../../platform/telemetry/index.ts';
+import { DeliveryBatches } from './delivery-batches.ts';
 import { ENDPOINT_CONCURRENCY, EndpointPace } from './endpoint-pace.ts';
 import { EndpointDisabled } from './events.ts';
 import type { DeliveryStatus } from './schemas.ts';
 import { DELIVER_QUEUE, type Enqueue, type WebhookService } from './service.ts';
 import { signedHeaders } from './signature.ts';
-import {
-  type DeliveryWithEndpoint,
-  type EndpointRow,
-  type EventToFanOut,
-  type Success,
-  WebhookStore,
-} from './store.ts';
+import { type DeliveryWithEndpoint, type EndpointRow, WebhookStore } from './store.ts';
 import { type PostResult, retryAfterSeconds, type WebhookTransport } from './transport.ts';
 
 /** Seconds before attempt n+1 after attempt n failed (index n-1). Attempt 1 is immediate. */
@@ -80,36 +77,8 @@ export class WebhookDelivery {
   private readonly store = new WebhookStore();
   private readonly endpointConcurrency: number;
   private readonly pace: EndpointPace;
-  // Jobs claimed together fan out, read their deliveries and record their successes a statement per kind.
-  private readonly fanOuts = new GroupBatch<EventToFanOut>({
-    run: async (events) => {
-      const now = this.clock.now();
-      await this.jobs.enqueueSelected(
-        this.db,
-        DELIVER_QUEUE,
-        this.store.eventsDeliveries({
-          // A newId() head (prefix and time); the statement adds each delivery's random tail.
-          idPrefix: newId('whd', now.getTime()).slice(0, -16),
-          now,
-          events: uniqueById(events),
-        }),
-      );
-      return [];
-    },
-  });
-  private readonly reads = new GroupBatch<string, DeliveryWithEndpoint | undefined>({
-    run: async (ids) => {
-      const rows = await this.store.findDeliveriesWithEndpoint(this.db, ids);
-      const byId = new Map(rows.map((row) => [row.id, row]));
-      return ids.map((id) => byId.get(id));
-    },
-  });
-  private readonly successes = new GroupBatch<Success>({
-    run: async (successes) => {
-      await this.store.recordSuccesses(this.db, successes);
-      return [];
-    },
-  });
+  private readonly batches: DeliveryBatches;
+
   private readonly metrics?: {
     attempts: CounterMetric<'outcome'>;
     duration: HistogramMetric<'outcome'>;
@@ -135,6 +104,12 @@ export class WebhookDelivery {
     this.transport = deps.transport;
     this.endpointConcurrency = deps.endpointConcurrency ?? ENDPOINT_CONCURRENCY;
     this.pace = new EndpointPace(this.jobs, DELIVER_QUEUE, this.endpointConcurrency);
+    this.batches = new DeliveryBatches({
+      db: this.db,
+      clock: this.clock,
+      jobs: this.jobs,
+      queue: DELIVER_QUEUE,
+    });
     if (deps.meter) this.metrics = this.declareMetrics(deps.meter);
     // An attempt that could outlive the lease could be taken up and POSTed again by another worker; half the
     // lease leaves ample room to read the delivery before and record its outcome after.
@@ -246,12 +221,12 @@ export class WebhookDelivery {
       data: event.data,
     });
     const { id, organizationId, type, createdAt } = event;
-    await this.fanOuts.add({ id, organizationId, type, body, createdAt });
+    await this.batches.fanOut({ id, organizationId, type, body, createdAt });
   }
 
   /** One attempt of one delivery; throws RetryAt when another attempt is due later. */
   async attempt(job: DeliveryJob): Promise<void> {
-    const delivery = await this.reads.add(job.deliveryId);
+    const delivery = await this.batches.read(job.deliveryId);
     if (delivery?.status !== 'pending') return;
     // A job taken up again after a lost lease must not send before the delivery's own schedule.
     if (delivery.next_attempt_at && delivery.next_attempt_at.getTime() > this.clock.nowMs()) {
@@ -333,7 +308,7 @@ export class WebhookDelivery {
     // failures when it had one, for every success recorded at once): most attempts succeed, and this is
     // their whole cost after the POST.
     if (ok) {
-      await this.successes.add({
+      await this.batches.recordSuccess({
         attemptId,
         deliveryId: delivery.id,
         endpointId: delivery.endpoint_id,
@@ -395,9 +370,4 @@ export class WebhookDelivery {
 
 function redirect(status: number | null): string {
   return status !== null && status >= 300 && status < 400 ? ' (redirects are not followed)' : '';
-}
-
-/** A dispatch made twice (at-least-once) may bring one event twice into a batch; one row each is enough. */
-function uniqueById(events: EventToFanOut[]): EventToFanOut[] {
-  return [...new Map(events.map((event) => [event.id, event])).values()];
 }
