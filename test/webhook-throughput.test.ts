@@ -8,6 +8,7 @@ import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { ContactOptedOut } from '../src/modules/contacts/events.ts';
 import { ENDPOINT_CONCURRENCY } from '../src/modules/webhooks/delivery.ts';
+import { EndpointPace, SLOW_ANSWER_MS } from '../src/modules/webhooks/endpoint-pace.ts';
 import { WebhookTransport } from '../src/modules/webhooks/transport.ts';
 import { GroupBatch } from '../src/platform/db/group-batch.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
@@ -254,5 +255,36 @@ describe('webhook throughput', () => {
       t.ctx.clock.thaw();
       await receiver.close();
     }
+  });
+
+  test('slowness halves the cap once per round: a slow 2xx, then a timeout in the next round; a 2xx under 5 s holds it', async () => {
+    const pace = new EndpointPace(t.ctx.jobs, 'webhooks.deliver', ENDPOINT_CONCURRENCY);
+    const endpointId = `wh_pace_${phoneCounter++}`;
+    const answer = (statusCode: number | null, durationMs: number, error: string | null = null) => ({
+      statusCode,
+      durationMs,
+      error,
+      responseExcerpt: null,
+      retryAfter: null,
+    });
+    const now = t.ctx.clock.nowMs();
+    const round = pace.roundOf(endpointId);
+    await pace.observe(endpointId, round, answer(200, SLOW_ANSWER_MS + 1000), now);
+    assert.equal((await capOf(endpointId))!.cap, ENDPOINT_CONCURRENCY / 2);
+    // The other attempts of that round were as slow: they answered for the same overload.
+    await pace.observe(endpointId, round, answer(200, SLOW_ANSWER_MS + 2000), now);
+    assert.equal((await capOf(endpointId))!.cap, ENDPOINT_CONCURRENCY / 2);
+    // A 2xx that is not quick (between 1 and 5 s) neither grows nor halves it.
+    await pace.observe(endpointId, pace.roundOf(endpointId), answer(204, 2000), now);
+    assert.equal((await capOf(endpointId))!.cap, ENDPOINT_CONCURRENCY / 2);
+    await pace.observe(
+      endpointId,
+      pace.roundOf(endpointId),
+      answer(null, 15_000, 'Timed out after 15 s waiting for the answer'),
+      now,
+    );
+    assert.equal((await capOf(endpointId))!.cap, 1);
+    assert.equal(pace.capOf(endpointId), 1);
+    assert.equal((await capOf(endpointId))!.paused_until, null);
   });
 });
