@@ -251,6 +251,13 @@ describe('webhook throughput', () => {
           `the second attempt is due 5 s ± 10% later, not ${delay} ms`,
         );
       }
+      // Another URL is another receiver: the endpoint starts over at the first cap.
+      const [{ organization_id }] = await t.ctx.db.query<{ organization_id: string }>(
+        'SELECT organization_id FROM webhook_endpoints WHERE id = $1',
+        [endpointId],
+      );
+      await t.ctx.webhooks.update(organization_id, endpointId, { url: `${receiver.url}/moved` });
+      assert.equal(await capOf(endpointId), undefined);
     } finally {
       t.ctx.clock.thaw();
       await receiver.close();

@@ -16,6 +16,7 @@ import { GroupBatch } from './db/group-batch.ts';
 import type { Database, Queryable } from './db/index.ts';
 import { newId } from './ids.ts';
 import {
+  deleteKeyCap,
   insertJob,
   insertSelectedJobs,
   type Job,
@@ -287,6 +288,11 @@ export class JobQueue {
     const defaultCap = this.queues.get(queue)?.perKeyConcurrency;
     if (defaultCap === undefined) throw new Error(`Queue ${queue} has no perKeyConcurrency to adjust`);
     return this.store.adjustKeyCap(queue, key, change, defaultCap, this.clock.now());
+  }
+
+  /** Puts a key back at its queue's perKeyConcurrency, unpaused (in `q`'s transaction when it is one). */
+  resetKeyCap(q: Queryable, queue: string, key: string): Promise<void> {
+    return deleteKeyCap(q, queue, key);
   }
 
   /**

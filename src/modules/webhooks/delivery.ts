@@ -194,6 +194,15 @@ export class WebhookDelivery {
       this.store.hasSubscribedEndpoint(q, event.organizationId, event.type),
   });
 
+  /**
+   * Starts an endpoint's pace over at the first cap, unpaused: its URL changed (another receiver), it was
+   * turned back on (a clean record), or it is deleted.
+   */
+  resetPace = async (q: Queryable, endpointId: string): Promise<void> => {
+    this.pace.forget(endpointId);
+    await this.jobs.resetKeyCap(q, DELIVER_QUEUE, endpointId);
+  };
+
   /** Whether a job of the delivery is waiting or running: false once it finished, died or never existed. */
   isQueued = (tx: Queryable, deliveryId: string): Promise<boolean> =>
     this.jobs.hasOpenJob(tx, DELIVER_QUEUE, { deliveryId });

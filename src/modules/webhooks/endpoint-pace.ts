@@ -45,6 +45,11 @@ export class EndpointPace {
     return this.paces.get(endpointId)?.cap ?? this.initialCap;
   }
 
+  /** Starts the endpoint over (a new URL, turned back on): its stored cap is dropped by the caller. */
+  forget(endpointId: string): void {
+    this.paces.delete(endpointId);
+  }
+
   /** The round an attempt starting now belongs to; handed back to `observe` with its answer. */
   roundOf(endpointId: string): number {
     return this.pace(endpointId).round;

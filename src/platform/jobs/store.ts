@@ -158,6 +158,11 @@ export async function insertSelectedJobs(
   return rows.length;
 }
 
+/** Forgets one key's own cap (it goes back to its queue's perKeyConcurrency), in `q`'s transaction. */
+export async function deleteKeyCap(q: Queryable, queue: string, key: string): Promise<void> {
+  await q.query('DELETE FROM job_key_caps WHERE queue = $1 AND concurrency_key = $2', [queue, key]);
+}
+
 /**
  * How many of a capped queue's oldest due jobs one claim reads (for a claim of `size`): enough to fill it
  * when nothing blocks, and a bound on what a claim reads when a long run of them belongs to keys that have
