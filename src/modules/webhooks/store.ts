@@ -316,7 +316,8 @@ export class WebhookStore {
   /**
    * Records attempt `outcome.attempt` (its row in the attempt log) and writes the delivery's state after it,
    * the latter only if the delivery has made exactly `previousAttempts` so far; on a success it also ends
-   * the endpoint's run of failures, if it had one. One statement: a success costs one round trip.
+   * the endpoint's run of failures, if it had one. One statement. Delivery records failures with it (in their
+   * transaction); successes go many at a time through DeliveryBatches.
    */
   async recordAttempt(
     db: Queryable,
