@@ -4,10 +4,12 @@
 // what the durable pipeline (outbox, delivery rows, jobs, attempt log) costs on this machine.
 // The receiver runs in a process of its own, as a real one would, so its work is not done on the worker's
 // event loop. The events go to ENDPOINTS endpoints (one per organization, in turn): one endpoint alone is
-// bounded by its own concurrency cap (ENDPOINT_CONCURRENCY attempts in flight, src/modules/webhooks/
-// delivery.ts), so several show what the pipeline itself can do. Also printed: the statements the product
-// sent per event, and the CPU seconds the worker process, the receiver and the PostgreSQL server (when it
-// runs on this machine) spent, which on a small machine say what bounds the figure.
+// bounded by its own concurrency cap (ENDPOINT_CONCURRENCY attempts in flight at first, growing while the
+// receiver keeps up: src/modules/webhooks/endpoint-pace.ts), so several show what the pipeline itself can do.
+// Also printed: the statements the product sent per event while delivering (the recording's own, the same
+// before and after issue 38, are not counted), the connections the receiver accepted (kept alive, they are
+// far fewer than the deliveries), and the CPU seconds the worker process, the receiver and the PostgreSQL
+// server (when it runs on this machine) spent, which on a small machine say what bounds the figure.
 // Run: npm run bench:webhooks   (BENCH_EVENTS=2000, BENCH_ENDPOINTS=8; DATABASE_URL for PostgreSQL, where a
 // scratch database is created and dropped; default embedded PGlite)
 import { type ChildProcess, fork } from 'node:child_process';
@@ -29,6 +31,7 @@ import { useScratchDatabase } from './scratch-database.ts';
 if (process.argv[2] === '--receiver') {
   // The receiver: answers every POST with 204 once its body is read; tells its count and CPU when asked.
   let received = 0;
+  let connections = 0;
   const server = http.createServer((request, response) => {
     request.resume();
     request.on('end', () => {
@@ -36,13 +39,15 @@ if (process.argv[2] === '--receiver') {
       response.writeHead(204).end();
     });
   });
+  server.on('connection', () => connections++);
   server.listen(0, '127.0.0.1', () => process.send!({ port: (server.address() as { port: number }).port }));
   process.on('message', (message) => {
     if (message === 'report') {
       const cpu = process.cpuUsage();
-      process.send!({ received, cpuSeconds: (cpu.user + cpu.system) / 1e6 });
+      process.send!({ received, connections, cpuSeconds: (cpu.user + cpu.system) / 1e6 });
     } else if (message === 'reset') {
       received = 0;
+      connections = 0;
       process.send!({ reset: true });
     } else if (message === 'stop') {
       process.exit(0);
@@ -140,15 +145,18 @@ async function main() {
   );
 
   const cap = (delivery as Record<string, unknown>).ENDPOINT_CONCURRENCY ?? 'none';
+  const maxCap = (delivery as Record<string, unknown>).MAX_ENDPOINT_CONCURRENCY ?? cap;
+  const caps = await db.query<{ cap: number }>('SELECT cap FROM job_key_caps ORDER BY cap');
   console.log(
     `\n${EVENTS} events to ${ENDPOINTS} endpoint(s), worker concurrency ${CONCURRENCY}, ` +
-      `per-endpoint cap ${cap}, database: ${db.engine}\n`,
+      `per-endpoint cap ${cap} at first, up to ${maxCap} (at the end: ${caps.map((row) => row.cap).join(', ') || cap}), ` +
+      `database: ${db.engine}\n`,
   );
   console.log(`baseline  signed POSTs straight to the receiver   ${baselineRate.toFixed(0).padStart(6)} /s`);
   console.log(
     `product   outbox → fan-out → jobs → receiver       ${(succeeded / seconds).toFixed(0).padStart(6)} events delivered/s` +
       `  (${(succeeded / seconds / baselineRate).toFixed(2)}x baseline; ${succeeded}/${EVENTS} succeeded, ` +
-      `${after.receiver.received} received)`,
+      `${after.receiver.received} received over ${after.receiver.connections} connections)`,
   );
   const cpu = (value: number) => `${value.toFixed(1)} s (${((value / seconds) * 100).toFixed(0)}%)`;
   console.log(
@@ -172,9 +180,15 @@ async function main() {
   process.exit(0);
 }
 
-async function report(receiver: ChildProcess): Promise<{ received: number; cpuSeconds: number }> {
+interface ReceiverReport {
+  received: number;
+  connections: number;
+  cpuSeconds: number;
+}
+
+async function report(receiver: ChildProcess): Promise<ReceiverReport> {
   receiver.send('report');
-  const [message] = (await once(receiver, 'message')) as [{ received: number; cpuSeconds: number }];
+  const [message] = (await once(receiver, 'message')) as [ReceiverReport];
   return message;
 }
 

@@ -8,6 +8,7 @@
 import type { Static, TObject } from 'typebox';
 import type { Clock } from './clock.ts';
 import { deleteInBatches } from './db/batches.ts';
+import { GroupBatch } from './db/group-batch.ts';
 import type { Queryable } from './db/index.ts';
 import { newId } from './ids.ts';
 import type { JobQueue } from './jobs.ts';
@@ -126,6 +127,23 @@ export class EventOutbox {
   private readonly consumers: EventConsumer[] = [];
   private readonly observers: EventObserver[] = [];
   private readonly declared = new Map<string, EventDefinition>();
+  // Dispatch jobs claimed together read their events in one statement and mark them dispatched in another.
+  private readonly loads = new GroupBatch<string, DomainEvent | undefined>({
+    run: async (ids) => {
+      const rows = await this.db.query<EventRow>('SELECT * FROM events WHERE id = ANY($1::text[])', [ids]);
+      const byId = new Map(rows.map((row) => [row.id, toEvent(row)]));
+      return ids.map((id) => byId.get(id));
+    },
+  });
+  private readonly marks = new GroupBatch<string>({
+    run: async (ids) => {
+      await this.db.query('UPDATE events SET dispatched_at = $2 WHERE id = ANY($1::text[])', [
+        ids,
+        this.clock.now(),
+      ]);
+      return [];
+    },
+  });
 
   /**
    * `dispatchConcurrency` bounds the worker slots event dispatch may hold at once, so that a backlog of events
@@ -292,10 +310,10 @@ export class EventOutbox {
   }
 
   private async dispatch(eventId: string): Promise<void> {
-    const event = await this.get(eventId);
+    const event = await this.loads.add(eventId);
     if (!event) return;
     for (const consumer of this.consumers) await consumer(event);
-    await this.db.query('UPDATE events SET dispatched_at = $2 WHERE id = $1', [eventId, this.clock.now()]);
+    await this.marks.add(eventId);
   }
 }
 

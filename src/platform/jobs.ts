@@ -12,14 +12,16 @@
 // one concurrency key (a webhook endpoint) running at once across every worker.
 import { hostname } from 'node:os';
 import type { Clock } from './clock.ts';
+import { GroupBatch } from './db/group-batch.ts';
 import type { Database, Queryable } from './db/index.ts';
 import { newId } from './ids.ts';
 import {
-  CompletionBatch,
+  deleteKeyCap,
   insertJob,
   insertSelectedJobs,
   type Job,
   JobStore,
+  type KeyCapChange,
   type OpenJobs,
   type Quota,
   type SelectedJobs,
@@ -28,7 +30,7 @@ import { DEFAULT_SCHEDULE_STEP_MS, JobWorker, type SlotQueue, Slots } from './jo
 import type { CounterMetric, HistogramMetric, Meter } from './metrics/index.ts';
 import { currentTraceparent, inJobSpan, tracingEnabled } from './telemetry/index.ts';
 
-export type { Job, SelectedJobs } from './jobs/store.ts';
+export type { Job, KeyCapChange, SelectedJobs } from './jobs/store.ts';
 
 export type JobHandler<Payload = unknown> = (payload: Payload, job: Job<Payload>) => Promise<void>;
 
@@ -128,7 +130,12 @@ export class JobQueue {
   private readonly concurrency: number;
   private readonly onError: (error: unknown, job: Job) => void;
   private readonly store: JobStore;
-  private readonly completions: CompletionBatch;
+  /**
+   * Group commit of successes: the jobs that end in one turn, or while the last write is under way, are
+   * marked completed by one statement, and each job's slot is given back only once its own row is written
+   * (so `drain()` sees it completed).
+   */
+  private readonly completions: GroupBatch<string>;
   private readonly worker: JobWorker;
   private readonly pollIntervalMs: number;
   private readonly metrics?: JobMetrics;
@@ -145,7 +152,12 @@ export class JobQueue {
     }
     this.onError = options.onError ?? (() => {});
     this.store = new JobStore({ db, workerId: this.workerId });
-    this.completions = new CompletionBatch({ write: (ids) => this.store.complete(ids, this.clock.now()) });
+    this.completions = new GroupBatch<string>({
+      run: async (ids) => {
+        await this.store.complete(ids, this.clock.now());
+        return [];
+      },
+    });
     this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
     this.worker = new JobWorker({
       db,
@@ -269,6 +281,21 @@ export class JobQueue {
   }
 
   /**
+   * Moves the cap of one concurrency key of a capped queue (a webhook endpoint's, as its receiver keeps up or
+   * pushes back); the claim honours it across every worker. Returns the key's cap now.
+   */
+  async adjustKeyCap(queue: string, key: string, change: KeyCapChange): Promise<number> {
+    const defaultCap = this.queues.get(queue)?.perKeyConcurrency;
+    if (defaultCap === undefined) throw new Error(`Queue ${queue} has no perKeyConcurrency to adjust`);
+    return this.store.adjustKeyCap(queue, key, change, defaultCap, this.clock.now());
+  }
+
+  /** Puts a key back at its queue's perKeyConcurrency, unpaused (in `q`'s transaction when it is one). */
+  resetKeyCap(q: Queryable, queue: string, key: string): Promise<void> {
+    return deleteKeyCap(q, queue, key);
+  }
+
+  /**
    * Adds a job, in the caller's transaction when `q` is one, so the job exists only if the change commits;
    * the workers are notified when it does.
    */
@@ -369,7 +396,11 @@ export class JobQueue {
       }
       if (runs.size === 0) break;
       // A full claim leaves nothing free; a short one means nothing more is due until a running job ends.
-      if (claimed < wanted || slots.free === 0 || wanted <= 0) await Promise.race(runs);
+      if (claimed < wanted || slots.free === 0 || wanted <= 0) {
+        await Promise.race(runs);
+        // The jobs that end with it (those whose outcome one batch wrote) free their slots for the same claim.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
     }
     await Promise.all(runs);
     if (failure) throw failure.error;
@@ -419,7 +450,7 @@ export class JobQueue {
         () => registered.handler(job.payload as never, job as Job<never>),
         (error) => !(error instanceof RetryAt),
       );
-      await this.completions.complete(job.id);
+      await this.completions.add(job.id);
       this.metrics?.completed.inc(labels);
     } catch (error) {
       // A RetryAt is the handler's plan (a receiver's Retry-After, a retry schedule), not a failure to report.

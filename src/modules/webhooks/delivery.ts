@@ -1,10 +1,13 @@
 // Webhook delivery: from the event outbox to the receiver, through the durable job queue.
 //   fan-out   the outbox hands each event to `fanOut`, which inserts one delivery per enabled endpoint of the
-//             event's organization subscribed to its type, and its job, in one statement. Dispatch is
-//             at-least-once; UNIQUE (event_id, endpoint_id) makes a second fan-out a no-op. An event no
-//             endpoint subscribes to is not dispatched at all (the consumer's `wants`).
-//   at once   a delivery's job has its endpoint as concurrency key: at most ENDPOINT_CONCURRENCY attempts of
-//             one endpoint are in flight across every worker, so a slow receiver cannot take every slot.
+//             event's organization subscribed to its type, and its job; the events dispatched together share
+//             one statement. Dispatch is at-least-once; UNIQUE (event_id, endpoint_id) makes a second fan-out
+//             a no-op. An event no endpoint subscribes to is not dispatched at all (the consumer's `wants`).
+//   at once   a delivery's job has its endpoint as concurrency key: at most the endpoint's cap of attempts
+//             are in flight across every worker, so a slow receiver cannot take every slot; the cap starts
+//             at ENDPOINT_CONCURRENCY and moves with the receiver's answers (endpoint-pace.ts).
+//   batches   attempts run together read their deliveries in one statement and record their successes in
+//             one (GroupBatch); a failure is a transaction of its own.
 //   attempt   each job run makes one POST, signed per Standard Webhooks (webhook-id is the event id, stable
 //             across retries; webhook-timestamp is the attempt time by the app clock; webhook-signature holds
 //             one `v1,` signature per valid secret). 2xx is success; anything else, a redirect included, fails.
@@ -29,6 +32,8 @@ import { type Job, type JobQueue, RetryAt } from '../../platform/jobs.ts';
 import type { CounterMetric, HistogramMetric, Meter } from '../../platform/metrics/index.ts';
 import type { JobSpec } from '../../platform/module.ts';
 import { injectTraceHeaders } from '../../platform/telemetry/index.ts';
+import { DeliveryBatches } from './delivery-batches.ts';
+import { ENDPOINT_CONCURRENCY, EndpointPace } from './endpoint-pace.ts';
 import { EndpointDisabled } from './events.ts';
 import type { DeliveryStatus } from './schemas.ts';
 import { DELIVER_QUEUE, type Enqueue, type WebhookService } from './service.ts';
@@ -45,13 +50,10 @@ export const FAILING_DISABLE_AFTER_MS = 5 * 24 * 3600 * 1000;
 /** How long a worker's claim of a delivery job lasts before another worker may take it. */
 export const LEASE_SECONDS = 60;
 /**
- * Attempts of one endpoint in flight at once, across every worker (the delivery queue's perKeyConcurrency,
- * keyed by endpoint id). A receiver that hangs holds this many slots for up to its 15 s deadline each and the
- * other endpoints' deliveries flow through the rest (a worker has WORKER_CONCURRENCY, 16 by default); the
- * price is that one endpoint receives at most this many at once, so its rate is bounded by its own answer time
- * (4 in flight at 50 ms is 80 deliveries a second), which is the receiver's limit, not ours.
+ * Attempts of one endpoint in flight at first, across every worker (the delivery queue's perKeyConcurrency,
+ * keyed by endpoint id); the cap then moves with the receiver's answers (endpoint-pace.ts).
  */
-export const ENDPOINT_CONCURRENCY = 4;
+export { ENDPOINT_CONCURRENCY, MAX_ENDPOINT_CONCURRENCY } from './endpoint-pace.ts';
 
 /**
  * Why a delivery cannot be attempted, in words for the delivery log (the owner of the endpoint reads them).
@@ -74,6 +76,9 @@ export class WebhookDelivery {
   private readonly transport: WebhookTransport;
   private readonly store = new WebhookStore();
   private readonly endpointConcurrency: number;
+  private readonly pace: EndpointPace;
+  private readonly batches: DeliveryBatches;
+
   private readonly metrics?: {
     attempts: CounterMetric<'outcome'>;
     duration: HistogramMetric<'outcome'>;
@@ -98,6 +103,13 @@ export class WebhookDelivery {
     this.service = deps.service;
     this.transport = deps.transport;
     this.endpointConcurrency = deps.endpointConcurrency ?? ENDPOINT_CONCURRENCY;
+    this.pace = new EndpointPace(this.jobs, DELIVER_QUEUE, this.endpointConcurrency);
+    this.batches = new DeliveryBatches({
+      db: this.db,
+      clock: this.clock,
+      jobs: this.jobs,
+      queue: DELIVER_QUEUE,
+    });
     if (deps.meter) this.metrics = this.declareMetrics(deps.meter);
     // An attempt that could outlive the lease could be taken up and POSTed again by another worker; half the
     // lease leaves ample room to read the delivery before and record its outcome after.
@@ -182,6 +194,15 @@ export class WebhookDelivery {
       this.store.hasSubscribedEndpoint(q, event.organizationId, event.type),
   });
 
+  /**
+   * Starts an endpoint's pace over at the first cap, unpaused: its URL changed (another receiver), it was
+   * turned back on (a clean record), or it is deleted.
+   */
+  resetPace = async (q: Queryable, endpointId: string): Promise<void> => {
+    this.pace.forget(endpointId);
+    await this.jobs.resetKeyCap(q, DELIVER_QUEUE, endpointId);
+  };
+
   /** Whether a job of the delivery is waiting or running: false once it finished, died or never existed. */
   isQueued = (tx: Queryable, deliveryId: string): Promise<boolean> =>
     this.jobs.hasOpenJob(tx, DELIVER_QUEUE, { deliveryId });
@@ -198,8 +219,9 @@ export class WebhookDelivery {
   }
 
   /**
-   * One delivery per enabled endpoint of the organization subscribed to the event's type, and its job, in one
-   * statement (so they commit together, in one round trip however many endpoints there are).
+   * One delivery per enabled endpoint of the organization subscribed to the event's type, and its job; the
+   * events of dispatch jobs run together fan out in one statement (so an event's deliveries and jobs commit
+   * together, in one round trip shared by the batch however many endpoints there are).
    */
   async fanOut(event: DomainEvent): Promise<void> {
     const body = JSON.stringify({
@@ -207,25 +229,13 @@ export class WebhookDelivery {
       timestamp: event.createdAt.toISOString(),
       data: event.data,
     });
-    const now = this.clock.now();
-    await this.jobs.enqueueSelected(
-      this.db,
-      DELIVER_QUEUE,
-      this.store.eventDeliveries({
-        // A newId() head (prefix and time); the statement adds each delivery's random tail.
-        idPrefix: newId('whd', now.getTime()).slice(0, -16),
-        organizationId: event.organizationId,
-        eventId: event.id,
-        eventType: event.type,
-        body,
-        now,
-      }),
-    );
+    const { id, organizationId, type, createdAt } = event;
+    await this.batches.fanOut({ id, organizationId, type, body, createdAt });
   }
 
   /** One attempt of one delivery; throws RetryAt when another attempt is due later. */
   async attempt(job: DeliveryJob): Promise<void> {
-    const delivery = await this.store.findDeliveryWithEndpoint(this.db, job.deliveryId);
+    const delivery = await this.batches.read(job.deliveryId);
     if (delivery?.status !== 'pending') return;
     // A job taken up again after a lost lease must not send before the delivery's own schedule.
     if (delivery.next_attempt_at && delivery.next_attempt_at.getTime() > this.clock.nowMs()) {
@@ -237,6 +247,7 @@ export class WebhookDelivery {
     }
 
     const now = this.clock.now();
+    const round = this.pace.roundOf(delivery.endpoint_id);
     const secrets = this.signingSecrets(delivery, now);
     const headers = signedHeaders(delivery.event_id, now, delivery.body, secrets);
     // The receiver's trace continues ours: the delivery job's span, the child of what caused the event.
@@ -247,6 +258,11 @@ export class WebhookDelivery {
     this.metrics?.attempts.inc({ outcome });
     this.metrics?.duration.observe({ outcome }, result.durationMs / 1000);
     const nextAt = await this.record(delivery, result, job.manual === true);
+    try {
+      await this.pace.observe(delivery.endpoint_id, round, result, this.clock.nowMs());
+    } catch {
+      // The cap stays where it was; the attempt itself is recorded, which is what must not be lost.
+    }
     if (nextAt) throw new RetryAt(nextAt, `webhook delivery failed: ${result.error ?? result.statusCode}`);
   }
 
@@ -297,13 +313,20 @@ export class WebhookDelivery {
     // Guarded by the attempt count: if two workers ever ran the same attempt, only one outcome counts.
     const target = { id: delivery.id, endpointId: delivery.endpoint_id, previousAttempts: delivery.attempts };
 
-    // A success is one statement (the attempt, the delivery, and the end of the endpoint's run of failures
-    // when it had one): most attempts succeed, and this is their whole cost after the POST.
+    // A success is a share of one statement (the attempt, the delivery, and the end of the endpoint's run of
+    // failures when it had one, for every success recorded at once): most attempts succeed, and this is
+    // their whole cost after the POST.
     if (ok) {
-      await this.store.recordAttempt(this.db, attemptId, target, {
-        ...outcome,
-        status: 'succeeded',
-        nextAttemptAt: null,
+      await this.batches.recordSuccess({
+        attemptId,
+        deliveryId: delivery.id,
+        endpointId: delivery.endpoint_id,
+        previousAttempts: delivery.attempts,
+        attempt: outcome.attempt,
+        statusCode: result.statusCode!,
+        durationMs: outcome.durationMs,
+        responseExcerpt: outcome.responseExcerpt,
+        now,
       });
       return undefined;
     }

@@ -39,7 +39,12 @@ export const webhooksModule = defineModule({
       secrets: platform.secretBox('webhook-secret'),
       pagination,
       events,
-      options: { production, enqueue: webhookDelivery.enqueue, isQueued: webhookDelivery.isQueued },
+      options: {
+        production,
+        enqueue: webhookDelivery.enqueue,
+        isQueued: webhookDelivery.isQueued,
+        resetPace: webhookDelivery.resetPace,
+      },
     });
     return { webhooks, webhookDelivery };
   },

@@ -175,6 +175,10 @@ export class WebhookService {
         disabled_reason = 'manual';
         disabled_at = now;
       }
+      // Another receiver, or one turned back on with a clean record, starts at the first cap.
+      if ((url !== undefined && url !== current.url) || (enabled && !current.enabled)) {
+        await this.options.resetPace(tx, id);
+      }
       const row = await this.store.updateEndpoint(tx, organizationId, id, {
         url: url ?? current.url,
         events: events ?? current.events,
@@ -190,7 +194,11 @@ export class WebhookService {
   }
 
   async remove(organizationId: string, id: string): Promise<Webhook> {
-    const row = await this.store.deleteEndpoint(this.db, organizationId, id);
+    const row = await this.db.transaction(async (tx) => {
+      const deleted = await this.store.deleteEndpoint(tx, organizationId, id);
+      if (deleted) await this.options.resetPace(tx, id);
+      return deleted;
+    });
     if (!row) throw ApiError.notFound('Webhook');
     return publicEndpoint(row);
   }
@@ -338,6 +346,8 @@ interface ServiceOptions {
   enqueue: Enqueue;
   /** Whether a job of the delivery is waiting or running (delivery.ts). */
   isQueued: (tx: Queryable, deliveryId: string) => Promise<boolean>;
+  /** Puts the endpoint's concurrency back at its first cap, unpaused (delivery.ts). */
+  resetPace: (q: Queryable, endpointId: string) => Promise<void>;
 }
 
 function checkEvents(events: string[], declared: EventOutbox): string[] {

@@ -3,7 +3,6 @@
 // transaction and what is locked; the rules stay with them.
 import { deleteInBatches } from '../../platform/db/batches.ts';
 import type { Queryable } from '../../platform/db/index.ts';
-import type { SelectedJobs } from '../../platform/jobs.ts';
 import type { ListQuery } from '../../platform/pagination.ts';
 import type { DeliveryStatus, DisabledReason } from './schemas.ts';
 
@@ -273,30 +272,6 @@ export class WebhookStore {
     return row!;
   }
 
-  /**
-   * The deliveries of an event, one per enabled endpoint of its organization subscribed to its type, as the
-   * rows of its delivery jobs (JobQueue.enqueueSelected): inserted in the jobs' statement, once per event and
-   * endpoint (a second fan-out of the same event inserts nothing and so enqueues nothing). Each job carries
-   * its endpoint as concurrency key. Ids are `idPrefix` (a newId() head) and a random tail.
-   */
-  eventDeliveries(delivery: Omit<NewDelivery, 'id' | 'endpointId'> & { idPrefix: string }): SelectedJobs {
-    const { idPrefix, organizationId, eventId, eventType, body, now } = delivery;
-    return {
-      with: `subscribed AS (
-               SELECT id FROM webhook_endpoints
-                WHERE organization_id = $1 AND enabled AND $2 = ANY(events)),
-             delivery AS (
-               INSERT INTO webhook_deliveries
-                 (id, organization_id, endpoint_id, event_id, event_type, body, next_attempt_at, created_at)
-               SELECT $3 || random_id_tail(), $1, subscribed.id, $4, $2, $5, $6, $6 FROM subscribed
-               ON CONFLICT (event_id, endpoint_id) DO NOTHING
-               RETURNING id, endpoint_id)`,
-      rows: `SELECT jsonb_build_object('deliveryId', delivery.id) AS payload, delivery.endpoint_id AS concurrency_key
-               FROM delivery`,
-      params: [organizationId, eventType, idPrefix, eventId, body, now],
-    };
-  }
-
   deliveriesQuery(organizationId: string, endpointId: string): ListSql<DeliveryRow> {
     return {
       select: '*',
@@ -329,20 +304,6 @@ export class WebhookStore {
     return row!;
   }
 
-  async findDeliveryWithEndpoint(
-    db: Queryable,
-    deliveryId: string,
-  ): Promise<DeliveryWithEndpoint | undefined> {
-    const [row] = await db.query<DeliveryWithEndpoint>(
-      `SELECT d.*, e.url, e.enabled, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at,
-              e.failing_since
-         FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-        WHERE d.id = $1`,
-      [deliveryId],
-    );
-    return row;
-  }
-
   /** Fails a pending delivery without a further attempt, saying why; a finished one is left as it is. */
   async failPending(db: Queryable, deliveryId: string, error: string): Promise<void> {
     await db.query(
@@ -355,7 +316,8 @@ export class WebhookStore {
   /**
    * Records attempt `outcome.attempt` (its row in the attempt log) and writes the delivery's state after it,
    * the latter only if the delivery has made exactly `previousAttempts` so far; on a success it also ends
-   * the endpoint's run of failures, if it had one. One statement: a success costs one round trip.
+   * the endpoint's run of failures, if it had one. One statement. Delivery records failures with it (in their
+   * transaction); successes go many at a time through DeliveryBatches.
    */
   async recordAttempt(
     db: Queryable,

@@ -42,16 +42,44 @@ export interface TransportOptions {
 /** The reason an attempt's deadline aborts it with: the attempt ends as a timeout failure. */
 class DeadlineExceeded extends Error {}
 
-// Keep-alive pools: most deliveries go to the same few receivers. A pooled socket was opened to an address
-// that passed the guard, so reusing it never reaches anything new.
-const httpAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-const httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 64 });
+/** An idle pooled connection is closed after this long (receivers commonly close theirs after 5-60 s). */
+export const IDLE_CONNECTION_MS = 30_000;
+/** Connections one transport keeps open at most to one receiver (origin and checked addresses). */
+const SOCKETS_PER_RECEIVER = 64;
+
+/** The request options a pooled connection is chosen by: ours add the addresses the SSRF guard let through. */
+type PoolKeyOptions = Parameters<http.Agent['getName']>[0] & { checkedAddresses?: string };
+
+// Keep-alive pools, one per transport (so a transport that is not guarded never hands a connection to one
+// that is), and in each one pool per receiver: an origin and the addresses its name resolved to and passed
+// the guard at this attempt. A pooled connection was opened to one of those addresses, so reusing it goes
+// only where this attempt's check allows; a name that now resolves elsewhere gets connections of its own.
+class CheckedHttpAgent extends http.Agent {
+  override getName(options?: PoolKeyOptions): string {
+    return `${super.getName(options)}|${options?.checkedAddresses ?? ''}`;
+  }
+}
+class CheckedHttpsAgent extends https.Agent {
+  override getName(options?: PoolKeyOptions & https.RequestOptions): string {
+    return `${super.getName(options)}|${options?.checkedAddresses ?? ''}`;
+  }
+}
 
 export class WebhookTransport {
   private readonly resolver: Resolver;
   /** The deadline of one whole attempt; the delivery queue checks it is well inside the job's lease. */
   readonly timeoutMs: number;
   private readonly excerptBytes: number;
+  private readonly httpAgent = new CheckedHttpAgent({
+    keepAlive: true,
+    maxSockets: SOCKETS_PER_RECEIVER,
+    timeout: IDLE_CONNECTION_MS,
+  });
+  private readonly httpsAgent = new CheckedHttpsAgent({
+    keepAlive: true,
+    maxSockets: SOCKETS_PER_RECEIVER,
+    timeout: IDLE_CONNECTION_MS,
+  });
 
   constructor(private readonly options: TransportOptions) {
     this.resolver = options.resolver ?? systemResolver;
@@ -90,11 +118,15 @@ export class WebhookTransport {
     );
     try {
       let lookup: ReturnType<typeof pinnedLookup> | undefined;
+      let checkedAddresses: string | undefined;
       if (this.options.guarded) {
         try {
-          lookup = pinnedLookup(
-            await beforeDeadline(checkHost(target.hostname, this.resolver), deadline.signal),
-          );
+          const addresses = await beforeDeadline(checkHost(target.hostname, this.resolver), deadline.signal);
+          lookup = pinnedLookup(addresses);
+          checkedAddresses = addresses
+            .map((entry) => `${entry.family}/${entry.address}`)
+            .sort()
+            .join(',');
         } catch (error) {
           if (error instanceof DeadlineExceeded)
             return failure(`${error.message} resolving ${target.hostname}`);
@@ -107,6 +139,7 @@ export class WebhookTransport {
         headers,
         body,
         lookup,
+        checkedAddresses,
         elapsed,
         deadline: deadline.signal,
         resent: false,
@@ -117,7 +150,7 @@ export class WebhookTransport {
   }
 
   private send(exchange: Exchange): Promise<PostResult> {
-    const { target, headers, body, lookup, elapsed, deadline } = exchange;
+    const { target, headers, body, lookup, checkedAddresses, elapsed, deadline } = exchange;
     const secure = target.protocol === 'https:';
     return new Promise<PostResult>((resolve) => {
       let settled = false;
@@ -140,14 +173,14 @@ export class WebhookTransport {
         {
           method: 'POST',
           // A resend after a dead pooled socket gets a connection of its own.
-          agent: exchange.resent ? false : secure ? httpsAgent : httpAgent,
+          agent: exchange.resent ? false : secure ? this.httpsAgent : this.httpAgent,
           headers: {
             ...headers,
             'content-type': 'application/json',
             'content-length': Buffer.byteLength(body),
             'user-agent': 'commsplatform-webhooks/1',
           },
-          ...(lookup ? { lookup } : {}),
+          ...(lookup ? { lookup, checkedAddresses } : {}),
         },
         (response) => {
           stage = 'reading the answer';
@@ -206,6 +239,8 @@ interface Exchange {
   headers: Record<string, string>;
   body: string;
   lookup: ReturnType<typeof pinnedLookup> | undefined;
+  /** The pool key of the addresses the guard let through (guarded transports only). */
+  checkedAddresses: string | undefined;
   elapsed: () => number;
   deadline: AbortSignal;
   /** This is the one resend after a kept-alive socket turned out dead. */

@@ -2,7 +2,7 @@
 // claim is jobs_claim() and jobs_claim_by_key(), PL/pgSQL functions of migration 013, so that every session
 // plans it once), finding when the next job falls due, and recording each outcome. Every write of a held job
 // names its worker (`locked_by`), so a worker whose lease ran out and was taken over cannot overwrite the
-// outcome of the worker that holds the job now. Successes are recorded in batches (CompletionBatch).
+// outcome of the worker that holds the job now. Successes are recorded in batches (JobQueue's completions).
 // Concurrency groups: a job may carry a key, and a queue's `perKeyConcurrency` caps the jobs of one key
 // running at once across every worker; the claim counts them under a per-key advisory lock.
 import { deleteInBatches } from '../db/batches.ts';
@@ -60,6 +60,12 @@ export interface SelectedJobs {
   /** The parameters `with` and `rows` refer to, from $1. */
   params: unknown[];
 }
+
+/** How to move a key's cap: one more (up to `max`), half (and a pause if asked for), or a pause alone. */
+export type KeyCapChange =
+  | { grow: { max: number } }
+  | { halve: { pausedUntil?: Date } }
+  | { pause: { until: Date } };
 
 export interface OpenJobs {
   queue: string;
@@ -150,6 +156,11 @@ export async function insertSelectedJobs(
     ],
   );
   return rows.length;
+}
+
+/** Forgets one key's own cap (it goes back to its queue's perKeyConcurrency), in `q`'s transaction. */
+export async function deleteKeyCap(q: Queryable, queue: string, key: string): Promise<void> {
+  await q.query('DELETE FROM job_key_caps WHERE queue = $1 AND concurrency_key = $2', [queue, key]);
 }
 
 /**
@@ -374,6 +385,40 @@ export class JobStore {
     );
   }
 
+  /**
+   * Moves one key's own cap (job_key_caps, migration 048), starting from `defaultCap` (its queue's
+   * perKeyConcurrency) when it has none: `grow` adds one up to `max`; `halve` halves it (at least 1); either
+   * of `halve` and `pause` with a `pausedUntil` starts no job of the key before then (a later pause already set
+   * stays). Relative to the stored cap, so workers moving one key at once each move it once. Returns the cap.
+   */
+  async adjustKeyCap(
+    queue: string,
+    key: string,
+    change: KeyCapChange,
+    defaultCap: number,
+    now: Date,
+  ): Promise<number> {
+    // $4 is the pause (or null), $5 the bound of growth (named in RETURNING so that every form types it).
+    const [first, next] =
+      'grow' in change
+        ? ['LEAST($3::integer + 1, $5::integer)', 'LEAST(job_key_caps.cap + 1, $5::integer)']
+        : 'halve' in change
+          ? ['GREATEST($3::integer / 2, 1)', 'GREATEST(job_key_caps.cap / 2, 1)']
+          : ['$3::integer', 'job_key_caps.cap'];
+    const pausedUntil =
+      'halve' in change ? (change.halve.pausedUntil ?? null) : 'pause' in change ? change.pause.until : null;
+    const [row] = await this.db.query<{ cap: number }>(
+      `INSERT INTO job_key_caps (queue, concurrency_key, cap, paused_until, updated_at)
+       VALUES ($1, $2, ${first}, $4::timestamptz, $6)
+       ON CONFLICT (queue, concurrency_key)
+       DO UPDATE SET cap = ${next}, paused_until = GREATEST(job_key_caps.paused_until, $4::timestamptz),
+                     updated_at = $6
+       RETURNING cap, $5::integer AS bound`,
+      [queue, key, defaultCap, pausedUntil, 'grow' in change ? change.grow.max : defaultCap, now],
+    );
+    return row!.cap;
+  }
+
   /** Marks jobs this worker still holds completed, in one statement. */
   async complete(ids: string[], at: Date): Promise<void> {
     await this.db.query(
@@ -438,44 +483,4 @@ function toJob(row: JobRow): Job {
     createdAt: row.created_at,
     concurrencyKey: row.concurrency_key,
   };
-}
-
-/**
- * Group commit of successes: the first success is written at once; those that finish while that write is
- * under way wait for it and are written together by the next one. So an idle worker adds no delay, a busy
- * one writes many completions per statement, and each caller's promise settles when its own row is written
- * (a handler's slot is not given back before the job is recorded, so `drain()` sees it completed).
- */
-export class CompletionBatch {
-  private readonly write: (ids: string[]) => Promise<void>;
-  private readonly maxSize: number;
-  private waiting: { id: string; settle: (error?: unknown) => void }[] = [];
-  private writing = false;
-
-  constructor(options: { write: (ids: string[]) => Promise<void>; maxSize?: number }) {
-    this.write = options.write;
-    this.maxSize = options.maxSize ?? 500;
-  }
-
-  complete(id: string): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.waiting.push({ id, settle: (error) => (error === undefined ? resolve() : reject(error)) });
-      if (!this.writing) void this.flush();
-    });
-  }
-
-  private async flush(): Promise<void> {
-    this.writing = true;
-    while (this.waiting.length > 0) {
-      const batch = this.waiting.splice(0, this.maxSize);
-      let failure: unknown;
-      try {
-        await this.write(batch.map((entry) => entry.id));
-      } catch (error) {
-        failure = error ?? new Error('completion failed');
-      }
-      for (const entry of batch) entry.settle(failure);
-    }
-    this.writing = false;
-  }
 }

@@ -163,7 +163,9 @@ export class JobWorker {
     this.idle = false;
     if (this.pumping) return;
     this.pumping = true;
-    this.pump = this.claimWhileWanted();
+    // After this turn: the jobs whose outcomes one statement wrote end together, and their slots go to
+    // one claim rather than a claim for the first and another for the rest.
+    this.pump = new Promise((resolve) => setImmediate(resolve)).then(() => this.claimWhileWanted());
   }
 
   private async claimWhileWanted(): Promise<void> {
