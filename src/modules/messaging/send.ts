@@ -11,7 +11,7 @@ import { normalisePhone } from '../../platform/phone.ts';
 import { quietHoursWindow } from '../../platform/time-zones.ts';
 import type { ContactService } from '../contacts/index.ts';
 import type { LinkService } from '../links/index.ts';
-import type { NumberService, PhoneNumber } from '../numbers/index.ts';
+import type { NumberService, Sender } from '../numbers/index.ts';
 import type { Organization } from '../organizations/index.ts';
 import type { MessageDispatcher } from './dispatch.ts';
 import type { SendLimits } from './limits.ts';
@@ -165,8 +165,8 @@ export class MessageSender {
     });
   }
 
-  private async pickSender(organization: Organization, from: string | undefined): Promise<PhoneNumber> {
-    const owned = await this.numbers.list(organization.id);
+  private async pickSender(organization: Organization, from: string | undefined): Promise<Sender> {
+    const owned = await this.numbers.senders(organization.id);
     if (owned.length === 0) {
       throw ApiError.badRequest(
         'This organization has no phone number to send from; get a number first, then send',
