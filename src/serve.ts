@@ -40,7 +40,12 @@ async function main() {
   const app = config.roles.includes('api') ? await buildApp(ctx) : undefined;
   const demo = await seedDemoIfEmpty(ctx);
 
-  if (app) await app.listen({ port: config.port, host: config.host });
+  if (app) {
+    // Subscribed to the shared caches' invalidations before the first request, and known to the other
+    // instances, so that a write this instance takes at once waits for them to forget what it changed.
+    await ctx.caches.ready();
+    await app.listen({ port: config.port, host: config.host });
+  }
   if (config.sipPort) ctx.sipListener.start({ port: config.sipPort, host: config.sipHost });
   if (config.roles.includes('worker')) {
     // The clean-up of this hour, unless another instance already booked it; each run books the next hour.

@@ -156,6 +156,8 @@ export class SharedCaches {
    */
   async invalidate(tags: string[]): Promise<void> {
     for (const cache of this.caches) cache.drop(tags);
+    // Subscribed first (the server subscribes at start: serve.ts), so that the others' answers are heard.
+    await this.ready();
     if (!this.subscribed) {
       // Not subscribed: the others cannot answer us either; they still hear the drop if they are.
       await this.publish({ type: 'drop', from: this.id, id: randomUUID(), tags });

@@ -207,7 +207,6 @@ export class NumberService {
     if (voiceRoute) voiceRoute = await this.checkRoute(org, id, voiceRoute);
     const row = await this.store.update(this.db, org.id, id, { ...patch, voiceRoute });
     if (!row) throw ApiError.notFound('Phone number');
-    await this.sendersChanged(org.id);
     return toPhoneNumber(row);
   }
 
@@ -278,7 +277,8 @@ export class NumberService {
 
   /**
    * The numbers the organization may send from, oldest first, from the shared cache (invalidated on every
-   * instance when a number is added, bought, changed or released: sendersChanged).
+   * instance when a number is added, bought or released: sendersChanged). A change of name or voice route
+   * changes nothing a send reads.
    */
   async senders(organizationId: string): Promise<Sender[]> {
     const senders = await this.senderCache.get(organizationId, async () => ({
