@@ -92,9 +92,8 @@ export class RedisBroadcast implements Broadcast {
   async close(): Promise<void> {
     const connections = [this.subscriber, this.publisher];
     this.subscriber = this.publisher = undefined;
-    await Promise.all(
-      connections.map((connection) => connection?.quit().catch(() => connection.disconnect())),
-    );
+    // Not QUIT: a connection that is reconnecting would hold it in its offline queue until Redis is back.
+    for (const connection of connections) connection?.disconnect();
   }
 }
 
