@@ -114,21 +114,21 @@ const print = (title: string, list: [string, Result][]) => {
  * The database with a count of the statements (round trips) the product sends it: each query, and a
  * transaction's BEGIN and COMMIT.
  */
-function countingStatements(database: Database): Database & { statements: number } {
-  const counted = database as Database & { statements: number };
-  counted.statements = 0;
+function countingStatements(database: Database): Database & { roundTrips: number } {
+  const counted = database as Database & { roundTrips: number };
+  counted.roundTrips = 0;
   const query = database.query.bind(database);
   const transaction = database.transaction.bind(database);
   counted.query = (sql, params) => {
-    counted.statements++;
+    counted.roundTrips++;
     return query(sql, params);
   };
   counted.transaction = (work) => {
-    counted.statements += 2;
+    counted.roundTrips += 2;
     return transaction((tx) =>
       work({
         query: (sql, params) => {
-          counted.statements++;
+          counted.roundTrips++;
           return tx.query(sql, params);
         },
         exec: (sql) => tx.exec(sql),
@@ -145,9 +145,9 @@ let next = 0;
 let statementsPerSend = 0;
 /** measure(), counting the statements of the run per accepted request. */
 async function measureStatements(options: autocannon.Options): Promise<Result> {
-  const before = db.statements;
+  const before = db.roundTrips;
   const result = await measure(options);
-  statementsPerSend = result.accepted > 0 ? (db.statements - before) / result.accepted : 0;
+  statementsPerSend = result.accepted > 0 ? (db.roundTrips - before) / result.accepted : 0;
   return result;
 }
 const sendBody = JSON.stringify({ to: '+12025550142', message: 'Your order has shipped. Track it online.' });
