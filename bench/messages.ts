@@ -3,7 +3,7 @@ import Fastify from 'fastify';
 import { pino } from 'pino';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
-import { openDatabase } from '../src/platform/db/index.ts';
+import { type Database, openDatabase } from '../src/platform/db/index.ts';
 import { migrate } from '../src/platform/db/migrate.ts';
 import { createRuntime } from '../src/runtime.ts';
 import { UNLIMITED_SENDER } from './fixtures.ts';
@@ -21,6 +21,7 @@ interface Result {
   p50: number;
   p99: number;
   errors: number;
+  accepted: number;
 }
 
 async function measure(options: autocannon.Options): Promise<Result> {
@@ -30,6 +31,7 @@ async function measure(options: autocannon.Options): Promise<Result> {
     p50: result.latency.p50,
     p99: result.latency.p99,
     errors: result.errors + result.timeouts + result.non2xx,
+    accepted: result['2xx'],
   };
 }
 
@@ -78,7 +80,7 @@ const config = loadConfig({
   LOG_LEVEL: 'silent',
 });
 const scratch = await useScratchDatabase(config);
-const db = await openDatabase(config);
+const db = countingStatements(await openDatabase(config));
 await migrate(db);
 const ctx = createRuntime(config, db, pino({ level: 'silent' }));
 const app = await buildApp(ctx);
@@ -108,10 +110,46 @@ const print = (title: string, list: [string, Result][]) => {
   }
 };
 
+/**
+ * The database with a count of the statements (round trips) the product sends it: each query, and a
+ * transaction's BEGIN and COMMIT.
+ */
+function countingStatements(database: Database): Database & { roundTrips: number } {
+  const counted = database as Database & { roundTrips: number };
+  counted.roundTrips = 0;
+  const query = database.query.bind(database);
+  const transaction = database.transaction.bind(database);
+  counted.query = (sql, params) => {
+    counted.roundTrips++;
+    return query(sql, params);
+  };
+  counted.transaction = (work) => {
+    counted.roundTrips += 2;
+    return transaction((tx) =>
+      work({
+        query: (sql, params) => {
+          counted.roundTrips++;
+          return tx.query(sql, params);
+        },
+        exec: (sql) => tx.exec(sql),
+      }),
+    );
+  };
+  return counted;
+}
+
 // 1. Sends.
 const senders: { id: string; key: string; number: string }[] = [];
 for (let i = 0; i < SEND_ORGS; i++) senders.push(await organization(i));
 let next = 0;
+let statementsPerSend = 0;
+/** measure(), counting the statements of the run per accepted request. */
+async function measureStatements(options: autocannon.Options): Promise<Result> {
+  const before = db.roundTrips;
+  const result = await measure(options);
+  statementsPerSend = result.accepted > 0 ? (db.roundTrips - before) / result.accepted : 0;
+  return result;
+}
 const sendBody = JSON.stringify({ to: '+12025550142', message: 'Your order has shipped. Track it online.' });
 const sendRows: [string, Result][] = [
   [
@@ -126,7 +164,7 @@ const sendRows: [string, Result][] = [
   ],
   [
     'product       POST /api/v2/messages/send',
-    await measure({
+    await measureStatements({
       url: `${appUrl}/api/v2/messages/send`,
       amount: SEND_ORGS * 30,
       requests: [
@@ -146,6 +184,7 @@ const sendRows: [string, Result][] = [
   ],
 ];
 print(`Sends (${CONNECTIONS} connections, ${SEND_ORGS} organizations x 30), database ${db.engine}`, sendRows);
+console.log(`  statements per accepted send (round trips to the database): ${statementsPerSend.toFixed(1)}`);
 rows.push(...sendRows);
 const bare = await bareInserts();
 console.log(

@@ -88,6 +88,8 @@ export async function buildApp(runtime: Runtime): Promise<App> {
   const tracing = requestTracing();
   if (tracing) await app.register(tracing);
   countRequests(app as never, runtime.metrics);
+  // The shared caches' subscription (a Redis or database connection) ends with the app.
+  app.addHook('onClose', () => runtime.caches.close());
   boundJsonDepth(app as never);
   trackRequestPaths(app as never);
   app.decorateRequest('apiVersion', CURRENT_VERSION);

@@ -6,6 +6,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from './config.ts';
 import { type AppInterfaces, createInterfaces } from './interfaces.ts';
 import { MODULES } from './modules.ts';
+import { createBroadcast } from './platform/broadcast.ts';
 import { Clock } from './platform/clock.ts';
 import { createSecretBox } from './platform/crypto.ts';
 import type { Database } from './platform/db/index.ts';
@@ -25,6 +26,7 @@ import {
 import { Paginator } from './platform/pagination.ts';
 import { createCounterStore, RateLimiter } from './platform/rate-limit.ts';
 import { platformRetentionRules, Retention } from './platform/retention.ts';
+import { SharedCaches } from './platform/shared-cache.ts';
 
 type ServicesOf<Module> = Module extends ModuleDefinition<string, infer Services> ? Services : never;
 type UnionToIntersection<Union> = (Union extends unknown ? (value: Union) => void : never) extends (
@@ -78,6 +80,9 @@ export function createPlatform(
     }),
     rateLimiter: new RateLimiter(counters, theClock),
     pagination: new Paginator(config.jwtSecret, theClock),
+    caches: new SharedCaches(createBroadcast(config.redisUrl, db), theClock, (error, what) =>
+      log.warn({ err: error, what }, 'shared caches: the invalidation broadcast failed'),
+    ),
     idempotency: new Idempotency(db, theClock),
     mailer: createMailer(config.smtpUrl, log, config.appEnv === 'production'),
     log,

@@ -56,7 +56,12 @@ async function main() {
   const demo = await seedDemoIfEmpty(ctx);
   mark('seed');
 
-  if (app) await app.listen({ port: config.port, host: config.host });
+  if (app) {
+    // Subscribed to the shared caches' invalidations before the first request, and known to the other
+    // instances, so that a write this instance takes at once waits for them to forget what it changed.
+    await ctx.caches.ready();
+    await app.listen({ port: config.port, host: config.host });
+  }
   mark('listening');
   if (config.sipPort) ctx.sipListener.start({ port: config.sipPort, host: config.sipHost });
   if (config.roles.includes('worker')) {

@@ -27,6 +27,7 @@ import type { Metrics } from './metrics/index.ts';
 import type { Paginator } from './pagination.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { RetentionRule } from './retention.ts';
+import type { SharedCaches } from './shared-cache.ts';
 
 /** The mechanisms every module shares, built once per process by the composition root. */
 export interface Platform {
@@ -38,6 +39,8 @@ export interface Platform {
   rateLimiter: RateLimiter;
   /** The one pagination helper: every list endpoint parses and fetches its pages through it. */
   pagination: Paginator;
+  /** Short-lived caches of what every request reads, invalidated on write on every instance. */
+  caches: SharedCaches;
   idempotency: Idempotency;
   mailer: Mailer;
   log: FastifyBaseLogger;

@@ -75,7 +75,7 @@ export class DeveloperGuard {
   guard = async (request: FastifyRequest, reply: FastifyReply): Promise<Caller> => {
     const config = request.routeOptions.config;
     const { key, organization: record } = await this.authenticate(request);
-    // Read with the key, in the same statement: fresh on every request, as a read of its own would be.
+    // Read with the key (one statement, then cached with it until either changes: ApiKeyService.check).
     const organization = this.organizations.fromRecord(record);
     useOrganizationVersion(request, reply, organization.apiVersion, this.clock.now());
     // Suspended, or a route of a product the organization lacks: refused before anything is counted.

@@ -12,8 +12,14 @@ export type { Scope } from './scopes.ts';
 export const apiKeysModule = defineModule({
   name: 'apiKeys',
   create: ({ platform, use }) => {
-    const { db, clock, config, pagination, rateLimiter } = platform;
-    const apiKeys = new ApiKeyService({ db, clock, production: config.appEnv === 'production', pagination });
+    const { db, clock, config, pagination, rateLimiter, caches } = platform;
+    const apiKeys = new ApiKeyService({
+      db,
+      clock,
+      production: config.appEnv === 'production',
+      pagination,
+      caches,
+    });
     const developerGuard = new DeveloperGuard({
       apiKeys,
       organizations: use(organizationsModule).organizations,

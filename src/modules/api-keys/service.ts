@@ -1,6 +1,8 @@
-// API keys: issued once, stored as SHA-256, looked up by hash on every request. There is deliberately no
-// cache in front of the lookup: a revoked or expired key must be refused on the very next request on every
-// instance, and the lookup is a single indexed read.
+// API keys: issued once, stored as SHA-256, looked up by hash on every request. The lookup (the key with its
+// organization) is cached for a few seconds by hash (platform/shared-cache.ts): revoking a key, or changing
+// its organization, invalidates it on every instance before the change's response leaves, so a revoked key
+// is still refused on the very next request wherever it lands. Expiry is judged on every use, from the
+// cached expiry. Only the hash is kept, in the cache as in the table.
 import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../../platform/auth/secrets.ts';
 import type { Clock } from '../../platform/clock.ts';
@@ -8,9 +10,15 @@ import type { Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import type { PageQueryInput, Paginator } from '../../platform/pagination.ts';
+import type { SharedCache, SharedCaches } from '../../platform/shared-cache.ts';
+import { organizationCacheTag } from '../organizations/index.ts';
 import type { PublicApiKey } from './schemas.ts';
 import type { Scope } from './scopes.ts';
 import { type ApiKeyRow, ApiKeyStore } from './store.ts';
+
+/** The tag of a key's cached lookup in the shared caches. */
+const apiKeyCacheTag = (id: string) => `api-key:${id}`;
+type KeyLookup = ApiKeyRow & { organization: unknown };
 
 export const EXPIRY_DAYS = [30, 60, 90, 365] as const;
 export type ExpiryDays = (typeof EXPIRY_DAYS)[number];
@@ -58,9 +66,20 @@ export class ApiKeyService {
   private readonly production: boolean;
   private readonly pagination: Paginator;
   private readonly store = new ApiKeyStore();
+  private readonly caches: SharedCaches;
+  /** Lookups by key hash, tagged with the key and its organization. */
+  private readonly lookups: SharedCache<KeyLookup>;
 
-  constructor(deps: { db: Queryable; clock: Clock; production: boolean; pagination: Paginator }) {
+  constructor(deps: {
+    db: Queryable;
+    clock: Clock;
+    production: boolean;
+    pagination: Paginator;
+    caches: SharedCaches;
+  }) {
     this.db = deps.db;
+    this.caches = deps.caches;
+    this.lookups = deps.caches.cache();
     this.clock = deps.clock;
     this.production = deps.production;
     this.pagination = deps.pagination;
@@ -110,14 +129,24 @@ export class ApiKeyService {
     if (!/^sk_(live|test)_[0-9A-Za-z]{20,100}$/.test(presented)) return { ok: false, reason: 'unknown' };
     if (this.production && presented.startsWith('sk_test_'))
       return { ok: false, reason: 'test_key_in_production' };
-    const row = await this.store.findByHash(this.db, sha256Hex(presented));
+    const keyHash = sha256Hex(presented);
+    const row = await this.lookups.get(keyHash, async () => {
+      const found = await this.store.findByHash(this.db, keyHash);
+      return (
+        found && {
+          value: found,
+          tags: [apiKeyCacheTag(found.id), organizationCacheTag(found.organization_id)],
+        }
+      );
+    });
     if (!row) return { ok: false, reason: 'unknown' };
     const now = this.clock.now();
     if (row.revoked_at) return { ok: false, reason: 'revoked' };
     if (row.expires_at && row.expires_at <= now) return { ok: false, reason: 'expired' };
     if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() >= LAST_USED_RESOLUTION_MS) {
-      await this.store.touchLastUsed(this.db, row.id, now);
+      // Set first, on the cached row too, so that the requests that follow at once do not all write it.
       row.last_used_at = now;
+      await this.store.touchLastUsed(this.db, row.id, now);
     }
     return { ok: true, key: toApiKey(row), organization: row.organization };
   }
@@ -125,6 +154,7 @@ export class ApiKeyService {
   async revoke(organizationId: string, id: string): Promise<ApiKey> {
     const row = await this.store.revoke(this.db, organizationId, id, this.clock.now());
     if (!row) throw ApiError.notFound('API key');
+    await this.caches.invalidate([apiKeyCacheTag(id)]);
     return toApiKey(row);
   }
 

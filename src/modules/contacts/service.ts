@@ -3,6 +3,7 @@
 // delete, update or import of a contact can clear an opt-out. Every consent change is written to the consent
 // history, and opt-outs and opt-ins are recorded as domain events in the same transaction.
 import type { Clock } from '../../platform/clock.ts';
+import type { SqlFragment } from '../../platform/db/fragment.ts';
 import { type Database, isUniqueViolation, type Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { EventOutbox } from '../../platform/events.ts';
@@ -19,6 +20,7 @@ import {
   type ContactChanges,
   type ContactRow,
   ContactStore,
+  recipientOfRow,
 } from './store.ts';
 
 /** Who made a change, for the consent history: `api_key:key_…`, `user:usr_…`, or `sms:+1…`. */
@@ -282,6 +284,19 @@ export class ContactService {
   ): Promise<{ optedOut: boolean; contact: Contact | undefined }> {
     const { optedOut, row } = await this.store.findRecipient(tx, organizationId, phone);
     return { optedOut, contact: row && toContact(row) };
+  }
+
+  /**
+   * recipient()'s read as SQL, for a statement of another module (a send reads its recipient in its account
+   * lock's statement); `recipientOf` reads its row.
+   */
+  recipientRead(organizationId: string, phone: string): SqlFragment {
+    return this.store.recipientRead(organizationId, phone);
+  }
+
+  recipientOf(row: Record<string, unknown>): { optedOut: boolean; contact: Contact | undefined } {
+    const { optedOut, row: contact } = recipientOfRow(row);
+    return { optedOut, contact: contact && toContact(contact) };
   }
 
   async isOptedOut(organizationId: string, phone: string, tx: Queryable = this.db): Promise<boolean> {

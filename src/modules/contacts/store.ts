@@ -4,6 +4,7 @@
 // them.
 
 import { assignments } from '../../platform/db/assignments.ts';
+import type { SqlFragment } from '../../platform/db/fragment.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import { type ListQuery, listCounterTotal } from '../../platform/pagination.ts';
 import type { ConsentStatus, CustomFields, OptOutMethod } from './schemas.ts';
@@ -282,16 +283,21 @@ export class ContactStore {
     organizationId: string,
     phone: string,
   ): Promise<{ optedOut: boolean; row: ContactRow | undefined }> {
-    const [found] = await db.query<ContactRow & { recipient_opted_out: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM opt_outs WHERE organization_id = $1 AND phone = $2) AS recipient_opted_out,
+    const { text, params } = this.recipientRead(organizationId, phone);
+    const [found] = await db.query<Record<string, unknown>>(text, params);
+    return recipientOfRow(found!);
+  }
+
+  /** findRecipient()'s read, one row always, for a statement of another module to run beside its own. */
+  recipientRead(organizationId: string, phone: string): SqlFragment {
+    return {
+      text: `SELECT EXISTS (SELECT 1 FROM opt_outs WHERE organization_id = $1 AND phone = $2) AS recipient_opted_out,
               contact.*
          FROM (SELECT 1) AS one
          LEFT JOIN LATERAL (SELECT ${CONTACT_SELECT} FROM ${CONTACT_FROM}
                              WHERE c.organization_id = $1 AND c.phone = $2) AS contact ON true`,
-      [organizationId, phone],
-    );
-    const { recipient_opted_out: optedOut, ...row } = found!;
-    return { optedOut, row: row.id === null ? undefined : row };
+      params: [organizationId, phone],
+    };
   }
 
   async isOptedOut(db: Queryable, organizationId: string, phone: string): Promise<boolean> {
@@ -348,3 +354,14 @@ export class ContactStore {
 
 /** The key optedOutAmong answers with. */
 export const optOutKey = (organizationId: string, phone: string) => `${organizationId} ${phone}`;
+
+/** The recipient in a row of recipientRead(): opted out or not, and its contact if it has one. */
+export function recipientOfRow(found: Record<string, unknown>): {
+  optedOut: boolean;
+  row: ContactRow | undefined;
+} {
+  const { recipient_opted_out: optedOut, ...row } = found as unknown as ContactRow & {
+    recipient_opted_out: boolean;
+  };
+  return { optedOut, row: row.id === null ? undefined : row };
+}

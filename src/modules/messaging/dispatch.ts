@@ -5,6 +5,7 @@ import DataLoader from 'dataloader';
 import type { Carrier, OutboundForCarrier } from '../../carriers/carrier.ts';
 import type { CarrierPacing, PacedNumber } from '../../carriers/pacing.ts';
 import type { Clock } from '../../platform/clock.ts';
+import { placedAfter, type SqlFragment } from '../../platform/db/fragment.ts';
 import { type Database, type Queryable, retryingConflicts } from '../../platform/db/index.ts';
 import type { EventOutbox } from '../../platform/events.ts';
 import type { Resolver } from '../../platform/http/address-guard.ts';
@@ -123,6 +124,30 @@ export class MessageDispatcher {
       { messageId },
       { runAt: slot, dedupeKey: dispatchKey(messageId) },
     );
+    this.countMessages('queued');
+  }
+
+  /**
+   * schedule() for a message not yet written, in one statement with its insert (`message`, an INSERT …
+   * RETURNING id of MessageStore.outboundInsert): the message, its slot and its dispatch job in one round trip.
+   */
+  async insertAndSchedule(
+    tx: Queryable,
+    message: SqlFragment,
+    messageId: string,
+    sender: PacedNumber,
+  ): Promise<void> {
+    const slot = this.pacing.slotBooking(sender, this.clock.now());
+    const before = message.params.length;
+    const dedupe = before + slot.params.length + 1;
+    await this.jobs.enqueueSelected(tx, DISPATCH_QUEUE, {
+      with: `queued_message AS (${message.text}), booked_slot AS (${placedAfter(slot, before)})`,
+      rows: `SELECT jsonb_build_object('messageId', queued_message.id) AS payload, NULL::text AS concurrency_key,
+                    booked_slot.slot AS run_at, $${dedupe}::text AS dedupe_key
+               FROM queued_message CROSS JOIN booked_slot`,
+      params: [...message.params, ...slot.params, dispatchKey(messageId)],
+      timed: true,
+    });
     this.countMessages('queued');
   }
 

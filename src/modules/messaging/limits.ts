@@ -7,6 +7,7 @@
 // 503, TRIAL_LIMIT_REACHED for trial organizations, no code for the others, with a short Retry-After.
 // The counters' SQL is in store.ts; the order of the checks and what each refusal says are here.
 import type { Clock } from '../../platform/clock.ts';
+import type { SqlFragment } from '../../platform/db/fragment.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { accountPolicyRefusal, type Organization, type OrganizationService } from '../organizations/index.ts';
@@ -96,6 +97,20 @@ export class SendLimits {
   }
 
   /**
+   * reserve() for a send that learns what it costs from a read of another module (its recipient: opted out,
+   * and the contact its text is rendered for): `read` runs in the account lock's statement, and `decide` gets
+   * its row and says the cost (or throws a refusal), as reserveMany's does. One round trip fewer per send.
+   */
+  reserveWith(
+    tx: Queryable,
+    known: Organization,
+    read: SqlFragment,
+    decide: (row: Record<string, unknown>) => Promise<{ messages: number; segments: number }>,
+  ): Promise<Organization> {
+    return this.reserveMany(tx, known, decide, read);
+  }
+
+  /**
    * Checks and counts several messages at once (a campaign's batch), as reserve() does one: the account lock
    * is taken first, then `decide` says how many messages and segments to count. It runs under the lock, so
    * what it books (a campaign books its numbers' slots there) is booked in the same order as a send books
@@ -105,7 +120,8 @@ export class SendLimits {
   async reserveMany(
     tx: Queryable,
     known: Organization,
-    decide: () => Promise<{ messages: number; segments: number }>,
+    decide: (alongside: Record<string, unknown>) => Promise<{ messages: number; segments: number }>,
+    read?: SqlFragment,
   ): Promise<Organization> {
     const organizationId = known.id;
     let trial = known.subscriptionState === 'trial';
@@ -118,10 +134,10 @@ export class SendLimits {
       const lockMs = Math.max(1, Math.round(this.options.lockTimeoutMs));
       // Read again with the lock, in its statement: a plan or state changed a moment ago applies to this send
       // (store.ts, lockAccount, says which moment and why that is enough).
-      const locked = await this.store.lockAccount(tx, organizationId, now, lockMs);
+      const locked = await this.store.lockAccount(tx, organizationId, now, lockMs, read);
       const org = this.organizations.fromRecord(locked.organization);
       trial ||= org.subscriptionState === 'trial';
-      const usage = await decide();
+      const usage = await decide(locked.alongside ?? {});
       await this.check(tx, org, usage, now, locked.sessionWaits);
       return org;
     } catch (error) {

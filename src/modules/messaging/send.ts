@@ -11,7 +11,7 @@ import { normalisePhone } from '../../platform/phone.ts';
 import { quietHoursWindow } from '../../platform/time-zones.ts';
 import type { ContactService } from '../contacts/index.ts';
 import type { LinkService } from '../links/index.ts';
-import type { NumberService, PhoneNumber } from '../numbers/index.ts';
+import type { NumberService, Sender } from '../numbers/index.ts';
 import type { Organization } from '../organizations/index.ts';
 import type { MessageDispatcher } from './dispatch.ts';
 import type { SendLimits } from './limits.ts';
@@ -93,30 +93,50 @@ export class MessageSender {
       request: input,
     };
     return this.idempotency.run(write, async (tx): Promise<SendResult> => {
-      const recipient = await this.contacts.recipient(organization.id, to, tx);
-      if (recipient.optedOut) {
-        throw new ApiError(
-          403,
-          `${to} has opted out of messages from this organization (texted STOP or was opted out); ` +
-            'opt the contact back in first',
-          { code: 'RECIPIENT_OPTED_OUT' },
-        );
-      }
-      const rendered = render(text, recipient.contact);
-      const { body, links } = input.trackLinks ? this.links.shorten(rendered) : { body: rendered, links: [] };
-      const count = countSegments(body);
-      const segments = chargeableSegments(count.segments, media.count);
+      const compose = (recipient: ReturnType<ContactService['recipientOf']>) => {
+        if (recipient.optedOut) {
+          throw new ApiError(
+            403,
+            `${to} has opted out of messages from this organization (texted STOP or was opted out); ` +
+              'opt the contact back in first',
+            { code: 'RECIPIENT_OPTED_OUT' },
+          );
+        }
+        const rendered = render(text, recipient.contact);
+        const shortened = input.trackLinks ? this.links.shorten(rendered) : { body: rendered, links: [] };
+        const count = countSegments(shortened.body);
+        return { ...shortened, count, segments: chargeableSegments(count.segments, media.count) };
+      };
 
+      let composed: ReturnType<typeof compose>;
+      let sendAt: Date | undefined;
+      if (requestedAt === undefined && quiet === undefined) {
+        // Due now whoever the recipient is: it is read in the account lock's statement, one round trip for both.
+        await this.limits.reserveWith(
+          tx,
+          organization,
+          this.contacts.recipientRead(organization.id, to),
+          async (row) => {
+            composed = compose(this.contacts.recipientOf(row));
+            return { messages: 1, segments: composed.segments };
+          },
+        );
+      } else {
+        const recipient = await this.contacts.recipient(organization.id, to, tx);
+        composed = compose(recipient);
+        const now = this.clock.now();
+        // Due now or at sendAt, unless the message's quiet hours are closed then: it waits for them to open.
+        const dueAt = quietOpening(
+          requestedAt ?? now,
+          { timezone: recipient.contact?.timezone, phone: to },
+          quiet,
+        );
+        sendAt = dueAt > now ? dueAt : undefined;
+        // A scheduled message counts against the limits when it leaves, not now.
+        if (!sendAt) await this.limits.reserve(tx, organization, composed.segments);
+      }
+      const { body, links, count, segments } = composed!;
       const now = this.clock.now();
-      // Due now or at sendAt, unless the message's quiet hours are closed then: it waits for them to open.
-      const dueAt = quietOpening(
-        requestedAt ?? now,
-        { timezone: recipient.contact?.timezone, phone: to },
-        quiet,
-      );
-      const sendAt = dueAt > now ? dueAt : undefined;
-      // A scheduled message counts against the limits when it leaves, not now.
-      if (!sendAt) await this.limits.reserve(tx, organization, segments);
 
       const id = newId('msg', now.getTime());
       const files = media.files.map((file, position) => ({
@@ -127,7 +147,7 @@ export class MessageSender {
         filename: file.filename ?? null,
         bytes: file.bytes,
       }));
-      await this.store.insertOutbound(tx, {
+      const message = {
         id,
         organizationId: organization.id,
         origin,
@@ -142,12 +162,14 @@ export class MessageSender {
         idempotencyKey: idempotencyKey ?? null,
         now,
         schedule: sendAt && { sendAt, quietHours: input.quietHours ?? null },
-      });
+      };
+      // Due now: the message, its paced slot and its dispatch job in one statement.
+      if (sendAt) await this.store.insertOutbound(tx, message);
+      else await this.dispatcher.insertAndSchedule(tx, this.store.outboundInsert(message), id, sender);
       for (const file of files) await this.store.insertMedia(tx, id, file);
       const owner = { organizationId: organization.id, campaignId: null, messageId: id, recipientPhone: to };
       await this.links.save(tx, [{ owner, links }]);
       if (sendAt) await this.scheduled.schedule(tx, id, sendAt);
-      else await this.dispatcher.schedule(tx, id, sender);
 
       const result: SendResult = {
         id,
@@ -165,8 +187,8 @@ export class MessageSender {
     });
   }
 
-  private async pickSender(organization: Organization, from: string | undefined): Promise<PhoneNumber> {
-    const owned = await this.numbers.list(organization.id);
+  private async pickSender(organization: Organization, from: string | undefined): Promise<Sender> {
+    const owned = await this.numbers.senders(organization.id);
     if (owned.length === 0) {
       throw ApiError.badRequest(
         'This organization has no phone number to send from; get a number first, then send',

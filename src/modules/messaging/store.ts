@@ -1,6 +1,7 @@
 // The messaging module's SQL: its messages, their media, and the counters of the send limits. Every method
 // takes the Queryable to run on, so the services decide what shares a transaction; the rules stay with them.
 import type { ReceiptStatus } from '../../carriers/carrier.ts';
+import { placedAfter, type SqlFragment } from '../../platform/db/fragment.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import { type ListQuery, listCounterTotal } from '../../platform/pagination.ts';
 import type { Direction, MessageStatus } from './schemas.ts';
@@ -90,13 +91,20 @@ export class MessageStore {
   // Messages
 
   async insertOutbound(tx: Queryable, values: OutboundValues): Promise<void> {
-    await tx.query(
-      `INSERT INTO messages (id, organization_id, direction, origin, from_number, to_number, body, segments,
+    const { text, params } = this.outboundInsert(values);
+    await tx.query(text, params);
+  }
+
+  /** The insert of an outbound message, `RETURNING id`, for a statement that writes more with it. */
+  outboundInsert(values: OutboundValues): SqlFragment {
+    return {
+      text: `INSERT INTO messages (id, organization_id, direction, origin, from_number, to_number, body, segments,
                              encoding, media_urls, media_files, media_count, status, idempotency_key,
                              status_updated_at, created_at, send_at, quiet_start, quiet_end)
        VALUES ($1, $2, 'outbound', $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11,
-               CASE WHEN $14::timestamptz IS NULL THEN 'queued' ELSE 'scheduled' END, $12, $13, $13, $14, $15, $16)`,
-      [
+               CASE WHEN $14::timestamptz IS NULL THEN 'queued' ELSE 'scheduled' END, $12, $13, $13, $14, $15, $16)
+       RETURNING id`,
+      params: [
         values.id,
         values.organizationId,
         values.origin,
@@ -114,7 +122,7 @@ export class MessageStore {
         values.schedule?.quietHours?.start ?? null,
         values.schedule?.quietHours?.end ?? null,
       ],
-    );
+    };
   }
 
   async insertMedia(tx: Queryable, messageId: string, file: MediaValues): Promise<void> {
@@ -396,8 +404,17 @@ export class MessageStore {
     organizationId: string,
     now: Date,
     lockMs: number,
-  ): Promise<{ organization: unknown; sessionWaits: WaitSettings }> {
-    const [row] = await tx.query<{ organization: unknown; lock_timeout: string; statement_timeout: string }>(
+    alongside?: SqlFragment,
+  ): Promise<{ organization: unknown; sessionWaits: WaitSettings; alongside?: Record<string, unknown> }> {
+    // `alongside`: another read of exactly one row, in this statement's snapshot, its columns returned beside
+    // ours (whose names are chosen not to meet a table's), so a send reads its recipient in this round trip.
+    const [row] = await tx.query<
+      {
+        locked_organization: unknown;
+        session_lock_timeout: string;
+        session_statement_timeout: string;
+      } & Record<string, unknown>
+    >(
       `WITH bounded AS (
          SELECT session.lock_timeout, session.statement_timeout,
                 set_config('lock_timeout', $3, true), set_config('statement_timeout', $4, true)
@@ -410,15 +427,21 @@ export class MessageStore {
          ON CONFLICT (organization_id) DO UPDATE SET updated_at = send_limit_accounts.updated_at
          RETURNING organization_id
        )
-       SELECT to_jsonb(organizations) AS organization, bounded.lock_timeout, bounded.statement_timeout
+       SELECT to_jsonb(organizations) AS locked_organization, bounded.lock_timeout AS session_lock_timeout,
+              bounded.statement_timeout AS session_statement_timeout${alongside ? ', alongside.*' : ''}
          FROM locked
          LEFT JOIN organizations ON organizations.id = locked.organization_id
-         CROSS JOIN bounded`,
-      [organizationId, now, `${lockMs}ms`, `${lockMs + 2000}ms`],
+         CROSS JOIN bounded
+         ${alongside ? `CROSS JOIN (${placedAfter(alongside, 4)}) AS alongside` : ''}`,
+      [organizationId, now, `${lockMs}ms`, `${lockMs + 2000}ms`, ...(alongside?.params ?? [])],
     );
     // The upsert always returns its one row (DO UPDATE has no condition); the organization's may be null.
-    const { organization, lock_timeout, statement_timeout } = row!;
-    return { organization, sessionWaits: { lockTimeout: lock_timeout, statementTimeout: statement_timeout } };
+    const { locked_organization, session_lock_timeout, session_statement_timeout, ...rest } = row!;
+    return {
+      organization: locked_organization,
+      sessionWaits: { lockTimeout: session_lock_timeout, statementTimeout: session_statement_timeout },
+      ...(alongside && { alongside: rest }),
+    };
   }
 
   /** Counts `messages` more trial messages unless that passes `limit`; false when it would. */

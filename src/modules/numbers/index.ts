@@ -9,7 +9,7 @@ import { carrierWebhookRoutes } from './carrier-webhook-routes.ts';
 import { numberOperatorRoutes, numberRoutes } from './routes.ts';
 import { NumberService, type NumbersServices } from './service.ts';
 
-export type { PhoneNumber } from './service.ts';
+export type { PhoneNumber, Sender } from './service.ts';
 export {
   NumberService,
   type NumbersServices,
@@ -31,7 +31,10 @@ export const numbersModule = defineModule({
             now: () => clock.now().getTime(),
           })
         : new SimulatedCarrier(config.carrierTrustTier);
-    return { numbers: new NumberService({ db, clock, carrier, pagination }), carrier };
+    return {
+      numbers: new NumberService({ db, clock, carrier, pagination, caches: platform.caches }),
+      carrier,
+    };
   },
   routes: {
     operator: [numberOperatorRoutes],

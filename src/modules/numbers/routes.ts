@@ -162,6 +162,7 @@ export const numberOperatorRoutes: ModuleRoutes<{ numbers: NumberService }> =
           if (!(await organizations.exists(request.params.id, tx))) throw ApiError.notFound('Organization');
           return numbers.add(request.params.id, request.body, tx);
         });
+        await numbers.sendersChanged(request.params.id);
         return reply.status(201).send({ success: true, data: publicPhoneNumber(number) });
       },
     );

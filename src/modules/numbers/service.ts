@@ -9,6 +9,7 @@ import { ApiError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import type { PageQueryInput, Paginator } from '../../platform/pagination.ts';
 import { normalisePhone } from '../../platform/phone.ts';
+import type { SharedCache, SharedCaches } from '../../platform/shared-cache.ts';
 import { accountPolicyRefusal, type Organization } from '../organizations/index.ts';
 import type {
   AvailableQueryInput,
@@ -51,8 +52,17 @@ export type WebhookRouteCheck = (
 /** How many candidates a search asks the carrier for at a time, to drop those already owned in one query. */
 const SEARCH_CHUNK = 50;
 
+/** What a send needs of a number it may send from. */
+export type Sender = Pick<PhoneNumber, 'id' | 'number' | 'type' | 'isDefault'>;
+
+/** The tag of an organization's senders in the shared caches. */
+const sendersTag = (organizationId: string) => `senders:${organizationId}`;
+
 export class NumberService {
   private readonly db: Database;
+  private readonly caches: SharedCaches;
+  /** Each organization's senders: every send reads them, and they change only when numbers come and go. */
+  private readonly senderCache: SharedCache<Sender[]>;
   private readonly clock: Clock;
   private readonly carrier: Carrier;
   private readonly pagination: Paginator;
@@ -60,8 +70,16 @@ export class NumberService {
   private readonly targets = new Map<VoiceRoute['type'], RouteTargetExists>();
   private webhookRoutes?: WebhookRouteCheck;
 
-  constructor(deps: { db: Database; clock: Clock; carrier: Carrier; pagination: Paginator }) {
+  constructor(deps: {
+    db: Database;
+    clock: Clock;
+    carrier: Carrier;
+    pagination: Paginator;
+    caches: SharedCaches;
+  }) {
     this.db = deps.db;
+    this.caches = deps.caches;
+    this.senderCache = deps.caches.cache();
     this.clock = deps.clock;
     this.carrier = deps.carrier;
     this.pagination = deps.pagination;
@@ -158,6 +176,7 @@ export class NumberService {
         throw error;
       }
     });
+    await this.sendersChanged(org.id);
     return toPhoneNumber(bought);
   }
 
@@ -218,10 +237,14 @@ export class NumberService {
   async release(organizationId: string, id: string): Promise<void> {
     const row = await this.db.transaction((tx) => this.store.remove(tx, organizationId, id));
     if (!row) throw ApiError.notFound('Phone number');
+    await this.sendersChanged(organizationId);
     await this.carrier.releaseNumber(row.number);
   }
 
-  /** Adds a number; the organization must exist (callers check, so they can answer 404 in their shape). */
+  /**
+   * Adds a number; the organization must exist (callers check, so they can answer 404 in their shape). A
+   * caller that passes its own transaction calls sendersChanged() once it committed.
+   */
   async add(organizationId: string, input: NumberInput, tx: Queryable = this.db) {
     const number = normalisePhone(input.number);
     if (!number) throw ApiError.badRequest('number must be a valid phone number in E.164 form');
@@ -234,6 +257,7 @@ export class NumberService {
         type: input.type,
         now,
       });
+      if (tx === this.db) await this.sendersChanged(organizationId);
       return toPhoneNumber(row);
     } catch (error) {
       if (isUniqueViolation(error)) throw ApiError.conflict('This number is already in use');
@@ -249,6 +273,29 @@ export class NumberService {
 
   async list(organizationId: string, tx: Queryable = this.db): Promise<PhoneNumber[]> {
     return (await this.store.listByOrganization(tx, organizationId)).map(toPhoneNumber);
+  }
+
+  /**
+   * The numbers the organization may send from, oldest first, from the shared cache (invalidated on every
+   * instance when a number is added, bought or released: sendersChanged). A change of name or voice route
+   * changes nothing a send reads.
+   */
+  async senders(organizationId: string): Promise<Sender[]> {
+    const senders = await this.senderCache.get(organizationId, async () => ({
+      value: (await this.list(organizationId)).map(({ id, number, type, isDefault }) => ({
+        id,
+        number,
+        type,
+        isDefault,
+      })),
+      tags: [sendersTag(organizationId)],
+    }));
+    return senders ?? [];
+  }
+
+  /** The organization's numbers changed (the write committed): its senders are read afresh everywhere. */
+  sendersChanged(organizationId: string): Promise<void> {
+    return this.caches.invalidate([sendersTag(organizationId)]);
   }
 }
 

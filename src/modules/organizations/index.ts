@@ -16,12 +16,16 @@ export {
 export type { Plan, Product, Region } from './schemas.ts';
 export { PLANS, PRODUCTS, REGIONS, SUBSCRIPTION_STATES } from './schemas.ts';
 export type { Organization } from './service.ts';
-export { OrganizationService } from './service.ts';
+export { OrganizationService, organizationCacheTag } from './service.ts';
 
 export const organizationsModule = defineModule({
   name: 'organizations',
   create: ({ platform }) => ({
-    organizations: new OrganizationService({ db: platform.db, clock: platform.clock }),
+    organizations: new OrganizationService({
+      db: platform.db,
+      clock: platform.clock,
+      caches: platform.caches,
+    }),
   }),
   routes: { operator: [organizationOperatorRoutes] },
 });

@@ -5,10 +5,14 @@ import type { Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { Caller } from '../../platform/http/caller.ts';
 import { newId } from '../../platform/ids.ts';
+import type { SharedCaches } from '../../platform/shared-cache.ts';
 import { parseInstant } from '../../platform/time-window.ts';
 import { CURRENT_VERSION } from '../../platform/version.ts';
 import type { OrganizationInput, Plan, Product, Region, SubscriptionState } from './schemas.ts';
 import { type OrganizationRecord, type OrganizationRow, OrganizationStore, rowOfRecord } from './store.ts';
+
+/** The tag of whatever the shared caches hold with an organization's row: its change invalidates them. */
+export const organizationCacheTag = (id: string) => `organization:${id}`;
 
 export interface Organization {
   id: string;
@@ -40,10 +44,12 @@ export class OrganizationService {
 
   private readonly db: Queryable;
   private readonly clock: Clock;
+  private readonly caches: SharedCaches;
   private readonly store = new OrganizationStore();
 
-  constructor(deps: { db: Queryable; clock: Clock }) {
+  constructor(deps: { db: Queryable; clock: Clock; caches: SharedCaches }) {
     this.db = deps.db;
+    this.caches = deps.caches;
     this.clock = deps.clock;
   }
 
@@ -77,6 +83,8 @@ export class OrganizationService {
     if (input.partnerId === id) throw ApiError.badRequest('An organization cannot be its own partner');
     const row = await this.store.update(this.db, id, input, createdAt, now);
     if (!row) throw ApiError.notFound('Organization');
+    // What other modules cached with the organization (an API key's lookup) is read afresh everywhere.
+    await this.caches.invalidate([organizationCacheTag(id)]);
     return toOrganization(row);
   }
 
