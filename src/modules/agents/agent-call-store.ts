@@ -73,13 +73,20 @@ export class AgentCallStore {
     return row;
   }
 
-  /** Appends a turn to the transcript (and marks the call in progress). */
+  /**
+   * Appends a turn to the transcript (and marks the call in progress); answers whose call it is and the
+   * turn's place in the transcript, for its event.
+   */
   async addTurn(db: Queryable, callId: string, turn: AgentCallRow['transcript'][number], now: Date) {
-    await db.query(
+    const [row] = await db.query<
+      Pick<AgentCallRow, 'id' | 'organization_id' | 'agent_id'> & { index: number }
+    >(
       `UPDATE agent_calls SET transcript = transcript || $2::jsonb, status = 'in_progress', updated_at = $3
-       WHERE call_id = $1`,
+       WHERE call_id = $1
+       RETURNING id, organization_id, agent_id, jsonb_array_length(transcript) - 1 AS index`,
       [callId, JSON.stringify([turn]), now],
     );
+    return row;
   }
 
   /** Who answered an outbound call that listened for an answering machine. */
