@@ -45,6 +45,7 @@ const TYPES = [
   'agent_call.started',
   'agent_call.completed',
   'agent_call.transferred',
+  'agent_call.turn',
   'conversation.created',
   'conversation.assigned',
   'conversation.closed',
