@@ -4,6 +4,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { call, data } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
+import type { Item } from '../shapes.ts';
 import {
   ActionButton,
   CopyButton,
@@ -20,17 +21,7 @@ import {
   when,
 } from '../ui.tsx';
 
-interface ApiKey {
-  id: string;
-  name: string;
-  prefix: string;
-  lastFour?: string;
-  scopes: string[];
-  expiresAt: string | null;
-  revokedAt: string | null;
-  lastUsedAt: string | null;
-  createdAt: string;
-}
+type ApiKey = Item<'/api/api-keys'>;
 
 function CreateKey({ onCreated }: { onCreated: (key: ApiKey & { key: string }) => void }) {
   const scopes = useQuery({

@@ -3,6 +3,7 @@
 import { Link } from 'wouter';
 import { call } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
+import type { Data } from '../shapes.ts';
 import {
   ActionButton,
   DataTable,
@@ -14,14 +15,7 @@ import {
   when,
 } from '../ui.tsx';
 
-export interface CallFlow {
-  id: string;
-  name: string;
-  steps: Record<string, unknown>[];
-  version: number;
-  createdAt: string;
-  updatedAt: string;
-}
+export type CallFlow = Data<'/v2/portal/call-flows/{id}'>;
 
 /** Steps in all, nested ones included: how big a flow is at a glance. */
 function countSteps(value: unknown): number {

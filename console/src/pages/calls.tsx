@@ -1,5 +1,6 @@
 // Calls: the log (keyset "load more"; live calls refresh themselves), placing a call, hanging one up.
 import { call, data } from '../api.ts';
+import type { Item } from '../shapes.ts';
 import {
   ActionButton,
   DataTable,
@@ -16,18 +17,7 @@ import {
   when,
 } from '../ui.tsx';
 
-interface Call {
-  id: string;
-  direction: string;
-  from: string;
-  to: string;
-  status: string;
-  startedAt: string | null;
-  durationSeconds: number | null;
-  hangupCause: string | null;
-  voicemailId: string | null;
-  recordingId: string | null;
-}
+type Call = Item<'/v2/portal/calls'>;
 
 const LIVE = new Set(['queued', 'ringing', 'in_progress']);
 

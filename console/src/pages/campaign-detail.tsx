@@ -5,6 +5,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link, useLocation, useParams } from 'wouter';
 import { call, get } from '../api.ts';
+import type { Data, Item } from '../shapes.ts';
 import {
   ActionButton,
   DataTable,
@@ -18,42 +19,13 @@ import {
 } from '../ui.tsx';
 import type { Campaign } from './campaigns.tsx';
 
-interface Analytics {
-  attempted: number;
-  delivered: number;
-  failed: number;
-  undelivered: number;
-  awaiting: number;
-  noReceipt: number;
-  queued: number;
-  cancelled: number;
-  skipped: number;
-  optOuts: number;
-  segments: number;
-  clicks: number;
-  uniqueClicks: number;
-  clickRate: number | null;
-  deliveryRate: number | null;
-  failureRate: number | null;
-  provisional: boolean;
-}
+type Analytics = Data<'/v2/portal/campaigns/{id}/analytics'>;
 
-interface Click {
-  recipientPhone: string;
-  url: string;
-  at: string;
-  userAgent: string | null;
-}
+type Click = Item<'/v2/portal/campaigns/{id}/clicks'>;
 
 const percent = (value: number | null) => (value === null ? '—' : `${Math.round(value * 1000) / 10} %`);
 
-interface Recipient {
-  phone: string;
-  status: string;
-  messageId: string | null;
-  errorMessage: string | null;
-  sender: string | null;
-}
+type Recipient = Item<'/v2/portal/campaigns/{id}/recipients'>;
 
 const BARS: [keyof Analytics, string, string][] = [
   ['queued', 'Queued', '#8a94a6'],

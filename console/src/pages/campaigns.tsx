@@ -2,6 +2,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link, useLocation } from 'wouter';
 import { data, page } from '../api.ts';
+import type { Item } from '../shapes.ts';
 import {
   DataTable,
   ErrorNote,
@@ -18,28 +19,7 @@ import {
 } from '../ui.tsx';
 import type { ContactList } from './contact-lists.tsx';
 
-export interface Campaign {
-  id: string;
-  name: string;
-  message: string;
-  status: string;
-  pausedReason: string | null;
-  scheduledAt: string | null;
-  timezone: string;
-  quietHours: { start: string; end: string } | null;
-  /** Links in its messages are tracked short links, with clicks counted. */
-  trackLinks: boolean;
-  contactListIds: string[];
-  senders: string[];
-  recipientCount: number | null;
-  /** The campaign this one follows up (POST …/retry); null otherwise. */
-  parentCampaignId: string | null;
-  messages_sent: number;
-  messages_delivered: number;
-  messages_failed: number;
-  message_count: number;
-  createdAt: string;
-}
+export type Campaign = Item<'/v2/portal/campaigns'>;
 
 function CreateCampaign() {
   const [, navigate] = useLocation();

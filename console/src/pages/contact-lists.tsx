@@ -2,6 +2,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { call, data, page, qs } from '../api.ts';
+import type { Item } from '../shapes.ts';
 import {
   ActionButton,
   DataTable,
@@ -17,12 +18,7 @@ import {
 } from '../ui.tsx';
 import type { Contact } from './contacts.tsx';
 
-export interface ContactList {
-  id: string;
-  name: string;
-  description: string | null;
-  memberCount: number;
-}
+export type ContactList = Item<'/v2/portal/contact-lists'>;
 
 function Members({ list }: { list: ContactList }) {
   const path = `/v2/portal/contact-lists/${encodeURIComponent(list.id)}/members`;

@@ -3,6 +3,7 @@
 import { useState } from 'react';
 import { Link } from 'wouter';
 import { call, data, qs } from '../api.ts';
+import type { Data, Item } from '../shapes.ts';
 import {
   DataTable,
   ErrorNote,
@@ -17,27 +18,9 @@ import {
   when,
 } from '../ui.tsx';
 
-export interface Contact {
-  id: string;
-  phone: string;
-  firstName: string | null;
-  lastName: string | null;
-  fullName: string | null;
-  email: string | null;
-  company: string | null;
-  timezone: string | null;
-  optedOut: boolean;
-  optedOutAt: string | null;
-  optOutMethod: string | null;
-  createdAt: string;
-}
+export type Contact = Item<'/v2/portal/contacts'>;
 
-interface ImportReport {
-  imported: number;
-  updated: number;
-  rejected: number;
-  errors: { row: number; reason: string }[];
-}
+type ImportReport = Data<'/v2/portal/contacts/import', 'post'>;
 
 function ImportCsv() {
   const [report, setReport] = useState<ImportReport | null>(null);

@@ -4,6 +4,7 @@ import { useQuery } from '@tanstack/react-query';
 import { Link } from 'wouter';
 import { get, page, qs } from '../api.ts';
 import { useMe } from '../session.ts';
+import type { Data } from '../shapes.ts';
 import { ErrorNote, PageHeader } from '../ui.tsx';
 
 function startOfToday(): string {
@@ -11,11 +12,7 @@ function startOfToday(): string {
   return new Date(now.getFullYear(), now.getMonth(), now.getDate()).toISOString();
 }
 
-interface MessageStats {
-  outbound: { total: number };
-  inbound: { total: number };
-  deliveryRate: number | null;
-}
+type MessageStats = Data<'/v2/portal/messages/stats'>;
 
 /**
  * The dashboard's figures change as events arrive (live.ts marks these queries stale); the slow poll is only

@@ -3,6 +3,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { data, page } from '../api.ts';
+import type { Item } from '../shapes.ts';
 import {
   DataTable,
   ErrorNote,
@@ -19,17 +20,7 @@ import {
 } from '../ui.tsx';
 import type { Campaign } from './campaigns.tsx';
 
-interface Export {
-  id: string;
-  resource: string;
-  format: string;
-  status: string;
-  rowCount: number | null;
-  sizeBytes: number | null;
-  error: string | null;
-  createdAt: string;
-  expiresAt: string;
-}
+type Export = Item<'/v2/portal/exports'>;
 
 function size(bytes: number | null): string {
   if (bytes === null) return '—';

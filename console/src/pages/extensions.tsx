@@ -3,6 +3,7 @@
 import { useState } from 'react';
 import { call, data } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
+import type { Item } from '../shapes.ts';
 import {
   ActionButton,
   CopyButton,
@@ -18,15 +19,7 @@ import {
   usePagedList,
 } from '../ui.tsx';
 
-export interface Extension {
-  id: string;
-  extension: string;
-  name: string;
-  voicemail: { enabled: boolean; greeting: string | null };
-  forwardTo: string | null;
-  ringSeconds: number;
-  sip: { username: string; domain: string; password?: string };
-}
+export type Extension = Item<'/v2/portal/extensions'>;
 
 function Credentials({ extension }: { extension: Extension }) {
   return (

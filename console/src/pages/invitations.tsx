@@ -5,6 +5,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { call, data } from '../api.ts';
 import type { Role } from '../session.ts';
+import type { Item } from '../shapes.ts';
 import {
   ActionButton,
   DataTable,
@@ -16,14 +17,7 @@ import {
   when,
 } from '../ui.tsx';
 
-interface ReceivedInvitation {
-  id: string;
-  organization: { id: string; name: string };
-  role: Role;
-  invitedBy: { name: string | null; email: string } | null;
-  invitedAt: string;
-  expiresAt: string;
-}
+type ReceivedInvitation = Item<'/v2/portal/invitations'>;
 
 /** Re-scopes the session to the organization just joined and starts the app afresh there (as the switcher). */
 function OpenOrganization({ organization }: { organization: { id: string; name: string } }) {

@@ -2,6 +2,7 @@
 // see their documents, and try a search as an agent would.
 import { useState } from 'react';
 import { call, data } from '../api.ts';
+import type { Data, Item } from '../shapes.ts';
 import {
   ActionButton,
   DataTable,
@@ -16,26 +17,9 @@ import {
   usePagedList,
 } from '../ui.tsx';
 
-interface KnowledgeBase {
-  id: string;
-  name: string;
-  description: string | null;
-  documentCount: number;
-  chunkCount: number;
-}
-interface Document {
-  id: string;
-  title: string;
-  source: string;
-  characters: number;
-  chunkCount: number;
-}
-interface Hit {
-  documentId: string;
-  title: string;
-  text: string;
-  score: number;
-}
+type KnowledgeBase = Item<'/v2/portal/knowledge-bases'>;
+type Document = Item<'/v2/portal/knowledge-bases/{id}/documents'>;
+type Hit = Data<'/v2/portal/knowledge-bases/{id}/search', 'post'>[number];
 
 function Documents({ base }: { base: KnowledgeBase }) {
   const path = `/v2/portal/knowledge-bases/${encodeURIComponent(base.id)}`;

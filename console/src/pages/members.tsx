@@ -4,6 +4,7 @@
 import { useState } from 'react';
 import { call, data } from '../api.ts';
 import { canManage, type Role, useMe } from '../session.ts';
+import type { Item } from '../shapes.ts';
 import {
   ActionButton,
   DataTable,
@@ -21,15 +22,7 @@ import {
 } from '../ui.tsx';
 
 /** A member (`userId`), or an invitation not answered yet (`invitation`). */
-interface Member {
-  userId: string | null;
-  email: string;
-  name: string | null;
-  role: Role;
-  status: 'active' | 'invited' | 'expired';
-  joinedAt: string | null;
-  invitation: { id: string; invitedAt: string; expiresAt: string } | null;
-}
+type Member = Item<'/v2/portal/members'>;
 
 function RoleSelect({ member, userId, owner }: { member: Member; userId: string; owner: boolean }) {
   const change = useAction(

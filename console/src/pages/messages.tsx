@@ -3,6 +3,7 @@
 // minutes to 35 days ahead); a scheduled one can be cancelled from its row until it leaves.
 import { useState } from 'react';
 import { data, qs } from '../api.ts';
+import type { Item } from '../shapes.ts';
 import {
   ActionButton,
   DataTable,
@@ -20,20 +21,7 @@ import {
 } from '../ui.tsx';
 import { MergeVariables, mediaFilesOf, SegmentCounter } from './compose.tsx';
 
-export interface Message {
-  id: string;
-  direction: 'inbound' | 'outbound';
-  status: string;
-  from: string;
-  to: string;
-  body: string | null;
-  segments: number;
-  encoding: string;
-  mediaCount: number;
-  errorMessage: string | null;
-  sendAt: string | null;
-  createdAt: string;
-}
+export type Message = Item<'/v2/portal/messages'>;
 
 function Compose() {
   const [body, setBody] = useState('');

@@ -4,6 +4,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { call, data, get, qs } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
+import type { Data, Item } from '../shapes.ts';
 import {
   ActionButton,
   DataTable,
@@ -18,20 +19,8 @@ import {
   usePagedList,
 } from '../ui.tsx';
 
-interface PhoneNumber {
-  id: string;
-  number: string;
-  type: string;
-  isDefault: boolean;
-  friendlyName: string | null;
-  voiceRoute: { type: string; target: string; fallbackFlowId?: string } | null;
-}
-interface Available {
-  number: string;
-  type: string;
-  country: string;
-  areaCode: string | null;
-}
+type PhoneNumber = Item<'/v2/portal/numbers'>;
+type Available = Data<'/v2/portal/numbers/available'>[number];
 
 function BuyNumber() {
   const [search, setSearch] = useState<Record<string, string> | null>(null);

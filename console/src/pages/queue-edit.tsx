@@ -22,7 +22,7 @@ function QueueForm({ queue }: { queue?: Queue }) {
   const readOnly = !canManage(me.data);
   const [name, setName] = useState(queue?.name ?? '');
   const [members, setMembers] = useState<string[]>(queue?.extensionIds ?? []);
-  const [strategy, setStrategy] = useState(queue?.strategy ?? 'longest_idle');
+  const [strategy, setStrategy] = useState<string>(queue?.strategy ?? 'longest_idle');
   const [holdAudioId, setHoldAudioId] = useState<string | undefined>(queue?.holdAudioId ?? undefined);
   const [announcePosition, setAnnouncePosition] = useState(queue?.announcePosition ?? false);
   const [maxWaitSeconds, setMaxWaitSeconds] = useState<unknown>(queue?.maxWaitSeconds ?? 600);

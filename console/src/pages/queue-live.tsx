@@ -3,12 +3,10 @@
 // not on this server, or the queue is gone) is shown as "not available", not as a failure.
 import { useQuery } from '@tanstack/react-query';
 import { ApiProblem, get } from '../api.ts';
+import type { Data } from '../shapes.ts';
 import { DataTable, ErrorNote, Status } from '../ui.tsx';
 
-export interface QueueLive {
-  waiting: { callId: string; from: string; since: string; position: number }[];
-  members: { extensionId: string; state: 'available' | 'ringing' | 'on_call' | 'wrap_up' | 'offline' }[];
-}
+export type QueueLive = Data<'/v2/portal/queues/{id}/live'>;
 
 /** How often the live state is read again. */
 export const LIVE_REFRESH_MS = 3_000;

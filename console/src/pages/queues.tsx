@@ -2,22 +2,11 @@
 import { Link } from 'wouter';
 import { call } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
+import type { Data } from '../shapes.ts';
 import { ActionButton, DataTable, ErrorNote, LoadMore, PageHeader, rowsOf, usePagedList } from '../ui.tsx';
 import { STRATEGIES, useExtensionChoices } from './extension-members.tsx';
 
-export interface Queue {
-  id: string;
-  name: string;
-  extensionIds: string[];
-  strategy: string;
-  holdAudioId: string | null;
-  announcePosition: boolean;
-  maxWaitSeconds: number;
-  onTimeout: Record<string, unknown>[];
-  wrapUpSeconds: number;
-  createdAt: string;
-  updatedAt: string;
-}
+export type Queue = Data<'/v2/portal/queues/{id}'>;
 
 export default function Queues() {
   const me = useMe();

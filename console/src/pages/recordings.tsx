@@ -1,6 +1,7 @@
 // Call recordings: play, read the transcription; owners and admins also delete (as voicemails).
 import { call } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
+import type { Item } from '../shapes.ts';
 import {
   ActionButton,
   AudioPlayer,
@@ -14,12 +15,7 @@ import {
 } from '../ui.tsx';
 import { transcriptOf, useTranscriptions } from './transcripts.ts';
 
-interface Recording {
-  id: string;
-  callId: string;
-  durationSeconds: number;
-  createdAt: string;
-}
+type Recording = Item<'/v2/portal/recordings'>;
 
 export default function Recordings() {
   const manager = canManage(useMe().data);

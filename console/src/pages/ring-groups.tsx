@@ -4,6 +4,7 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { call, data } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
+import type { Data } from '../shapes.ts';
 import {
   ActionButton,
   DataTable,
@@ -16,15 +17,7 @@ import {
 } from '../ui.tsx';
 import { MembersEditor, STRATEGIES, useExtensionChoices } from './extension-members.tsx';
 
-export interface RingGroup {
-  id: string;
-  name: string;
-  extensionIds: string[];
-  strategy: string;
-  ringSeconds: number;
-  createdAt: string;
-  updatedAt: string;
-}
+export type RingGroup = Data<'/v2/portal/ring-groups/{id}'>;
 
 const strategyName = (value: string) => STRATEGIES.find(([key]) => key === value)?.[1] ?? value;
 
@@ -32,7 +25,7 @@ function RingGroupForm({ group, onDone }: { group?: RingGroup; onDone: () => voi
   const client = useQueryClient();
   const [name, setName] = useState(group?.name ?? '');
   const [members, setMembers] = useState<string[]>(group?.extensionIds ?? []);
-  const [strategy, setStrategy] = useState(group?.strategy ?? 'simultaneous');
+  const [strategy, setStrategy] = useState<string>(group?.strategy ?? 'simultaneous');
   const [ringSeconds, setRingSeconds] = useState(String(group?.ringSeconds ?? 20));
   const [tried, setTried] = useState(false);
   const seconds = Number(ringSeconds);

@@ -2,6 +2,7 @@
 // also delete (docs/auth.md: the same roles delete voicemails and recordings).
 import { call } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
+import type { Item } from '../shapes.ts';
 import {
   ActionButton,
   AudioPlayer,
@@ -15,14 +16,7 @@ import {
 } from '../ui.tsx';
 import { transcriptOf, useTranscriptions } from './transcripts.ts';
 
-interface Voicemail {
-  id: string;
-  from: string;
-  to: string;
-  durationSeconds: number;
-  read: boolean;
-  createdAt: string;
-}
+type Voicemail = Item<'/v2/portal/voicemails'>;
 
 export default function VoicemailInbox() {
   const manager = canManage(useMe().data);

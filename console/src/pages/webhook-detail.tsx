@@ -5,6 +5,7 @@ import { useState } from 'react';
 import { useLocation, useParams } from 'wouter';
 import { call, data, get } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
+import type { Item } from '../shapes.ts';
 import {
   ActionButton,
   DataTable,
@@ -18,17 +19,7 @@ import {
 } from '../ui.tsx';
 import { SecretShown, type Webhook } from './webhooks.tsx';
 
-interface Delivery {
-  id: string;
-  event: { id: string; type: string };
-  status: string;
-  attempts: number;
-  lastStatusCode: number | null;
-  lastError: string | null;
-  lastAttemptAt: string | null;
-  nextAttemptAt: string | null;
-  createdAt: string;
-}
+type Delivery = Item<'/api/webhooks/{id}/deliveries'>;
 
 export default function WebhookDetail() {
   const { id } = useParams<{ id: string }>();

@@ -5,6 +5,7 @@ import { useState } from 'react';
 import { Link } from 'wouter';
 import { data } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
+import type { Data } from '../shapes.ts';
 import {
   CopyButton,
   DataTable,
@@ -20,20 +21,8 @@ import {
   when,
 } from '../ui.tsx';
 
-export interface Webhook {
-  id: string;
-  url: string;
-  description: string | null;
-  events: string[];
-  enabled: boolean;
-  disabledReason: string | null;
-  createdAt: string;
-}
-export interface EventType {
-  type: string;
-  description: string;
-  status: string;
-}
+export type Webhook = Data<'/api/webhooks/{id}'>;
+export type EventType = Data<'/api/webhooks/events'>[number];
 
 export function useEventCatalog() {
   return useQuery({
