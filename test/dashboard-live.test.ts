@@ -155,6 +155,13 @@ describe('the live pages’ reads', () => {
     assert.equal(turns[0].agentId, agentId);
     const record = (await api(office, `/agent-calls/${turns[0].agentCallId}`)).body.data;
     for (const turn of turns) assert.deepEqual(record.transcript[turn.index], turn.turn);
+    // The live calls page finds a call's agent call by the call.
+    const byCall = await api(office, `/agent-calls?callId=${arrived.body.data.id}`);
+    assert.deepEqual(
+      byCall.body.data.map((row: { id: string }) => row.id),
+      [record.id],
+    );
+    assert.deepEqual((await api(other, `/agent-calls?callId=${arrived.body.data.id}`)).body.data, []);
     await t.admin('POST', `/test/pbx/calls/${arrived.body.data.id}`, { event: 'completed' });
   });
 });

@@ -7660,7 +7660,10 @@ export interface operations {
     };
     "queues.live": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Count the waits that ended since (ISO 8601, in the last 31 days); default 24 hours ago */
+                since?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -7679,6 +7682,20 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: {
+                            /** @description How the waits that ended since `since` ended: what a wallboard shows for the day */
+                            outcomes: {
+                                /**
+                                 * Format: date-time
+                                 * @description Counted from (the `since` asked, else 24 hours ago)
+                                 */
+                                since: string;
+                                /** @description Callers a member answered */
+                                answered: number;
+                                /** @description Callers who hung up while waiting */
+                                abandoned: number;
+                                /** @description Callers whose longest wait passed (the queue’s onTimeout ran) */
+                                timedOut: number;
+                            };
                             /** @description Callers in the queue, first come first served */
                             waiting: {
                                 /** @description The waiting call */
@@ -8756,6 +8773,8 @@ export interface operations {
                 page?: number;
                 /** @description Records per page, 1-100. */
                 limit?: number;
+                /** @description Only the agent call on this call (`call_…`): a live call page finds its transcript */
+                callId?: string;
             };
             header?: never;
             path?: never;

@@ -952,7 +952,7 @@ export const OPERATIONS = {
     "pathParams": [
       "id"
     ],
-    "query": false,
+    "query": true,
     "response": "json",
     "idempotencyKey": false
   },

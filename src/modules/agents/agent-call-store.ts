@@ -135,9 +135,18 @@ export class AgentCallStore {
     return row;
   }
 
+  /** The list's SQL: the organization's agent calls, or the one on `callId` (its unique index). */
   listQuery(
     organizationId: string,
+    callId?: string,
   ): Pick<ListQuery<AgentCallRow, unknown>, 'select' | 'from' | 'where' | 'params'> {
-    return { select: '*', from: 'agent_calls', where: 'organization_id = $1', params: [organizationId] };
+    if (callId === undefined)
+      return { select: '*', from: 'agent_calls', where: 'organization_id = $1', params: [organizationId] };
+    return {
+      select: '*',
+      from: 'agent_calls',
+      where: 'organization_id = $1 AND call_id = $2',
+      params: [organizationId, callId],
+    };
   }
 }

@@ -94,12 +94,13 @@ export class AgentCallService implements AgentRunner {
     return toPublic(row);
   }
 
-  page(organizationId: string, query: PageQueryInput, surface: string) {
+  page(organizationId: string, query: PageQueryInput & { callId?: string }, surface: string) {
     return this.pagination.list(this.db, query, {
       endpoint: `${surface}.agent-calls.list`,
       keyset: false,
       organizationId,
-      ...this.store.listQuery(organizationId),
+      filters: { callId: query.callId ?? null },
+      ...this.store.listQuery(organizationId, query.callId),
       map: toPublic,
     });
   }
