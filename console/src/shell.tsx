@@ -34,6 +34,7 @@ const NAV: { group: string; product?: Product; links: [string, string][] }[] = [
       ['/call-flows', 'Call flows'],
       ['/ring-groups', 'Ring groups'],
       ['/queues', 'Queues'],
+      ['/live-calls', 'Live calls'],
       ['/calls', 'Calls'],
       ['/voicemail', 'Voicemail'],
       ['/recordings', 'Recordings'],

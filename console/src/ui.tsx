@@ -330,3 +330,22 @@ export function text(form: FormData, name: string): string | undefined {
   const value = form.get(name);
   return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
 }
+
+/** The time now, again every `everyMs` while the component is shown: for durations that tick. */
+export function useNow(everyMs = 1_000): number {
+  const [now, setNow] = useState(Date.now);
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), everyMs);
+    return () => clearInterval(timer);
+  }, [everyMs]);
+  return now;
+}
+
+/** "2 min 05 s" (or "1 h 02 min") from `since` to `now`. */
+export function elapsed(since: string, now: number): string {
+  const seconds = Math.max(0, Math.floor((now - new Date(since).getTime()) / 1000));
+  const minutes = Math.floor(seconds / 60);
+  if (minutes >= 60) return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
+  const rest = String(seconds % 60).padStart(minutes > 0 ? 2 : 1, '0');
+  return minutes > 0 ? `${minutes} min ${rest} s` : `${rest} s`;
+}
