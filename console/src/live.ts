@@ -89,7 +89,8 @@ function gathering(client: QueryClient): (type: string) => void {
   let timer: ReturnType<typeof setTimeout> | undefined;
   return (type) => {
     for (const queryKey of affectedBy(type)) pending.set(queryKey.join('\u0000'), queryKey);
-    timer ??= setTimeout(() => {
+    if (timer !== undefined) return;
+    timer = setTimeout(() => {
       timer = undefined;
       const keys = [...pending.values()];
       pending.clear();

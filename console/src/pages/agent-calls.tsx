@@ -3,7 +3,7 @@
 // whether the caller cut it off.
 import { useState } from 'react';
 import type { Item } from '../shapes.ts';
-import { DataTable, ErrorNote, LoadMore, PageHeader, rowsOf, Status, usePagedList, when } from '../ui.tsx';
+import { PagedTable, PageHeader, rowsOf, Status, usePagedList, when } from '../ui.tsx';
 
 type AgentCall = Item<'/v2/portal/agent-calls'>;
 
@@ -35,10 +35,9 @@ export default function AgentCalls() {
   return (
     <>
       <PageHeader title="Agent calls" />
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Agent calls"
-        rows={rows}
         empty="No agent calls yet."
         columns={[
           { header: 'When', cell: (c) => when(c.startedAt) },
@@ -61,7 +60,6 @@ export default function AgentCalls() {
           },
         ]}
       />
-      <LoadMore list={list} />
       {selected ? (
         <section aria-label="Transcript">
           <h2>Transcript</h2>

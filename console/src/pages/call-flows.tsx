@@ -4,16 +4,7 @@ import { Link } from 'wouter';
 import { call } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
 import type { Data } from '../shapes.ts';
-import {
-  ActionButton,
-  DataTable,
-  ErrorNote,
-  LoadMore,
-  PageHeader,
-  rowsOf,
-  usePagedList,
-  when,
-} from '../ui.tsx';
+import { ActionButton, PagedTable, PageHeader, usePagedList, when } from '../ui.tsx';
 
 export type CallFlow = Data<'/v2/portal/call-flows/{id}'>;
 
@@ -43,10 +34,9 @@ export default function CallFlows() {
         What a call hears and where it rings: menus, business hours, ring groups, queues. Route a number to a
         flow on the Numbers page.
       </p>
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Call flows"
-        rows={rowsOf(list)}
         empty="No call flows yet."
         columns={[
           { header: 'Name', cell: (f) => <Link href={`/call-flows/${f.id}`}>{f.name}</Link> },
@@ -69,7 +59,6 @@ export default function CallFlows() {
           },
         ]}
       />
-      <LoadMore list={list} />
     </>
   );
 }

@@ -6,17 +6,7 @@ import { useQuery } from '@tanstack/react-query';
 import { Link, useLocation, useParams } from 'wouter';
 import { call, get } from '../api.ts';
 import type { Data, Item } from '../shapes.ts';
-import {
-  ActionButton,
-  DataTable,
-  ErrorNote,
-  LoadMore,
-  PageHeader,
-  rowsOf,
-  Status,
-  usePagedList,
-  when,
-} from '../ui.tsx';
+import { ActionButton, ErrorNote, PagedTable, PageHeader, Status, usePagedList, when } from '../ui.tsx';
 import type { Campaign } from './campaigns.tsx';
 
 type Analytics = Data<'/v2/portal/campaigns/{id}/analytics'>;
@@ -183,9 +173,9 @@ export default function CampaignDetail() {
       )}
       {c.trackLinks ? <LinkClicks id={id} path={path} analytics={analytics.data} /> : null}
       <h2>Recipients</h2>
-      <DataTable
+      <PagedTable
+        list={recipients}
         caption="Recipients"
-        rows={rowsOf(recipients)}
         rowKey={(r) => r.phone}
         empty={c.status === 'draft' ? 'Recipients are chosen when the campaign launches.' : 'No recipients.'}
         columns={[
@@ -195,7 +185,6 @@ export default function CampaignDetail() {
           { header: 'Error', cell: (r) => r.errorMessage ?? '—' },
         ]}
       />
-      <LoadMore list={recipients} />
     </>
   );
 }
@@ -219,9 +208,9 @@ function LinkClicks({ id, path, analytics }: { id: string; path: string; analyti
           recipients sent to)
         </p>
       ) : null}
-      <DataTable
+      <PagedTable
+        list={clicks}
         caption="Link clicks"
-        rows={rowsOf(clicks)}
         rowKey={(click) => `${click.at} ${click.recipientPhone} ${click.url}`}
         empty="No clicks yet."
         columns={[
@@ -231,7 +220,6 @@ function LinkClicks({ id, path, analytics }: { id: string; path: string; analyti
           { header: 'Browser', cell: (click) => click.userAgent ?? '—' },
         ]}
       />
-      <LoadMore list={clicks} />
     </>
   );
 }

@@ -4,13 +4,10 @@ import { Link, useLocation } from 'wouter';
 import { data, page } from '../api.ts';
 import type { Item } from '../shapes.ts';
 import {
-  DataTable,
-  ErrorNote,
   Field,
-  LoadMore,
-  MutationForm,
+  FormDisclosure,
+  PagedTable,
   PageHeader,
-  rowsOf,
   Status,
   text,
   useAction,
@@ -48,64 +45,54 @@ function CreateCampaign() {
     (campaign) => navigate(`/campaigns/${campaign.id}`),
   );
   return (
-    <details>
-      <summary>New campaign</summary>
-      <MutationForm mutation={create} label="Create campaign" submit="Create draft">
-        <Field label="Name">{(id) => <input id={id} name="name" required maxLength={200} />}</Field>
-        <Field label="Message" hint="Merge variables such as {{first_name|there}} are filled per recipient">
-          {(id, hint) => <textarea id={id} name="message" rows={3} required aria-describedby={hint} />}
+    <FormDisclosure summary="New campaign" mutation={create} label="Create campaign" submit="Create draft">
+      <Field label="Name">{(id) => <input id={id} name="name" required maxLength={200} />}</Field>
+      <Field label="Message" hint="Merge variables such as {{first_name|there}} are filled per recipient">
+        {(id, hint) => <textarea id={id} name="message" rows={3} required aria-describedby={hint} />}
+      </Field>
+      <Field label="Contact lists">
+        {(id) => (
+          <select id={id} name="contactListIds" multiple required size={4}>
+            {lists.data?.data.map((list) => (
+              <option key={list.id} value={list.id}>
+                {list.name} ({list.memberCount})
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      <div className="grid">
+        <Field label="Senders (optional)" hint="Your numbers, comma-separated; default: your default sender">
+          {(id, hint) => <input id={id} name="senders" aria-describedby={hint} />}
         </Field>
-        <Field label="Contact lists">
+        <Field label="Schedule for (optional)">
+          {(id) => <input id={id} name="scheduledAt" type="datetime-local" />}
+        </Field>
+        <Field label="Time zone">
           {(id) => (
-            <select id={id} name="contactListIds" multiple required size={4}>
-              {lists.data?.data.map((list) => (
-                <option key={list.id} value={list.id}>
-                  {list.name} ({list.memberCount})
-                </option>
-              ))}
-            </select>
+            <input id={id} name="timezone" defaultValue={Intl.DateTimeFormat().resolvedOptions().timeZone} />
           )}
         </Field>
+      </div>
+      <fieldset>
+        <legend>Quiet hours (each recipient's local time)</legend>
+        <label>
+          <input type="checkbox" name="quiet" defaultChecked /> Send only between
+        </label>
         <div className="grid">
-          <Field
-            label="Senders (optional)"
-            hint="Your numbers, comma-separated; default: your default sender"
-          >
-            {(id, hint) => <input id={id} name="senders" aria-describedby={hint} />}
+          <Field label="From">
+            {(id) => <input id={id} name="quietStart" type="time" defaultValue="08:00" />}
           </Field>
-          <Field label="Schedule for (optional)">
-            {(id) => <input id={id} name="scheduledAt" type="datetime-local" />}
-          </Field>
-          <Field label="Time zone">
-            {(id) => (
-              <input
-                id={id}
-                name="timezone"
-                defaultValue={Intl.DateTimeFormat().resolvedOptions().timeZone}
-              />
-            )}
+          <Field label="Until">
+            {(id) => <input id={id} name="quietEnd" type="time" defaultValue="21:00" />}
           </Field>
         </div>
-        <fieldset>
-          <legend>Quiet hours (each recipient's local time)</legend>
-          <label>
-            <input type="checkbox" name="quiet" defaultChecked /> Send only between
-          </label>
-          <div className="grid">
-            <Field label="From">
-              {(id) => <input id={id} name="quietStart" type="time" defaultValue="08:00" />}
-            </Field>
-            <Field label="Until">
-              {(id) => <input id={id} name="quietEnd" type="time" defaultValue="21:00" />}
-            </Field>
-          </div>
-        </fieldset>
-        <label>
-          <input type="checkbox" name="trackLinks" /> Track links: shorten each link to a tracked link and
-          count who clicks
-        </label>
-      </MutationForm>
-    </details>
+      </fieldset>
+      <label>
+        <input type="checkbox" name="trackLinks" /> Track links: shorten each link to a tracked link and count
+        who clicks
+      </label>
+    </FormDisclosure>
   );
 }
 
@@ -117,10 +104,9 @@ export default function Campaigns() {
     <>
       <PageHeader title="Campaigns" />
       <CreateCampaign />
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Campaigns"
-        rows={rowsOf(list)}
         empty="No campaigns yet."
         columns={[
           { header: 'Name', cell: (c) => <Link href={`/campaigns/${c.id}`}>{c.name}</Link> },
@@ -132,7 +118,6 @@ export default function Campaigns() {
           { header: 'Created', cell: (c) => when(c.createdAt) },
         ]}
       />
-      <LoadMore list={list} />
     </>
   );
 }

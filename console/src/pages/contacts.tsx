@@ -6,12 +6,10 @@ import { call, data, qs } from '../api.ts';
 import type { Data, Item } from '../shapes.ts';
 import {
   DataTable,
-  ErrorNote,
   Field,
-  LoadMore,
   MutationForm,
+  PagedTable,
   PageHeader,
-  rowsOf,
   text,
   useAction,
   usePagedList,
@@ -122,10 +120,9 @@ export default function Contacts() {
           placeholder="Search by phone or name"
         />
       </form>
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Contacts"
-        rows={rowsOf(list)}
         empty="No contacts yet."
         columns={[
           { header: 'Phone', cell: (c) => <Link href={`/contacts/${c.id}`}>{c.phone}</Link> },
@@ -135,7 +132,6 @@ export default function Contacts() {
           { header: 'Consent', cell: (c) => (c.optedOut ? `Opted out ${when(c.optedOutAt)}` : 'Subscribed') },
         ]}
       />
-      <LoadMore list={list} />
     </>
   );
 }

@@ -5,13 +5,10 @@ import { useState } from 'react';
 import { data, page } from '../api.ts';
 import type { Item } from '../shapes.ts';
 import {
-  DataTable,
-  ErrorNote,
   Field,
-  LoadMore,
   MutationForm,
+  PagedTable,
   PageHeader,
-  rowsOf,
   Status,
   text,
   useAction,
@@ -96,10 +93,9 @@ export default function Exports() {
           </Field>
         ) : null}
       </MutationForm>
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Exports"
-        rows={rowsOf(list)}
         empty="No exports in the last 7 days."
         columns={[
           { header: 'Asked', cell: (e) => when(e.createdAt) },
@@ -122,7 +118,6 @@ export default function Exports() {
           { header: 'Kept until', cell: (e) => when(e.expiresAt) },
         ]}
       />
-      <LoadMore list={list} />
     </>
   );
 }

@@ -4,18 +4,8 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { call, data } from '../api.ts';
-import type { Role } from '../session.ts';
 import type { Item } from '../shapes.ts';
-import {
-  ActionButton,
-  DataTable,
-  ErrorNote,
-  LoadMore,
-  PageHeader,
-  rowsOf,
-  usePagedList,
-  when,
-} from '../ui.tsx';
+import { ActionButton, ErrorNote, PagedTable, PageHeader, usePagedList, when } from '../ui.tsx';
 
 type ReceivedInvitation = Item<'/v2/portal/invitations'>;
 
@@ -61,10 +51,9 @@ export default function Invitations() {
           <OpenOrganization organization={joined.organization} />
         </div>
       ) : null}
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Invitations"
-        rows={rowsOf(list)}
         empty="No invitations waiting."
         columns={[
           { header: 'Organization', cell: (i) => i.organization.name },
@@ -96,7 +85,6 @@ export default function Invitations() {
           },
         ]}
       />
-      <LoadMore list={list} />
     </>
   );
 }

@@ -6,15 +6,13 @@ import { data, qs } from '../api.ts';
 import type { Item } from '../shapes.ts';
 import {
   ActionButton,
-  DataTable,
-  ErrorNote,
   Field,
-  LoadMore,
   MutationForm,
+  PagedTable,
   PageHeader,
-  rowsOf,
   Status,
   text,
+  trafficColumns,
   useAction,
   usePagedList,
   when,
@@ -95,7 +93,6 @@ export default function Messages() {
   const list = usePagedList<Message>(['messages'], `/v2/portal/messages${qs(filters)}`, 'keyset', {
     poll: (rows) => rows.some((row) => ['scheduled', 'queued', 'sent'].includes(row.status)),
   });
-  const rows = rowsOf(list);
 
   return (
     <>
@@ -149,16 +146,12 @@ export default function Messages() {
         <Field label="Number">{(id) => <input id={id} name="number" type="tel" />}</Field>
         <button type="submit">Filter</button>
       </form>
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Messages"
-        rows={rows}
         empty="No messages yet."
         columns={[
-          { header: 'When', cell: (m) => when(m.createdAt) },
-          { header: 'Direction', cell: (m) => m.direction },
-          { header: 'From', cell: (m) => m.from },
-          { header: 'To', cell: (m) => m.to },
+          ...trafficColumns<Message>((m) => m.createdAt),
           {
             header: 'Message',
             cell: (m) => (
@@ -190,7 +183,6 @@ export default function Messages() {
           },
         ]}
       />
-      <LoadMore list={list} />
     </>
   );
 }

@@ -10,8 +10,8 @@ import {
   DataTable,
   ErrorNote,
   Field,
-  LoadMore,
   MutationForm,
+  PagedTable,
   PageHeader,
   rowsOf,
   text,
@@ -157,10 +157,9 @@ export default function Numbers() {
     <>
       <PageHeader title="Numbers" />
       {canManage(me.data) ? <BuyNumber /> : null}
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Numbers"
-        rows={rows}
         empty="No numbers yet."
         columns={[
           { header: 'Number', cell: (n) => `${n.number}${n.isDefault ? ' (default sender)' : ''}` },
@@ -194,7 +193,6 @@ export default function Numbers() {
           },
         ]}
       />
-      <LoadMore list={list} />
       {selected ? <RouteForm key={selected.id} number={selected} /> : null}
     </>
   );

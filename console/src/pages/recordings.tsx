@@ -2,17 +2,7 @@
 import { call } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
 import type { Item } from '../shapes.ts';
-import {
-  ActionButton,
-  AudioPlayer,
-  DataTable,
-  ErrorNote,
-  LoadMore,
-  PageHeader,
-  rowsOf,
-  usePagedList,
-  when,
-} from '../ui.tsx';
+import { ActionButton, AudioPlayer, PagedTable, PageHeader, usePagedList, when } from '../ui.tsx';
 import { transcriptOf, useTranscriptions } from './transcripts.ts';
 
 type Recording = Item<'/v2/portal/recordings'>;
@@ -24,10 +14,9 @@ export default function Recordings() {
   return (
     <>
       <PageHeader title="Recordings" />
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Recordings"
-        rows={rowsOf(list)}
         empty="No recordings."
         columns={[
           { header: 'When', cell: (r) => when(r.createdAt) },
@@ -61,7 +50,6 @@ export default function Recordings() {
           },
         ]}
       />
-      <LoadMore list={list} />
     </>
   );
 }

@@ -5,16 +5,7 @@ import { type FormEvent, useState } from 'react';
 import { call, data } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
 import type { Data } from '../shapes.ts';
-import {
-  ActionButton,
-  DataTable,
-  ErrorNote,
-  Field,
-  LoadMore,
-  PageHeader,
-  rowsOf,
-  usePagedList,
-} from '../ui.tsx';
+import { ActionButton, ErrorNote, Field, PagedTable, PageHeader, rowsOf, usePagedList } from '../ui.tsx';
 import { MembersEditor, STRATEGIES, useExtensionChoices } from './extension-members.tsx';
 
 export type RingGroup = Data<'/v2/portal/ring-groups/{id}'>;
@@ -129,10 +120,9 @@ export default function RingGroups() {
           {creating ? <RingGroupForm onDone={() => setCreating(false)} /> : null}
         </details>
       ) : null}
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Ring groups"
-        rows={rows}
         empty="No ring groups yet."
         columns={[
           { header: 'Name', cell: (g) => g.name },
@@ -165,7 +155,6 @@ export default function RingGroups() {
           },
         ]}
       />
-      <LoadMore list={list} />
       {selected ? (
         <section aria-label={`Edit ${selected.name}`}>
           <h2>Edit {selected.name}</h2>

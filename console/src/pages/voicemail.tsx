@@ -3,17 +3,7 @@
 import { call } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
 import type { Item } from '../shapes.ts';
-import {
-  ActionButton,
-  AudioPlayer,
-  DataTable,
-  ErrorNote,
-  LoadMore,
-  PageHeader,
-  rowsOf,
-  usePagedList,
-  when,
-} from '../ui.tsx';
+import { ActionButton, AudioPlayer, PagedTable, PageHeader, usePagedList, when } from '../ui.tsx';
 import { transcriptOf, useTranscriptions } from './transcripts.ts';
 
 type Voicemail = Item<'/v2/portal/voicemails'>;
@@ -25,10 +15,9 @@ export default function VoicemailInbox() {
   return (
     <>
       <PageHeader title="Voicemail" />
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Voicemail"
-        rows={rowsOf(list)}
         empty="No voicemail."
         columns={[
           {
@@ -76,7 +65,6 @@ export default function VoicemailInbox() {
           },
         ]}
       />
-      <LoadMore list={list} />
     </>
   );
 }

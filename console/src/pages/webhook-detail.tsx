@@ -6,17 +6,7 @@ import { useLocation, useParams } from 'wouter';
 import { call, data, get } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
 import type { Item } from '../shapes.ts';
-import {
-  ActionButton,
-  DataTable,
-  ErrorNote,
-  LoadMore,
-  PageHeader,
-  rowsOf,
-  Status,
-  usePagedList,
-  when,
-} from '../ui.tsx';
+import { ActionButton, ErrorNote, PagedTable, PageHeader, Status, usePagedList, when } from '../ui.tsx';
 import { SecretShown, type Webhook } from './webhooks.tsx';
 
 type Delivery = Item<'/api/webhooks/{id}/deliveries'>;
@@ -77,10 +67,9 @@ export default function WebhookDetail() {
         {w.events.join(', ')}
       </p>
       <h2>Deliveries</h2>
-      <ErrorNote error={deliveries.error} />
-      <DataTable
+      <PagedTable
+        list={deliveries}
         caption="Deliveries"
-        rows={rowsOf(deliveries)}
         empty="No deliveries yet. Send a test event."
         columns={[
           { header: 'When', cell: (d) => when(d.createdAt) },
@@ -103,7 +92,6 @@ export default function WebhookDetail() {
           },
         ]}
       />
-      <LoadMore list={deliveries} />
     </>
   );
 }
