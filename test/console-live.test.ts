@@ -1,7 +1,7 @@
 // The console's live pages in Chromium (issue 37, docs/console.md "Live"): while messages and calls happen
 // through the API (the simulated carrier and PBX, an AI agent on the line), the dashboard's figures and charts,
 // the live calls page (its rows and their ticking timers) and an agent's transcript change without a reload,
-// moved by the server-sent event stream. A queue's wallboard counts its day. axe finds no serious violation on
+// moved by the server-sent event stream. A queue's wallboard shows a caller waiting, then abandoned. axe finds no serious violation on
 // these pages; they are photographed into docs/console/.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -33,6 +33,7 @@ describe('the console’s live pages in Chromium', { skip }, () => {
   let office: Sender;
   let user: TestUser;
   let queueId = '';
+  let queueNumber = '';
   const pageErrors: string[] = [];
   const api = (method: string, apiPath: string, body?: unknown) =>
     t.request(method, `/api/v2${apiPath}`, { apiKey: office.key, body });
@@ -62,6 +63,22 @@ describe('the console’s live pages in Chromium', { skip }, () => {
     });
     assert.equal(queue.status, 201, queue.text);
     queueId = queue.body.data.id;
+    // A second number whose callers wait in that queue.
+    queueNumber = freshNumber();
+    const added = await t.admin('POST', `/organizations/${office.id}/numbers`, {
+      number: queueNumber,
+      type: 'local',
+    });
+    assert.equal(added.status, 201, added.text);
+    const flow = await api('POST', '/call-flows', { name: 'Queue', steps: [{ type: 'queue', queueId }] });
+    assert.equal(flow.status, 201, flow.text);
+    const queueLine = (await api('GET', '/numbers')).body.data.find(
+      (row: { number: string }) => row.number === queueNumber,
+    );
+    const toQueue = await api('PATCH', `/numbers/${queueLine.id}`, {
+      voiceRoute: { type: 'flow', target: flow.body.data.id },
+    });
+    assert.equal(toQueue.status, 200, toQueue.text);
     user = await createUser(t, { organizationIds: [office.id], role: 'member' });
 
     browser = await chromium.launch({
@@ -229,8 +246,21 @@ describe('the console’s live pages in Chromium', { skip }, () => {
     await page.getByTestId('wallboard-answered').filter({ hasText: /^0$/ }).waitFor();
     await page.getByTestId('wallboard-longest').filter({ hasText: '—' }).waitFor();
     await page.getByText('201 · Front desk').waitFor();
+
+    // A caller joins the queue (the member's phone rings for them): the wallboard shows it without a reload.
+    const caller = await t.admin('POST', '/test/pbx/inbound', { from: '+14155550166', to: queueNumber });
+    assert.equal(caller.status, 201, caller.text);
+    await page.getByTestId('wallboard-waiting').filter({ hasText: /^1$/ }).waitFor();
+    await page
+      .getByTestId('wallboard-longest')
+      .filter({ hasText: /^\d+ s$/ })
+      .waitFor();
     await accessible('queue wallboard');
     await photograph('queue-wallboard');
+    // They hang up before anyone answers: abandoned today.
+    await pbx(caller.body.data.id, { event: 'completed' });
+    await page.getByTestId('wallboard-waiting').filter({ hasText: /^0$/ }).waitFor();
+    await page.getByTestId('wallboard-abandoned').filter({ hasText: /^1$/ }).waitFor();
   });
 
   test('no page error', () => {
