@@ -8,13 +8,10 @@ import type { Database } from '../../../platform/db/index.ts';
 import { ApiError } from '../../../platform/errors.ts';
 import { newId } from '../../../platform/ids.ts';
 import type { PageQueryInput, Paginator } from '../../../platform/pagination.ts';
-import { parseInstant } from '../../../platform/time-window.ts';
+import { timeWindow } from '../../../platform/time-window.ts';
 import { checkFlowSteps, type FlowStep } from '../flows/index.ts';
 import { checkMembers } from '../ring-groups/index.ts';
 import { EntryStore } from './entry-store.ts';
-
-const DAY_MS = 24 * 60 * 60 * 1000;
-
 import { memberState, type Presence } from './member-states.ts';
 import {
   DEFAULT_MAX_WAIT_SECONDS,
@@ -67,10 +64,7 @@ export class QueueService {
     if (!(await this.store.find(this.db, organizationId, id))) throw ApiError.notFound('Queue');
     const now = this.clock.now();
     // A wallboard counts from the start of its own day; without one, the last 24 hours.
-    const since = parseInstant(query.since, 'since') ?? new Date(now.getTime() - DAY_MS);
-    if (since > now || now.getTime() - since.getTime() > 31 * DAY_MS) {
-      throw ApiError.badRequest('since must be in the last 31 days');
-    }
+    const { since } = timeWindow({ since: query.since }, now, { defaultDays: 1, maxDays: 31 });
     const waiting = await this.entries.waiting(this.db, id);
     const facts = await this.entries.memberFacts(this.db, organizationId, id, now);
     const outcomes = await this.entries.outcomesSince(this.db, id, since);
