@@ -5,7 +5,7 @@
 // time zone its tz database does not know, an extension deleted meanwhile) appear at the field they name; a ring
 // group is created and changed; a flow from the sales/support template dials it; a queue is created with
 // onTimeout steps and its page shows the live state (the real endpoint's answer, and a contract-shaped one
-// changing under the page's refresh). A member reads a flow but cannot change it. axe on each page.
+// changing when an event on the live stream makes the page read it again). A member reads a flow but cannot change it. axe on each page.
 // The editor's model without a browser: test/console-flow-model.test.ts.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -378,7 +378,7 @@ describe('call flows, ring groups and queues in the console (Chromium)', { skip 
       ],
     };
     let reads = 0;
-    await page.route(`**/v2/portal/queues/${queueId}/live`, (route) => {
+    await page.route(`**/v2/portal/queues/${queueId}/live?*`, (route) => {
       reads += 1;
       return route.fulfill({
         status: 200,
@@ -401,7 +401,7 @@ describe('call flows, ring groups and queues in the console (Chromium)', { skip 
     await live.getByRole('row').filter({ hasText: '103 · Sales desk' }).getByText('available').waitFor();
     await photograph('queue');
 
-    // The first caller is answered: the page reads again by itself and shows it.
+    // The first caller is answered: a call event on the live stream makes the page read again, and it shows it.
     body = {
       waiting: [{ ...body.waiting[0]!, position: 1 }],
       members: [
@@ -410,6 +410,8 @@ describe('call flows, ring groups and queues in the console (Chromium)', { skip 
       ],
     };
     const before = reads;
+    const event = await t.admin('POST', '/test/pbx/inbound', { from: '+14155550190', to: acme.number });
+    assert.equal(event.status, 201, event.text);
     await live
       .getByRole('row')
       .filter({ hasText: '103 · Sales desk' })
@@ -417,7 +419,7 @@ describe('call flows, ring groups and queues in the console (Chromium)', { skip 
       .waitFor({ timeout: 10_000 });
     assert.ok(reads > before, 'read again without a reload');
     assert.deepEqual(await waitingRows.locator('td:nth-child(2)').allTextContents(), ['+14155550102']);
-    await page.unroute(`**/v2/portal/queues/${queueId}/live`);
+    await page.unroute(`**/v2/portal/queues/${queueId}/live?*`);
   });
 
   test('a member reads a flow and cannot change it', async () => {

@@ -372,4 +372,34 @@ describe('queues at run time (simulated PBX)', () => {
       [m1, m2],
     );
   });
+
+  test("GET /queues/{id}/live counts how the day's waits ended, for a wallboard", async () => {
+    const [counted] = await t.ctx.db.query<{ answered: number; abandoned: number; timed_out: number }>(
+      `SELECT count(*) FILTER (WHERE state = 'answered')::int AS answered,
+              count(*) FILTER (WHERE state = 'abandoned')::int AS abandoned,
+              count(*) FILTER (WHERE state = 'timed_out')::int AS timed_out
+         FROM queue_entries WHERE queue_id = $1`,
+      [queueId],
+    );
+    assert.ok(
+      counted!.answered >= 3 && counted!.abandoned >= 3 && counted!.timed_out >= 1,
+      'the tests above ran',
+    );
+    const live = (await api('GET', `/queues/${queueId}/live`)).body.data;
+    assert.deepEqual(
+      {
+        answered: live.outcomes.answered,
+        abandoned: live.outcomes.abandoned,
+        timedOut: live.outcomes.timedOut,
+      },
+      { answered: counted!.answered, abandoned: counted!.abandoned, timedOut: counted!.timed_out },
+    );
+    const now = new Date(t.ctx.clock.nowMs() - 1000).toISOString();
+    const fromNow = (await api('GET', `/queues/${queueId}/live?since=${now}`)).body.data.outcomes;
+    assert.deepEqual(fromNow, { since: now, answered: 0, abandoned: 0, timedOut: 0 });
+    for (const since of ['soon', new Date(t.ctx.clock.nowMs() + 60_000).toISOString()]) {
+      const refused = await api('GET', `/queues/${queueId}/live?since=${since}`);
+      assert.equal(refused.status, 400, refused.text);
+    }
+  });
 });

@@ -111,6 +111,7 @@ describe('the SDK against a real server', () => {
     assert.equal((await comms.messages.get(sent.id)).body, 'Hello from the SDK');
     assert.ok((await comms.messages.list({ direction: 'outbound' })).data.length >= 1);
     assert.ok((await comms.messages.stats()) !== undefined);
+    assert.equal((await comms.messages.hourly()).buckets.length, 24);
     const sendAt = new Date(t.ctx.clock.nowMs() + 60 * 60 * 1000).toISOString();
     const later = await comms.messages.send({ to: '+14155550102', message: 'Later', sendAt });
     assert.equal(later.status, 'scheduled');
@@ -219,6 +220,8 @@ describe('the SDK against a real server', () => {
     const ended = await comms.calls.get(call.id);
     assert.equal(ended.status, 'completed');
     assert.ok((await comms.calls.list()).data.some((each) => each.id === call.id));
+    assert.ok(!(await comms.calls.list({ live: true })).data.some((each) => each.id === call.id));
+    assert.ok((await comms.calls.hourly()).buckets.some((bucket) => bucket.total >= 1));
     const recording = await comms.recordings.get(ended.recordingId!);
     assert.equal((await comms.recordings.audio(recording.id)).status, 200);
     assert.ok((await comms.recordings.list()).data.length >= 1);

@@ -22,6 +22,14 @@ const AFFECTED: Record<string, readonly (readonly string[])[]> = {
   webhook: [['webhooks']],
 };
 
+/**
+ * Event types that change less than their first part says: an agent's turn changes its agent call's transcript
+ * (the live calls and agent calls pages), not the conversations that list its call.
+ */
+const AFFECTED_BY_TYPE: Record<string, readonly (readonly string[])[]> = {
+  'agent_call.turn': [['agent-calls']],
+};
+
 /** Every event type the stream may carry, so that each gets its listener (EventSource dispatches by type). */
 const TYPES = [
   'message.sent',
@@ -45,6 +53,7 @@ const TYPES = [
   'agent_call.started',
   'agent_call.completed',
   'agent_call.transferred',
+  'agent_call.turn',
   'conversation.created',
   'conversation.assigned',
   'conversation.closed',
@@ -63,10 +72,31 @@ const TYPES = [
 /** What the latest event was, for pages that show activity as it happens (and for the console's tests). */
 export const liveState = { connected: false, received: 0 };
 
-export function refreshFor(client: QueryClient, type: string): void {
-  for (const queryKey of AFFECTED[type.split('.')[0]!] ?? []) {
-    void client.invalidateQueries({ queryKey: [...queryKey] });
-  }
+/** The queries (by their key's start) an event of `type` changes. */
+export function affectedBy(type: string): readonly (readonly string[])[] {
+  return AFFECTED_BY_TYPE[type] ?? AFFECTED[type.split('.')[0]!] ?? [];
+}
+
+/**
+ * How long events are gathered before the queries they touch are marked stale: a campaign sending hundreds of
+ * messages a second would otherwise restart the dashboard's reads at each one, and none would finish.
+ */
+const GATHER_MS = 250;
+
+/** Marks stale the queries a burst of events changes, each once, at most once per GATHER_MS. */
+function gathering(client: QueryClient): (type: string) => void {
+  const pending = new Map<string, readonly string[]>();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return (type) => {
+    for (const queryKey of affectedBy(type)) pending.set(queryKey.join('\u0000'), queryKey);
+    if (timer !== undefined) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      const keys = [...pending.values()];
+      pending.clear();
+      for (const queryKey of keys) void client.invalidateQueries({ queryKey: [...queryKey] });
+    }, GATHER_MS);
+  };
 }
 
 /** Keeps the stream open while the component that calls it (the signed-in shell) is shown. */
@@ -75,9 +105,10 @@ export function useLiveUpdates(enabled: boolean): void {
   useEffect(() => {
     if (!enabled || typeof EventSource === 'undefined') return;
     const source = new EventSource('/v2/portal/events');
+    const refresh = gathering(client);
     const onEvent = (event: MessageEvent) => {
       liveState.received++;
-      refreshFor(client, event.type);
+      refresh(event.type);
     };
     source.onopen = () => {
       liveState.connected = true;

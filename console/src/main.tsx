@@ -23,6 +23,8 @@ const CampaignDetail = lazy(() => import('./pages/campaign-detail.tsx'));
 const Numbers = lazy(() => import('./pages/numbers.tsx'));
 const Extensions = lazy(() => import('./pages/extensions.tsx'));
 const Calls = lazy(() => import('./pages/calls.tsx'));
+const LiveCalls = lazy(() => import('./pages/live-calls.tsx'));
+const QueueWallboard = lazy(() => import('./pages/queue-wallboard.tsx'));
 const Voicemail = lazy(() => import('./pages/voicemail.tsx'));
 const Recordings = lazy(() => import('./pages/recordings.tsx'));
 const CallFlows = lazy(() => import('./pages/call-flows.tsx'));
@@ -99,6 +101,7 @@ function App() {
               <Route path="/numbers" component={Numbers} />
               <Route path="/extensions" component={Extensions} />
               <Route path="/calls" component={Calls} />
+              <Route path="/live-calls" component={LiveCalls} />
               <Route path="/voicemail" component={Voicemail} />
               <Route path="/recordings" component={Recordings} />
               <Route path="/call-flows" component={CallFlows} />
@@ -107,6 +110,7 @@ function App() {
               <Route path="/ring-groups" component={RingGroups} />
               <Route path="/queues" component={Queues} />
               <Route path="/queues/new" component={NewQueue} />
+              <Route path="/queues/:id/wallboard" component={QueueWallboard} />
               <Route path="/queues/:id" component={QueueEdit} />
               <Route path="/agents" component={Agents} />
               <Route path="/agents/:id" component={AgentDetail} />

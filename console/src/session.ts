@@ -1,23 +1,10 @@
 // Who is signed in: GET /v2/portal/auth/me, shared by every page through TanStack Query.
 import { useQuery } from '@tanstack/react-query';
 import { get } from './api.ts';
+import type { Data } from './shapes.ts';
 
 export type Role = 'owner' | 'admin' | 'member';
-export interface Me {
-  user: { id: string; email: string; name: string | null; twoFactorEnabled: boolean };
-  organization: {
-    id: string;
-    name: string;
-    plan: string;
-    subscriptionState: string;
-    region: string;
-    products: string[];
-  };
-  role: Role;
-  availableOrganizations: { id: string; name: string; role: Role }[];
-  /** Invitations to other organizations waiting for an answer (the banner and /invitations). */
-  pendingInvitations: number;
-}
+export type Me = Data<'/v2/portal/auth/me'>;
 
 export const meQuery = {
   queryKey: ['me'],

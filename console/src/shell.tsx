@@ -6,10 +6,13 @@ import { type ReactNode, useEffect, useState } from 'react';
 import { Link, useLocation } from 'wouter';
 import { call } from './api.ts';
 import { useLiveUpdates } from './live.ts';
-import { useMe } from './session.ts';
+import { type Me, useMe } from './session.ts';
 import { ErrorNote } from './ui.tsx';
 
-const NAV: { group: string; product?: string; links: [string, string][] }[] = [
+/** A product an organization may have, which shows its section. */
+type Product = Me['organization']['products'][number];
+
+const NAV: { group: string; product?: Product; links: [string, string][] }[] = [
   { group: 'Overview', links: [['/', 'Dashboard']] },
   {
     group: 'Messaging',
@@ -31,6 +34,7 @@ const NAV: { group: string; product?: string; links: [string, string][] }[] = [
       ['/call-flows', 'Call flows'],
       ['/ring-groups', 'Ring groups'],
       ['/queues', 'Queues'],
+      ['/live-calls', 'Live calls'],
       ['/calls', 'Calls'],
       ['/voicemail', 'Voicemail'],
       ['/recordings', 'Recordings'],

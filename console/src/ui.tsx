@@ -8,7 +8,7 @@ import {
   useQueryClient,
 } from '@tanstack/react-query';
 import { type FormEvent, type ReactNode, useEffect, useId, useRef, useState } from 'react';
-import { ApiProblem, call, type Page } from './api.ts';
+import { ApiProblem, call, data, type Page } from './api.ts';
 
 export function PageHeader({ title, children }: { title: string; children?: ReactNode }) {
   useEffect(() => {
@@ -108,6 +108,66 @@ export function MutationForm<T>({
   );
 }
 
+/**
+ * A form folded under a summary until wanted ("New list", "Place a call"): how a page offers to create
+ * something above the list of what exists.
+ */
+export function FormDisclosure<T>({
+  summary,
+  ...form
+}: { summary: string } & Parameters<typeof MutationForm<T>>[0]) {
+  return (
+    <details>
+      <summary>{summary}</summary>
+      <MutationForm {...form} />
+    </details>
+  );
+}
+
+/**
+ * "New list", "New knowledge base": a name and a description, created by POST to `path`, which then
+ * refreshes the list (`listKey`).
+ */
+export function NewNamedForm({
+  summary,
+  label,
+  path,
+  listKey,
+  nameMaxLength,
+}: {
+  summary: string;
+  label: string;
+  path: string;
+  listKey: string;
+  nameMaxLength: number;
+}) {
+  const create = useAction(
+    (form) =>
+      data('POST', path, { name: text(form, 'name'), description: text(form, 'description') ?? null }),
+    [[listKey]],
+  );
+  return (
+    <FormDisclosure summary={summary} mutation={create} label={label} submit="Create">
+      <div className="grid">
+        <Field label="Name">{(id) => <input id={id} name="name" required maxLength={nameMaxLength} />}</Field>
+        <Field label="Description">{(id) => <input id={id} name="description" />}</Field>
+      </div>
+    </FormDisclosure>
+  );
+}
+
+/** The columns a record of traffic (a message, a call) starts with: when, which way, from whom, to whom. */
+export function trafficColumns<T extends { direction: string; from: string; to: string }>(
+  at: (row: T) => string | null,
+): Column<T>[] {
+  return [
+    { header: 'When', cell: (row) => when(at(row)) },
+    { header: 'Direction', cell: (row) => row.direction },
+    { header: 'From', cell: (row) => row.from },
+    { header: 'To', cell: (row) => row.to },
+  ];
+}
+
 /** A mutation that refreshes the named queries when it succeeds. */
 export function useAction<T>(
   run: (form: FormData) => Promise<T>,
@@ -165,19 +225,16 @@ export interface Column<T> {
   cell: (row: T) => ReactNode;
 }
 
-export function DataTable<T>({
-  caption,
-  columns,
-  rows,
-  empty,
-  rowKey,
-}: {
+interface TableProps<T> {
   caption: string;
   columns: Column<T>[];
   rows: T[] | undefined;
+  /** What an empty list says (the empty state). */
   empty: string;
   rowKey?: (row: T, index: number) => string;
-}) {
+}
+
+export function DataTable<T>({ caption, columns, rows, empty, rowKey }: TableProps<T>) {
   if (rows === undefined) return <p aria-busy="true">Loading…</p>;
   if (rows.length === 0) return <p className="empty">{empty}</p>;
   return (
@@ -262,6 +319,23 @@ export function LoadMore({
   );
 }
 
+/** What PagedTable needs of a usePagedList. */
+type PagedList<T> = Parameters<typeof LoadMore>[0]['list'] & { data?: { pages: Page<T>[] }; error: unknown };
+
+/**
+ * A list read page by page (usePagedList) as a table: why it failed, its rows or its empty state, and "Load
+ * more" while the server has more. What every list page shows the same way.
+ */
+export function PagedTable<T>({ list, ...table }: { list: PagedList<T> } & Omit<TableProps<T>, 'rows'>) {
+  return (
+    <>
+      <ErrorNote error={list.error} />
+      <DataTable {...table} rows={rowsOf(list)} />
+      <LoadMore list={list} />
+    </>
+  );
+}
+
 export function rowsOf<T>(list: { data?: { pages: Page<T>[] } }): T[] | undefined {
   return list.data?.pages.flatMap((page) => page.data);
 }
@@ -329,4 +403,23 @@ export function Status({ value }: { value: string }) {
 export function text(form: FormData, name: string): string | undefined {
   const value = form.get(name);
   return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
+}
+
+/** The time now, again every `everyMs` while the component is shown: for durations that tick. */
+export function useNow(everyMs = 1_000): number {
+  const [now, setNow] = useState(Date.now);
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), everyMs);
+    return () => clearInterval(timer);
+  }, [everyMs]);
+  return now;
+}
+
+/** "2 min 05 s" (or "1 h 02 min") from `since` to `now`. */
+export function elapsed(since: string, now: number): string {
+  const seconds = Math.max(0, Math.floor((now - new Date(since).getTime()) / 1000));
+  const minutes = Math.floor(seconds / 60);
+  if (minutes >= 60) return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
+  const rest = String(seconds % 60).padStart(minutes > 0 ? 2 : 1, '0');
+  return minutes > 0 ? `${minutes} min ${rest} s` : `${rest} s`;
 }

@@ -51,15 +51,27 @@ const isDeveloperOperation = (operationId: string | undefined) =>
  * webhooks section (the event catalog) is kept.
  */
 export function developerDocument(document: Json): Json {
+  // Carriers' webhooks are for providers, not for developers' programs.
+  return documentOf(
+    document,
+    (path, operationId) => !path.startsWith('/carriers/') && isDeveloperOperation(operationId),
+  );
+}
+
+/**
+ * The document cut to the operations `keep` names, each with its success responses only (the console's
+ * generator, console/scripts/generate.ts, cuts the same document to the portal).
+ */
+export function documentOf(
+  document: Json,
+  keep: (path: string, operationId: string | undefined) => boolean,
+): Json {
   const paths: Json = {};
   for (const [path, item] of Object.entries<Json>(document.paths)) {
-    // Carriers' webhooks are for providers, not for developers' programs.
-    if (path.startsWith('/carriers/')) continue;
     const kept = Object.fromEntries(
       Object.entries<Json>(item)
         .filter(
-          ([method, operation]) =>
-            METHODS.includes(method as never) && isDeveloperOperation(operation.operationId),
+          ([method, operation]) => METHODS.includes(method as never) && keep(path, operation.operationId),
         )
         .map(([method, operation]) => [
           method,
@@ -128,10 +140,15 @@ export function operationTable(document: Json): Record<string, OperationEntry> {
   return table;
 }
 
+/** The TypeScript types of a document's paths and schemas (openapi-typescript). */
+export async function typesOf(document: Json): Promise<string> {
+  return astToString(await openapiTS(document as never, { rootTypesNoSchemaPrefix: false }));
+}
+
 /** Both generated files' contents, by path under sdk/. */
 export async function generateSources(serverDoc: Json): Promise<Record<string, string>> {
   const document = developerDocument(serverDoc);
-  const types = astToString(await openapiTS(document as never, { rootTypesNoSchemaPrefix: false }));
+  const types = await typesOf(document);
   const table = operationTable(document);
   const operations =
     `${HEADER}// What the client needs at run time for each developer-API operation, by operationId.\n` +
@@ -141,10 +158,10 @@ export async function generateSources(serverDoc: Json): Promise<Record<string, s
 }
 
 /** Paths whose committed contents differ from freshly generated ones. */
-export async function staleFiles(sources: Record<string, string>): Promise<string[]> {
+export async function staleFiles(sources: Record<string, string>, under = SDK_DIR): Promise<string[]> {
   const stale: string[] = [];
   for (const [path, content] of Object.entries(sources)) {
-    const committed = await readFile(join(SDK_DIR, path), 'utf8').catch(() => undefined);
+    const committed = await readFile(join(under, path), 'utf8').catch(() => undefined);
     if (committed !== content) stale.push(path);
   }
   return stale;

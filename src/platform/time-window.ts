@@ -29,3 +29,25 @@ export function timeWindow(
   }
   return { since, until };
 }
+
+const HOUR_MS = 60 * 60 * 1000;
+
+/**
+ * Hour-long buckets over [since, until), the first starting at `since` (so a client that sends the start of one
+ * of its own hours gets buckets on its own clock, whatever its offset from UTC), the last cut at `until`. Each
+ * bucket starts with the counts of `empty()`; a store puts a row in the bucket hourIndexSql computes.
+ */
+export function hourlyBuckets<Counts extends Record<string, number>>(
+  window: { since: Date; until: Date },
+  empty: () => Counts,
+): (Counts & { start: string })[] {
+  const count = Math.ceil((window.until.getTime() - window.since.getTime()) / HOUR_MS);
+  return Array.from({ length: count }, (_, index) => ({
+    start: new Date(window.since.getTime() + index * HOUR_MS).toISOString(),
+    ...empty(),
+  }));
+}
+
+/** The SQL of a row's bucket for hourlyBuckets, `at` a timestamptz column and `since` its parameter. */
+export const hourIndexSql = (at: string, since: string) =>
+  `floor(extract(epoch FROM (${at} - ${since}::timestamptz)) / 3600)::int`;

@@ -2,35 +2,12 @@
 // answered the caller shows how long its stages took (end of turn, recognition, brain, first audio) and
 // whether the caller cut it off.
 import { useState } from 'react';
-import { DataTable, ErrorNote, LoadMore, PageHeader, rowsOf, Status, usePagedList, when } from '../ui.tsx';
+import type { Item } from '../shapes.ts';
+import { PagedTable, PageHeader, rowsOf, Status, usePagedList, when } from '../ui.tsx';
 
-interface AgentCall {
-  id: string;
-  agentId: string;
-  direction: string;
-  from: string;
-  to: string;
-  status: string;
-  outcome: string | null;
-  transcript: Turn[];
-  summary: string | null;
-  durationSeconds: number | null;
-  startedAt: string | null;
-}
+type AgentCall = Item<'/v2/portal/agent-calls'>;
 
-interface Turn {
-  role: string;
-  text: string;
-  at: string;
-  interrupted?: boolean;
-  latency?: {
-    endOfTurnMs: number;
-    recognitionMs: number;
-    brainMs: number;
-    firstAudioMs: number;
-    totalMs: number;
-  };
-}
+type Turn = AgentCall['transcript'][number];
 
 /** A turn's stages, in the order they happen. */
 function Stages({ latency }: { latency: NonNullable<Turn['latency']> }) {
@@ -58,10 +35,9 @@ export default function AgentCalls() {
   return (
     <>
       <PageHeader title="Agent calls" />
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Agent calls"
-        rows={rows}
         empty="No agent calls yet."
         columns={[
           { header: 'When', cell: (c) => when(c.startedAt) },
@@ -84,14 +60,12 @@ export default function AgentCalls() {
           },
         ]}
       />
-      <LoadMore list={list} />
       {selected ? (
         <section aria-label="Transcript">
           <h2>Transcript</h2>
           {selected.transcript.map((turn) => (
             <p key={`${turn.at}-${turn.role}-${turn.text.slice(0, 12)}`}>
-              <strong>{turn.role === 'agent' || turn.role === 'assistant' ? 'Agent' : 'Caller'}:</strong>{' '}
-              {turn.text}
+              <strong>{turn.role === 'agent' ? 'Agent' : 'Caller'}:</strong> {turn.text}
               {turn.interrupted ? <em> (interrupted by the caller)</em> : null}
               {turn.latency ? <Stages latency={turn.latency} /> : null}
             </p>

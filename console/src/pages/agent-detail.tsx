@@ -3,18 +3,12 @@ import { useQuery } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { useLocation, useParams } from 'wouter';
 import { call, data, get } from '../api.ts';
+import type { Body, Data } from '../shapes.ts';
 import { ActionButton, ErrorNote, Field, MutationForm, PageHeader, text, useAction } from '../ui.tsx';
 import { type Agent, AgentForm, agentFields } from './agent-form.tsx';
 
-interface Turn {
-  role: 'user' | 'assistant';
-  content: string;
-}
-interface ChatAnswer {
-  reply: string;
-  sources: { title: string }[];
-  action?: string;
-}
+type Turn = Body<'/v2/portal/agents/{id}/chat', 'post'>['messages'][number];
+type ChatAnswer = Data<'/v2/portal/agents/{id}/chat', 'post'>;
 
 function ChatPanel({ agent }: { agent: Agent }) {
   const [turns, setTurns] = useState<Turn[]>([{ role: 'assistant', content: agent.firstMessage }]);

@@ -1,27 +1,12 @@
 // The agent editor: one form for creating an agent and for changing one.
 import { useQuery } from '@tanstack/react-query';
 import { page } from '../api.ts';
+import type { Data, Item } from '../shapes.ts';
 import { Field, MutationForm, text, type useAction } from '../ui.tsx';
 
-export interface Agent {
-  id: string;
-  name: string;
-  instructions: string;
-  firstMessage: string;
-  voice: string;
-  language: string;
-  knowledgeBaseIds: string[];
-  endCallPhrases: string[];
-  transferTo: string | null;
-  maxDurationSeconds: number;
-  recordCalls: boolean;
-  bargeIn: boolean;
-}
+export type Agent = Data<'/v2/portal/agents/{id}'>;
 
-interface KnowledgeBase {
-  id: string;
-  name: string;
-}
+type KnowledgeBase = Item<'/v2/portal/knowledge-bases'>;
 
 /** The agent fields a form holds, as the API takes them. */
 export function agentFields(form: FormData) {

@@ -1,7 +1,7 @@
 // AI agents: the list and a new agent.
 import { Link, useLocation } from 'wouter';
 import { data } from '../api.ts';
-import { DataTable, ErrorNote, LoadMore, PageHeader, rowsOf, useAction, usePagedList, when } from '../ui.tsx';
+import { PagedTable, PageHeader, useAction, usePagedList, when } from '../ui.tsx';
 import { type Agent, AgentForm, agentFields } from './agent-form.tsx';
 
 export default function Agents() {
@@ -19,10 +19,9 @@ export default function Agents() {
         <summary>New agent</summary>
         <AgentForm mutation={create} submit="Create agent" />
       </details>
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Agents"
-        rows={rowsOf(list)}
         empty="No agents yet."
         columns={[
           { header: 'Name', cell: (a) => <Link href={`/agents/${a.id}`}>{a.name}</Link> },
@@ -32,7 +31,6 @@ export default function Agents() {
           { header: 'Created', cell: (a) => when(a.createdAt) },
         ]}
       />
-      <LoadMore list={list} />
     </>
   );
 }

@@ -4,33 +4,21 @@ import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { call, data } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
+import type { Item } from '../shapes.ts';
 import {
   ActionButton,
   CopyButton,
-  DataTable,
-  ErrorNote,
   Field,
-  LoadMore,
-  MutationForm,
+  FormDisclosure,
+  PagedTable,
   PageHeader,
-  rowsOf,
   text,
   useAction,
   usePagedList,
   when,
 } from '../ui.tsx';
 
-interface ApiKey {
-  id: string;
-  name: string;
-  prefix: string;
-  lastFour?: string;
-  scopes: string[];
-  expiresAt: string | null;
-  revokedAt: string | null;
-  lastUsedAt: string | null;
-  createdAt: string;
-}
+type ApiKey = Item<'/api/api-keys'>;
 
 function CreateKey({ onCreated }: { onCreated: (key: ApiKey & { key: string }) => void }) {
   const scopes = useQuery({
@@ -50,34 +38,31 @@ function CreateKey({ onCreated }: { onCreated: (key: ApiKey & { key: string }) =
     onCreated,
   );
   return (
-    <details>
-      <summary>New API key</summary>
-      <MutationForm mutation={create} label="Create API key" submit="Create key">
-        <div className="grid">
-          <Field label="Name">{(id) => <input id={id} name="name" required maxLength={100} />}</Field>
-          <Field label="Expires">
-            {(id) => (
-              <select id={id} name="expiresInDays" defaultValue="90">
-                <option value="30">In 30 days</option>
-                <option value="60">In 60 days</option>
-                <option value="90">In 90 days</option>
-                <option value="365">In a year</option>
-                <option value="">Never</option>
-              </select>
-            )}
-          </Field>
-        </div>
-        <fieldset>
-          <legend>Scopes</legend>
-          {scopes.data?.map((scope) => (
-            <label key={scope.scope}>
-              <input type="checkbox" name="scopes" value={scope.scope} /> <code>{scope.scope}</code>{' '}
-              <small>{scope.description}</small>
-            </label>
-          ))}
-        </fieldset>
-      </MutationForm>
-    </details>
+    <FormDisclosure summary="New API key" mutation={create} label="Create API key" submit="Create key">
+      <div className="grid">
+        <Field label="Name">{(id) => <input id={id} name="name" required maxLength={100} />}</Field>
+        <Field label="Expires">
+          {(id) => (
+            <select id={id} name="expiresInDays" defaultValue="90">
+              <option value="30">In 30 days</option>
+              <option value="60">In 60 days</option>
+              <option value="90">In 90 days</option>
+              <option value="365">In a year</option>
+              <option value="">Never</option>
+            </select>
+          )}
+        </Field>
+      </div>
+      <fieldset>
+        <legend>Scopes</legend>
+        {scopes.data?.map((scope) => (
+          <label key={scope.scope}>
+            <input type="checkbox" name="scopes" value={scope.scope} /> <code>{scope.scope}</code>{' '}
+            <small>{scope.description}</small>
+          </label>
+        ))}
+      </fieldset>
+    </FormDisclosure>
   );
 }
 
@@ -106,10 +91,9 @@ export default function ApiKeys() {
           </button>
         </article>
       ) : null}
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="API keys"
-        rows={rowsOf(list)}
         empty="No API keys yet."
         columns={[
           { header: 'Name', cell: (k) => k.name },
@@ -134,7 +118,6 @@ export default function ApiKeys() {
           },
         ]}
       />
-      <LoadMore list={list} />
     </>
   );
 }

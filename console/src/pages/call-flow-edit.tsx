@@ -1,13 +1,14 @@
 // One call flow in the editor (or a new one, from nothing or a template): its name and steps, checked as they are
 // typed; saving makes a new version, and a refusal is shown at the field it names. Members read; owners and
 // admins change (the portal refuses the others' writes anyway).
-import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useMemo, useRef, useState } from 'react';
 import { useLocation, useParams } from 'wouter';
-import { call, data, get } from '../api.ts';
+import { data } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
-import { ActionButton, ErrorNote, PageHeader, when } from '../ui.tsx';
+import { ErrorNote, PageHeader, when } from '../ui.tsx';
 import type { CallFlow } from './call-flows.tsx';
+import { EditorPage } from './editor-page.tsx';
 import { useEditorState } from './flow-editor/editor-state.ts';
 import { EditorContext, TextInput } from './flow-editor/fields.tsx';
 import { fromApi, redirectsToSelf, SELF_FLOW, type Step, toApi, withoutSelf } from './flow-editor/model.ts';
@@ -159,36 +160,14 @@ export function NewCallFlow() {
 
 export default function CallFlowEdit() {
   const { id } = useParams<{ id: string }>();
-  const me = useMe();
-  const [, navigate] = useLocation();
-  const client = useQueryClient();
-  const flow = useQuery({
-    queryKey: ['call-flows', id],
-    queryFn: () => get<CallFlow>(`/v2/portal/call-flows/${encodeURIComponent(id)}`),
-    // The editor holds what the person types: a refresh behind their back must not replace it.
-    staleTime: Number.POSITIVE_INFINITY,
-    refetchOnWindowFocus: false,
-  });
   return (
-    <>
-      <PageHeader title={flow.data?.name ?? 'Call flow'}>
-        {canManage(me.data) && flow.data ? (
-          <ActionButton
-            label="Delete"
-            className="secondary outline"
-            confirm={`Delete the call flow ${flow.data.name} and all its versions?`}
-            run={() => call('DELETE', `/v2/portal/call-flows/${encodeURIComponent(id)}`)}
-            invalidate={[]}
-            onDone={() => {
-              navigate('/call-flows');
-              void client.invalidateQueries({ queryKey: ['call-flows'] });
-            }}
-          />
-        ) : null}
-      </PageHeader>
-      <ErrorNote error={flow.error} />
-      {flow.isPending ? <p aria-busy="true">Loading…</p> : null}
-      {flow.data ? <FlowEditor key={flow.data.id} flow={flow.data} /> : null}
-    </>
+    <EditorPage<CallFlow>
+      path={`/v2/portal/call-flows/${encodeURIComponent(id)}`}
+      listHref="/call-flows"
+      untitled="Call flow"
+      confirm={(flow) => `Delete the call flow ${flow.name} and all its versions?`}
+    >
+      {(flow) => <FlowEditor key={flow.id} flow={flow} />}
+    </EditorPage>
   );
 }

@@ -3,25 +3,10 @@
 import { Link } from 'wouter';
 import { call } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
-import {
-  ActionButton,
-  DataTable,
-  ErrorNote,
-  LoadMore,
-  PageHeader,
-  rowsOf,
-  usePagedList,
-  when,
-} from '../ui.tsx';
+import type { Data } from '../shapes.ts';
+import { ActionButton, PagedTable, PageHeader, usePagedList, when } from '../ui.tsx';
 
-export interface CallFlow {
-  id: string;
-  name: string;
-  steps: Record<string, unknown>[];
-  version: number;
-  createdAt: string;
-  updatedAt: string;
-}
+export type CallFlow = Data<'/v2/portal/call-flows/{id}'>;
 
 /** Steps in all, nested ones included: how big a flow is at a glance. */
 function countSteps(value: unknown): number {
@@ -49,10 +34,9 @@ export default function CallFlows() {
         What a call hears and where it rings: menus, business hours, ring groups, queues. Route a number to a
         flow on the Numbers page.
       </p>
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Call flows"
-        rows={rowsOf(list)}
         empty="No call flows yet."
         columns={[
           { header: 'Name', cell: (f) => <Link href={`/call-flows/${f.id}`}>{f.name}</Link> },
@@ -75,7 +59,6 @@ export default function CallFlows() {
           },
         ]}
       />
-      <LoadMore list={list} />
     </>
   );
 }

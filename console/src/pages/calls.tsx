@@ -1,33 +1,20 @@
 // Calls: the log (keyset "load more"; live calls refresh themselves), placing a call, hanging one up.
 import { call, data } from '../api.ts';
+import type { Item } from '../shapes.ts';
 import {
   ActionButton,
-  DataTable,
-  ErrorNote,
   Field,
-  LoadMore,
-  MutationForm,
+  FormDisclosure,
+  PagedTable,
   PageHeader,
-  rowsOf,
   Status,
   text,
+  trafficColumns,
   useAction,
   usePagedList,
-  when,
 } from '../ui.tsx';
 
-interface Call {
-  id: string;
-  direction: string;
-  from: string;
-  to: string;
-  status: string;
-  startedAt: string | null;
-  durationSeconds: number | null;
-  hangupCause: string | null;
-  voicemailId: string | null;
-  recordingId: string | null;
-}
+type Call = Item<'/v2/portal/calls'>;
 
 const LIVE = new Set(['queued', 'ringing', 'in_progress']);
 
@@ -47,30 +34,23 @@ export default function Calls() {
   return (
     <>
       <PageHeader title="Calls" />
-      <details>
-        <summary>Place a call</summary>
-        <MutationForm mutation={place} label="Place a call" submit="Call">
-          <div className="grid">
-            <Field label="From" hint="One of your numbers, or an extension">
-              {(id, hint) => <input id={id} name="from" required aria-describedby={hint} />}
-            </Field>
-            <Field label="To">{(id) => <input id={id} name="to" type="tel" required />}</Field>
-          </div>
-          <label>
-            <input type="checkbox" name="record" /> Record the call
-          </label>
-        </MutationForm>
-      </details>
-      <ErrorNote error={list.error} />
-      <DataTable
+      <FormDisclosure summary="Place a call" mutation={place} label="Place a call" submit="Call">
+        <div className="grid">
+          <Field label="From" hint="One of your numbers, or an extension">
+            {(id, hint) => <input id={id} name="from" required aria-describedby={hint} />}
+          </Field>
+          <Field label="To">{(id) => <input id={id} name="to" type="tel" required />}</Field>
+        </div>
+        <label>
+          <input type="checkbox" name="record" /> Record the call
+        </label>
+      </FormDisclosure>
+      <PagedTable
+        list={list}
         caption="Calls"
-        rows={rowsOf(list)}
         empty="No calls yet."
         columns={[
-          { header: 'When', cell: (c) => when(c.startedAt) },
-          { header: 'Direction', cell: (c) => c.direction },
-          { header: 'From', cell: (c) => c.from },
-          { header: 'To', cell: (c) => c.to },
+          ...trafficColumns<Call>((c) => c.startedAt),
           { header: 'Status', cell: (c) => <Status value={c.status} /> },
           { header: 'Duration', cell: (c) => (c.durationSeconds === null ? '—' : `${c.durationSeconds} s`) },
           {
@@ -89,7 +69,6 @@ export default function Calls() {
           },
         ]}
       />
-      <LoadMore list={list} />
     </>
   );
 }

@@ -5,55 +5,17 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link, useLocation, useParams } from 'wouter';
 import { call, get } from '../api.ts';
-import {
-  ActionButton,
-  DataTable,
-  ErrorNote,
-  LoadMore,
-  PageHeader,
-  rowsOf,
-  Status,
-  usePagedList,
-  when,
-} from '../ui.tsx';
+import type { Data, Item } from '../shapes.ts';
+import { ActionButton, ErrorNote, PagedTable, PageHeader, Status, usePagedList, when } from '../ui.tsx';
 import type { Campaign } from './campaigns.tsx';
 
-interface Analytics {
-  attempted: number;
-  delivered: number;
-  failed: number;
-  undelivered: number;
-  awaiting: number;
-  noReceipt: number;
-  queued: number;
-  cancelled: number;
-  skipped: number;
-  optOuts: number;
-  segments: number;
-  clicks: number;
-  uniqueClicks: number;
-  clickRate: number | null;
-  deliveryRate: number | null;
-  failureRate: number | null;
-  provisional: boolean;
-}
+type Analytics = Data<'/v2/portal/campaigns/{id}/analytics'>;
 
-interface Click {
-  recipientPhone: string;
-  url: string;
-  at: string;
-  userAgent: string | null;
-}
+type Click = Item<'/v2/portal/campaigns/{id}/clicks'>;
 
 const percent = (value: number | null) => (value === null ? '—' : `${Math.round(value * 1000) / 10} %`);
 
-interface Recipient {
-  phone: string;
-  status: string;
-  messageId: string | null;
-  errorMessage: string | null;
-  sender: string | null;
-}
+type Recipient = Item<'/v2/portal/campaigns/{id}/recipients'>;
 
 const BARS: [keyof Analytics, string, string][] = [
   ['queued', 'Queued', '#8a94a6'],
@@ -211,9 +173,9 @@ export default function CampaignDetail() {
       )}
       {c.trackLinks ? <LinkClicks id={id} path={path} analytics={analytics.data} /> : null}
       <h2>Recipients</h2>
-      <DataTable
+      <PagedTable
+        list={recipients}
         caption="Recipients"
-        rows={rowsOf(recipients)}
         rowKey={(r) => r.phone}
         empty={c.status === 'draft' ? 'Recipients are chosen when the campaign launches.' : 'No recipients.'}
         columns={[
@@ -223,7 +185,6 @@ export default function CampaignDetail() {
           { header: 'Error', cell: (r) => r.errorMessage ?? '—' },
         ]}
       />
-      <LoadMore list={recipients} />
     </>
   );
 }
@@ -247,9 +208,9 @@ function LinkClicks({ id, path, analytics }: { id: string; path: string; analyti
           recipients sent to)
         </p>
       ) : null}
-      <DataTable
+      <PagedTable
+        list={clicks}
         caption="Link clicks"
-        rows={rowsOf(clicks)}
         rowKey={(click) => `${click.at} ${click.recipientPhone} ${click.url}`}
         empty="No clicks yet."
         columns={[
@@ -259,7 +220,6 @@ function LinkClicks({ id, path, analytics }: { id: string; path: string; analyti
           { header: 'Browser', cell: (click) => click.userAgent ?? '—' },
         ]}
       />
-      <LoadMore list={clicks} />
     </>
   );
 }

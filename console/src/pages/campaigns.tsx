@@ -2,14 +2,12 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link, useLocation } from 'wouter';
 import { data, page } from '../api.ts';
+import type { Item } from '../shapes.ts';
 import {
-  DataTable,
-  ErrorNote,
   Field,
-  LoadMore,
-  MutationForm,
+  FormDisclosure,
+  PagedTable,
   PageHeader,
-  rowsOf,
   Status,
   text,
   useAction,
@@ -18,28 +16,7 @@ import {
 } from '../ui.tsx';
 import type { ContactList } from './contact-lists.tsx';
 
-export interface Campaign {
-  id: string;
-  name: string;
-  message: string;
-  status: string;
-  pausedReason: string | null;
-  scheduledAt: string | null;
-  timezone: string;
-  quietHours: { start: string; end: string } | null;
-  /** Links in its messages are tracked short links, with clicks counted. */
-  trackLinks: boolean;
-  contactListIds: string[];
-  senders: string[];
-  recipientCount: number | null;
-  /** The campaign this one follows up (POST …/retry); null otherwise. */
-  parentCampaignId: string | null;
-  messages_sent: number;
-  messages_delivered: number;
-  messages_failed: number;
-  message_count: number;
-  createdAt: string;
-}
+export type Campaign = Item<'/v2/portal/campaigns'>;
 
 function CreateCampaign() {
   const [, navigate] = useLocation();
@@ -68,64 +45,54 @@ function CreateCampaign() {
     (campaign) => navigate(`/campaigns/${campaign.id}`),
   );
   return (
-    <details>
-      <summary>New campaign</summary>
-      <MutationForm mutation={create} label="Create campaign" submit="Create draft">
-        <Field label="Name">{(id) => <input id={id} name="name" required maxLength={200} />}</Field>
-        <Field label="Message" hint="Merge variables such as {{first_name|there}} are filled per recipient">
-          {(id, hint) => <textarea id={id} name="message" rows={3} required aria-describedby={hint} />}
+    <FormDisclosure summary="New campaign" mutation={create} label="Create campaign" submit="Create draft">
+      <Field label="Name">{(id) => <input id={id} name="name" required maxLength={200} />}</Field>
+      <Field label="Message" hint="Merge variables such as {{first_name|there}} are filled per recipient">
+        {(id, hint) => <textarea id={id} name="message" rows={3} required aria-describedby={hint} />}
+      </Field>
+      <Field label="Contact lists">
+        {(id) => (
+          <select id={id} name="contactListIds" multiple required size={4}>
+            {lists.data?.data.map((list) => (
+              <option key={list.id} value={list.id}>
+                {list.name} ({list.memberCount})
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      <div className="grid">
+        <Field label="Senders (optional)" hint="Your numbers, comma-separated; default: your default sender">
+          {(id, hint) => <input id={id} name="senders" aria-describedby={hint} />}
         </Field>
-        <Field label="Contact lists">
+        <Field label="Schedule for (optional)">
+          {(id) => <input id={id} name="scheduledAt" type="datetime-local" />}
+        </Field>
+        <Field label="Time zone">
           {(id) => (
-            <select id={id} name="contactListIds" multiple required size={4}>
-              {lists.data?.data.map((list) => (
-                <option key={list.id} value={list.id}>
-                  {list.name} ({list.memberCount})
-                </option>
-              ))}
-            </select>
+            <input id={id} name="timezone" defaultValue={Intl.DateTimeFormat().resolvedOptions().timeZone} />
           )}
         </Field>
+      </div>
+      <fieldset>
+        <legend>Quiet hours (each recipient's local time)</legend>
+        <label>
+          <input type="checkbox" name="quiet" defaultChecked /> Send only between
+        </label>
         <div className="grid">
-          <Field
-            label="Senders (optional)"
-            hint="Your numbers, comma-separated; default: your default sender"
-          >
-            {(id, hint) => <input id={id} name="senders" aria-describedby={hint} />}
+          <Field label="From">
+            {(id) => <input id={id} name="quietStart" type="time" defaultValue="08:00" />}
           </Field>
-          <Field label="Schedule for (optional)">
-            {(id) => <input id={id} name="scheduledAt" type="datetime-local" />}
-          </Field>
-          <Field label="Time zone">
-            {(id) => (
-              <input
-                id={id}
-                name="timezone"
-                defaultValue={Intl.DateTimeFormat().resolvedOptions().timeZone}
-              />
-            )}
+          <Field label="Until">
+            {(id) => <input id={id} name="quietEnd" type="time" defaultValue="21:00" />}
           </Field>
         </div>
-        <fieldset>
-          <legend>Quiet hours (each recipient's local time)</legend>
-          <label>
-            <input type="checkbox" name="quiet" defaultChecked /> Send only between
-          </label>
-          <div className="grid">
-            <Field label="From">
-              {(id) => <input id={id} name="quietStart" type="time" defaultValue="08:00" />}
-            </Field>
-            <Field label="Until">
-              {(id) => <input id={id} name="quietEnd" type="time" defaultValue="21:00" />}
-            </Field>
-          </div>
-        </fieldset>
-        <label>
-          <input type="checkbox" name="trackLinks" /> Track links: shorten each link to a tracked link and
-          count who clicks
-        </label>
-      </MutationForm>
-    </details>
+      </fieldset>
+      <label>
+        <input type="checkbox" name="trackLinks" /> Track links: shorten each link to a tracked link and count
+        who clicks
+      </label>
+    </FormDisclosure>
   );
 }
 
@@ -137,10 +104,9 @@ export default function Campaigns() {
     <>
       <PageHeader title="Campaigns" />
       <CreateCampaign />
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Campaigns"
-        rows={rowsOf(list)}
         empty="No campaigns yet."
         columns={[
           { header: 'Name', cell: (c) => <Link href={`/campaigns/${c.id}`}>{c.name}</Link> },
@@ -152,7 +118,6 @@ export default function Campaigns() {
           { header: 'Created', cell: (c) => when(c.createdAt) },
         ]}
       />
-      <LoadMore list={list} />
     </>
   );
 }

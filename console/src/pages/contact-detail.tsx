@@ -2,6 +2,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { useLocation, useParams } from 'wouter';
 import { call, get } from '../api.ts';
+import type { Data } from '../shapes.ts';
 import {
   ActionButton,
   DataTable,
@@ -15,14 +16,7 @@ import {
 } from '../ui.tsx';
 import type { Contact } from './contacts.tsx';
 
-interface ConsentEvent {
-  id: string;
-  action: string;
-  method: string | null;
-  reason: string | null;
-  actor: string | null;
-  createdAt: string;
-}
+type ConsentEvent = Data<'/v2/portal/contacts/{id}/consent-history'>[number];
 
 export default function ContactDetail() {
   const { id } = useParams<{ id: string }>();

@@ -1,28 +1,22 @@
 // Contact lists: create, rename, delete; a list's members (offset pages) and adding or removing contacts.
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import { call, data, page, qs } from '../api.ts';
+import { call, page, qs } from '../api.ts';
+import type { Item } from '../shapes.ts';
 import {
   ActionButton,
-  DataTable,
-  ErrorNote,
   Field,
-  LoadMore,
   MutationForm,
+  NewNamedForm,
+  PagedTable,
   PageHeader,
   rowsOf,
-  text,
   useAction,
   usePagedList,
 } from '../ui.tsx';
 import type { Contact } from './contacts.tsx';
 
-export interface ContactList {
-  id: string;
-  name: string;
-  description: string | null;
-  memberCount: number;
-}
+export type ContactList = Item<'/v2/portal/contact-lists'>;
 
 function Members({ list }: { list: ContactList }) {
   const path = `/v2/portal/contact-lists/${encodeURIComponent(list.id)}/members`;
@@ -59,10 +53,9 @@ function Members({ list }: { list: ContactList }) {
           )}
         </Field>
       </MutationForm>
-      <ErrorNote error={members.error} />
-      <DataTable
+      <PagedTable
+        list={members}
         caption={`Members of ${list.name}`}
-        rows={rowsOf(members)}
         empty="No members yet."
         columns={[
           { header: 'Phone', cell: (c) => c.phone },
@@ -80,7 +73,6 @@ function Members({ list }: { list: ContactList }) {
           },
         ]}
       />
-      <LoadMore list={members} />
     </section>
   );
 }
@@ -90,32 +82,21 @@ export default function ContactLists() {
     limit: 100,
   });
   const [open, setOpen] = useState<string | null>(null);
-  const create = useAction(
-    (form) =>
-      data('POST', '/v2/portal/contact-lists', {
-        name: text(form, 'name'),
-        description: text(form, 'description') ?? null,
-      }),
-    [['contact-lists']],
-  );
   const rows = rowsOf(lists);
   const selected = rows?.find((list) => list.id === open);
   return (
     <>
       <PageHeader title="Contact lists" />
-      <details>
-        <summary>New list</summary>
-        <MutationForm mutation={create} label="Create list" submit="Create">
-          <div className="grid">
-            <Field label="Name">{(id) => <input id={id} name="name" required maxLength={200} />}</Field>
-            <Field label="Description">{(id) => <input id={id} name="description" />}</Field>
-          </div>
-        </MutationForm>
-      </details>
-      <ErrorNote error={lists.error} />
-      <DataTable
+      <NewNamedForm
+        summary="New list"
+        label="Create list"
+        path="/v2/portal/contact-lists"
+        listKey="contact-lists"
+        nameMaxLength={200}
+      />
+      <PagedTable
+        list={lists}
         caption="Contact lists"
-        rows={rows}
         empty="No lists yet."
         columns={[
           { header: 'Name', cell: (l) => l.name },
@@ -144,7 +125,6 @@ export default function ContactLists() {
           },
         ]}
       />
-      <LoadMore list={lists} />
       {selected ? <Members list={selected} /> : null}
     </>
   );

@@ -3,41 +3,22 @@
 import { useState } from 'react';
 import { Link } from 'wouter';
 import { call, data, qs } from '../api.ts';
+import type { Data, Item } from '../shapes.ts';
 import {
   DataTable,
-  ErrorNote,
   Field,
-  LoadMore,
   MutationForm,
+  PagedTable,
   PageHeader,
-  rowsOf,
   text,
   useAction,
   usePagedList,
   when,
 } from '../ui.tsx';
 
-export interface Contact {
-  id: string;
-  phone: string;
-  firstName: string | null;
-  lastName: string | null;
-  fullName: string | null;
-  email: string | null;
-  company: string | null;
-  timezone: string | null;
-  optedOut: boolean;
-  optedOutAt: string | null;
-  optOutMethod: string | null;
-  createdAt: string;
-}
+export type Contact = Item<'/v2/portal/contacts'>;
 
-interface ImportReport {
-  imported: number;
-  updated: number;
-  rejected: number;
-  errors: { row: number; reason: string }[];
-}
+type ImportReport = Data<'/v2/portal/contacts/import', 'post'>;
 
 function ImportCsv() {
   const [report, setReport] = useState<ImportReport | null>(null);
@@ -139,10 +120,9 @@ export default function Contacts() {
           placeholder="Search by phone or name"
         />
       </form>
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Contacts"
-        rows={rowsOf(list)}
         empty="No contacts yet."
         columns={[
           { header: 'Phone', cell: (c) => <Link href={`/contacts/${c.id}`}>{c.phone}</Link> },
@@ -152,7 +132,6 @@ export default function Contacts() {
           { header: 'Consent', cell: (c) => (c.optedOut ? `Opted out ${when(c.optedOutAt)}` : 'Subscribed') },
         ]}
       />
-      <LoadMore list={list} />
     </>
   );
 }

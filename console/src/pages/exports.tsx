@@ -3,14 +3,12 @@
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { data, page } from '../api.ts';
+import type { Item } from '../shapes.ts';
 import {
-  DataTable,
-  ErrorNote,
   Field,
-  LoadMore,
   MutationForm,
+  PagedTable,
   PageHeader,
-  rowsOf,
   Status,
   text,
   useAction,
@@ -19,17 +17,7 @@ import {
 } from '../ui.tsx';
 import type { Campaign } from './campaigns.tsx';
 
-interface Export {
-  id: string;
-  resource: string;
-  format: string;
-  status: string;
-  rowCount: number | null;
-  sizeBytes: number | null;
-  error: string | null;
-  createdAt: string;
-  expiresAt: string;
-}
+type Export = Item<'/v2/portal/exports'>;
 
 function size(bytes: number | null): string {
   if (bytes === null) return '—';
@@ -105,10 +93,9 @@ export default function Exports() {
           </Field>
         ) : null}
       </MutationForm>
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Exports"
-        rows={rowsOf(list)}
         empty="No exports in the last 7 days."
         columns={[
           { header: 'Asked', cell: (e) => when(e.createdAt) },
@@ -131,7 +118,6 @@ export default function Exports() {
           { header: 'Kept until', cell: (e) => when(e.expiresAt) },
         ]}
       />
-      <LoadMore list={list} />
     </>
   );
 }

@@ -3,30 +3,20 @@
 import { useState } from 'react';
 import { call, data } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
+import type { Item } from '../shapes.ts';
 import {
   ActionButton,
   CopyButton,
-  DataTable,
-  ErrorNote,
   Field,
-  LoadMore,
-  MutationForm,
+  FormDisclosure,
+  PagedTable,
   PageHeader,
-  rowsOf,
   text,
   useAction,
   usePagedList,
 } from '../ui.tsx';
 
-export interface Extension {
-  id: string;
-  extension: string;
-  name: string;
-  voicemail: { enabled: boolean; greeting: string | null };
-  forwardTo: string | null;
-  ringSeconds: number;
-  sip: { username: string; domain: string; password?: string };
-}
+export type Extension = Item<'/v2/portal/extensions'>;
 
 function Credentials({ extension }: { extension: Extension }) {
   return (
@@ -63,32 +53,28 @@ export default function Extensions() {
     <>
       <PageHeader title="Extensions" />
       {canManage(me.data) ? (
-        <details>
-          <summary>New extension</summary>
-          <MutationForm mutation={create} label="Create extension" submit="Create">
-            <div className="grid">
-              <Field label="Extension" hint="2 to 6 digits">
-                {(id, hint) => (
-                  <input id={id} name="extension" pattern="[0-9]{2,6}" required aria-describedby={hint} />
-                )}
-              </Field>
-              <Field label="Name">{(id) => <input id={id} name="name" required />}</Field>
-              <Field label="Forward unanswered calls to (optional)">
-                {(id) => <input id={id} name="forwardTo" type="tel" />}
-              </Field>
-            </div>
-            <label>
-              <input type="checkbox" name="voicemail" defaultChecked /> Voicemail
-            </label>
-            <Field label="Voicemail greeting (spoken)">{(id) => <input id={id} name="greeting" />}</Field>
-          </MutationForm>
-        </details>
+        <FormDisclosure summary="New extension" mutation={create} label="Create extension" submit="Create">
+          <div className="grid">
+            <Field label="Extension" hint="2 to 6 digits">
+              {(id, hint) => (
+                <input id={id} name="extension" pattern="[0-9]{2,6}" required aria-describedby={hint} />
+              )}
+            </Field>
+            <Field label="Name">{(id) => <input id={id} name="name" required />}</Field>
+            <Field label="Forward unanswered calls to (optional)">
+              {(id) => <input id={id} name="forwardTo" type="tel" />}
+            </Field>
+          </div>
+          <label>
+            <input type="checkbox" name="voicemail" defaultChecked /> Voicemail
+          </label>
+          <Field label="Voicemail greeting (spoken)">{(id) => <input id={id} name="greeting" />}</Field>
+        </FormDisclosure>
       ) : null}
       {shown ? <Credentials extension={shown} /> : null}
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Extensions"
-        rows={rowsOf(list)}
         empty="No extensions yet."
         columns={[
           { header: 'Extension', cell: (e) => e.extension },
@@ -126,7 +112,6 @@ export default function Extensions() {
           },
         ]}
       />
-      <LoadMore list={list} />
     </>
   );
 }

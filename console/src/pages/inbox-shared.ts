@@ -2,34 +2,12 @@
 // the name to show for a phone, and a short time.
 import { useQuery } from '@tanstack/react-query';
 import { get, page } from '../api.ts';
+import type { Item } from '../shapes.ts';
 import type { Contact } from './contacts.tsx';
 
-export interface Conversation {
-  id: string;
-  contactId: string | null;
-  phone: string;
-  number: string;
-  status: 'open' | 'closed';
-  unreadCount: number;
-  assignedTo: string | null;
-  lastActivityAt: string;
-  lastMessage: {
-    id: string;
-    direction: 'inbound' | 'outbound';
-    body: string;
-    status: string;
-    mediaCount: number;
-    at: string;
-  } | null;
-  createdAt: string;
-}
+export type Conversation = Item<'/v2/portal/conversations'>;
 
-export interface Member {
-  userId: string | null;
-  email: string;
-  name: string | null;
-  status: string;
-}
+export type Member = Item<'/v2/portal/members'>;
 
 /** The organization's members who can take a thread (those who joined, not invitations). */
 export function useMembers() {

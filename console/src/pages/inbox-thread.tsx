@@ -6,30 +6,15 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef } from 'react';
 import { Link } from 'wouter';
 import { call, data, get } from '../api.ts';
+import type { Data, Item as RowOf } from '../shapes.ts';
 import { ActionButton, ErrorNote, rowsOf, Status, usePagedList, when } from '../ui.tsx';
 import type { Contact } from './contacts.tsx';
 import { Reply } from './inbox-reply.tsx';
 import { type Conversation, type Member, memberName, shortTime, useContactName } from './inbox-shared.ts';
 
-interface TimelineItem {
-  type: 'message' | 'call' | 'voicemail' | 'agent_call';
-  id: string;
-  at: string;
-  direction: 'inbound' | 'outbound';
-  status: string | null;
-  body: string | null;
-  mediaCount: number | null;
-  durationSeconds: number | null;
-  agentId: string | null;
-  summary: string | null;
-}
+type TimelineItem = RowOf<'/v2/portal/conversations/{id}/timeline'>;
 
-interface ConsentEvent {
-  id: string;
-  action: string;
-  method: string | null;
-  createdAt: string;
-}
+type ConsentEvent = Data<'/v2/portal/contacts/{id}/consent-history'>[number];
 
 const minutes = (seconds: number | null) =>
   seconds === null ? '' : ` · ${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, '0')}`;

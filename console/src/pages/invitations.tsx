@@ -4,26 +4,10 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { call, data } from '../api.ts';
-import type { Role } from '../session.ts';
-import {
-  ActionButton,
-  DataTable,
-  ErrorNote,
-  LoadMore,
-  PageHeader,
-  rowsOf,
-  usePagedList,
-  when,
-} from '../ui.tsx';
+import type { Item } from '../shapes.ts';
+import { ActionButton, ErrorNote, PagedTable, PageHeader, usePagedList, when } from '../ui.tsx';
 
-interface ReceivedInvitation {
-  id: string;
-  organization: { id: string; name: string };
-  role: Role;
-  invitedBy: { name: string | null; email: string } | null;
-  invitedAt: string;
-  expiresAt: string;
-}
+type ReceivedInvitation = Item<'/v2/portal/invitations'>;
 
 /** Re-scopes the session to the organization just joined and starts the app afresh there (as the switcher). */
 function OpenOrganization({ organization }: { organization: { id: string; name: string } }) {
@@ -67,10 +51,9 @@ export default function Invitations() {
           <OpenOrganization organization={joined.organization} />
         </div>
       ) : null}
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Invitations"
-        rows={rowsOf(list)}
         empty="No invitations waiting."
         columns={[
           { header: 'Organization', cell: (i) => i.organization.name },
@@ -102,7 +85,6 @@ export default function Invitations() {
           },
         ]}
       />
-      <LoadMore list={list} />
     </>
   );
 }

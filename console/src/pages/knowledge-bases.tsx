@@ -2,13 +2,13 @@
 // see their documents, and try a search as an agent would.
 import { useState } from 'react';
 import { call, data } from '../api.ts';
+import type { Data, Item } from '../shapes.ts';
 import {
   ActionButton,
-  DataTable,
-  ErrorNote,
   Field,
-  LoadMore,
   MutationForm,
+  NewNamedForm,
+  PagedTable,
   PageHeader,
   rowsOf,
   text,
@@ -16,26 +16,9 @@ import {
   usePagedList,
 } from '../ui.tsx';
 
-interface KnowledgeBase {
-  id: string;
-  name: string;
-  description: string | null;
-  documentCount: number;
-  chunkCount: number;
-}
-interface Document {
-  id: string;
-  title: string;
-  source: string;
-  characters: number;
-  chunkCount: number;
-}
-interface Hit {
-  documentId: string;
-  title: string;
-  text: string;
-  score: number;
-}
+type KnowledgeBase = Item<'/v2/portal/knowledge-bases'>;
+type Document = Item<'/v2/portal/knowledge-bases/{id}/documents'>;
+type Hit = Data<'/v2/portal/knowledge-bases/{id}/search', 'post'>[number];
 
 function Documents({ base }: { base: KnowledgeBase }) {
   const path = `/v2/portal/knowledge-bases/${encodeURIComponent(base.id)}`;
@@ -81,9 +64,9 @@ function Documents({ base }: { base: KnowledgeBase }) {
         </div>
         <Field label="Text">{(id) => <textarea id={id} name="content" rows={3} />}</Field>
       </MutationForm>
-      <DataTable
+      <PagedTable
+        list={documents}
         caption={`Documents of ${base.name}`}
-        rows={rowsOf(documents)}
         empty="No documents yet."
         columns={[
           { header: 'Title', cell: (d) => d.title },
@@ -104,7 +87,6 @@ function Documents({ base }: { base: KnowledgeBase }) {
           },
         ]}
       />
-      <LoadMore list={documents} />
       <MutationForm mutation={search} label={`Search ${base.name}`} submit="Search" className="inline-form">
         <Field label="Try a question">{(id) => <input id={id} name="query" required />}</Field>
       </MutationForm>
@@ -125,32 +107,21 @@ function Documents({ base }: { base: KnowledgeBase }) {
 export default function KnowledgeBases() {
   const list = usePagedList<KnowledgeBase>(['knowledge-bases'], '/v2/portal/knowledge-bases', 'offset');
   const [open, setOpen] = useState<string | null>(null);
-  const create = useAction(
-    (form) =>
-      data('POST', '/v2/portal/knowledge-bases', {
-        name: text(form, 'name'),
-        description: text(form, 'description') ?? null,
-      }),
-    [['knowledge-bases']],
-  );
   const rows = rowsOf(list);
   const selected = rows?.find((base) => base.id === open);
   return (
     <>
       <PageHeader title="Knowledge bases" />
-      <details>
-        <summary>New knowledge base</summary>
-        <MutationForm mutation={create} label="Create knowledge base" submit="Create">
-          <div className="grid">
-            <Field label="Name">{(id) => <input id={id} name="name" required maxLength={100} />}</Field>
-            <Field label="Description">{(id) => <input id={id} name="description" />}</Field>
-          </div>
-        </MutationForm>
-      </details>
-      <ErrorNote error={list.error} />
-      <DataTable
+      <NewNamedForm
+        summary="New knowledge base"
+        label="Create knowledge base"
+        path="/v2/portal/knowledge-bases"
+        listKey="knowledge-bases"
+        nameMaxLength={100}
+      />
+      <PagedTable
+        list={list}
         caption="Knowledge bases"
-        rows={rows}
         empty="No knowledge bases yet."
         columns={[
           { header: 'Name', cell: (b) => b.name },
@@ -179,7 +150,6 @@ export default function KnowledgeBases() {
           },
         ]}
       />
-      <LoadMore list={list} />
       {selected ? <Documents key={selected.id} base={selected} /> : null}
     </>
   );

@@ -3,16 +3,15 @@
 // roles and remove (only an owner touches owners; the last owner stays, which the server enforces).
 import { useState } from 'react';
 import { call, data } from '../api.ts';
-import { canManage, type Role, useMe } from '../session.ts';
+import { canManage, useMe } from '../session.ts';
+import type { Item } from '../shapes.ts';
 import {
   ActionButton,
-  DataTable,
   ErrorNote,
   Field,
-  LoadMore,
   MutationForm,
+  PagedTable,
   PageHeader,
-  rowsOf,
   Status,
   text,
   useAction,
@@ -21,15 +20,7 @@ import {
 } from '../ui.tsx';
 
 /** A member (`userId`), or an invitation not answered yet (`invitation`). */
-interface Member {
-  userId: string | null;
-  email: string;
-  name: string | null;
-  role: Role;
-  status: 'active' | 'invited' | 'expired';
-  joinedAt: string | null;
-  invitation: { id: string; invitedAt: string; expiresAt: string } | null;
-}
+type Member = Item<'/v2/portal/members'>;
 
 function RoleSelect({ member, userId, owner }: { member: Member; userId: string; owner: boolean }) {
   const change = useAction(
@@ -101,10 +92,9 @@ export default function Members() {
           ) : null}
         </details>
       ) : null}
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Members"
-        rows={rowsOf(list)}
         rowKey={(m) => m.userId ?? m.invitation?.id ?? m.email}
         empty="No members."
         columns={[
@@ -155,7 +145,6 @@ export default function Members() {
           },
         ]}
       />
-      <LoadMore list={list} />
     </>
   );
 }

@@ -3,37 +3,23 @@
 // minutes to 35 days ahead); a scheduled one can be cancelled from its row until it leaves.
 import { useState } from 'react';
 import { data, qs } from '../api.ts';
+import type { Item } from '../shapes.ts';
 import {
   ActionButton,
-  DataTable,
-  ErrorNote,
   Field,
-  LoadMore,
   MutationForm,
+  PagedTable,
   PageHeader,
-  rowsOf,
   Status,
   text,
+  trafficColumns,
   useAction,
   usePagedList,
   when,
 } from '../ui.tsx';
 import { MergeVariables, mediaFilesOf, SegmentCounter } from './compose.tsx';
 
-export interface Message {
-  id: string;
-  direction: 'inbound' | 'outbound';
-  status: string;
-  from: string;
-  to: string;
-  body: string | null;
-  segments: number;
-  encoding: string;
-  mediaCount: number;
-  errorMessage: string | null;
-  sendAt: string | null;
-  createdAt: string;
-}
+export type Message = Item<'/v2/portal/messages'>;
 
 function Compose() {
   const [body, setBody] = useState('');
@@ -107,7 +93,6 @@ export default function Messages() {
   const list = usePagedList<Message>(['messages'], `/v2/portal/messages${qs(filters)}`, 'keyset', {
     poll: (rows) => rows.some((row) => ['scheduled', 'queued', 'sent'].includes(row.status)),
   });
-  const rows = rowsOf(list);
 
   return (
     <>
@@ -161,16 +146,12 @@ export default function Messages() {
         <Field label="Number">{(id) => <input id={id} name="number" type="tel" />}</Field>
         <button type="submit">Filter</button>
       </form>
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Messages"
-        rows={rows}
         empty="No messages yet."
         columns={[
-          { header: 'When', cell: (m) => when(m.createdAt) },
-          { header: 'Direction', cell: (m) => m.direction },
-          { header: 'From', cell: (m) => m.from },
-          { header: 'To', cell: (m) => m.to },
+          ...trafficColumns<Message>((m) => m.createdAt),
           {
             header: 'Message',
             cell: (m) => (
@@ -202,7 +183,6 @@ export default function Messages() {
           },
         ]}
       />
-      <LoadMore list={list} />
     </>
   );
 }

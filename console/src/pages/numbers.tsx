@@ -4,13 +4,14 @@ import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { call, data, get, qs } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
+import type { Data, Item } from '../shapes.ts';
 import {
   ActionButton,
   DataTable,
   ErrorNote,
   Field,
-  LoadMore,
   MutationForm,
+  PagedTable,
   PageHeader,
   rowsOf,
   text,
@@ -18,20 +19,8 @@ import {
   usePagedList,
 } from '../ui.tsx';
 
-interface PhoneNumber {
-  id: string;
-  number: string;
-  type: string;
-  isDefault: boolean;
-  friendlyName: string | null;
-  voiceRoute: { type: string; target: string; fallbackFlowId?: string } | null;
-}
-interface Available {
-  number: string;
-  type: string;
-  country: string;
-  areaCode: string | null;
-}
+type PhoneNumber = Item<'/v2/portal/numbers'>;
+type Available = Data<'/v2/portal/numbers/available'>[number];
 
 function BuyNumber() {
   const [search, setSearch] = useState<Record<string, string> | null>(null);
@@ -168,10 +157,9 @@ export default function Numbers() {
     <>
       <PageHeader title="Numbers" />
       {canManage(me.data) ? <BuyNumber /> : null}
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Numbers"
-        rows={rows}
         empty="No numbers yet."
         columns={[
           { header: 'Number', cell: (n) => `${n.number}${n.isDefault ? ' (default sender)' : ''}` },
@@ -205,7 +193,6 @@ export default function Numbers() {
           },
         ]}
       />
-      <LoadMore list={list} />
       {selected ? <RouteForm key={selected.id} number={selected} /> : null}
     </>
   );

@@ -1,11 +1,12 @@
 // One queue: its settings (members, strategy, hold audio, position announcements, the longest wait and the steps
 // that follow it, wrap-up time) and, once it exists, its live state. Members read; owners and admins change.
-import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useMemo, useState } from 'react';
 import { useLocation, useParams } from 'wouter';
-import { call, data, get } from '../api.ts';
+import { data } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
-import { ActionButton, ErrorNote, PageHeader } from '../ui.tsx';
+import { ErrorNote, PageHeader } from '../ui.tsx';
+import { EditorPage } from './editor-page.tsx';
 import { MembersEditor, STRATEGIES, useExtensionChoices } from './extension-members.tsx';
 import { useEditorState } from './flow-editor/editor-state.ts';
 import { Checkbox, EditorContext, NumberInput, SelectInput, TextInput } from './flow-editor/fields.tsx';
@@ -22,7 +23,7 @@ function QueueForm({ queue }: { queue?: Queue }) {
   const readOnly = !canManage(me.data);
   const [name, setName] = useState(queue?.name ?? '');
   const [members, setMembers] = useState<string[]>(queue?.extensionIds ?? []);
-  const [strategy, setStrategy] = useState(queue?.strategy ?? 'longest_idle');
+  const [strategy, setStrategy] = useState<string>(queue?.strategy ?? 'longest_idle');
   const [holdAudioId, setHoldAudioId] = useState<string | undefined>(queue?.holdAudioId ?? undefined);
   const [announcePosition, setAnnouncePosition] = useState(queue?.announcePosition ?? false);
   const [maxWaitSeconds, setMaxWaitSeconds] = useState<unknown>(queue?.maxWaitSeconds ?? 600);
@@ -196,42 +197,21 @@ export function NewQueue() {
 
 export default function QueueEdit() {
   const { id } = useParams<{ id: string }>();
-  const me = useMe();
-  const [, navigate] = useLocation();
-  const client = useQueryClient();
   const { labelOf } = useExtensionChoices();
-  const queue = useQuery({
-    queryKey: ['queues', id],
-    queryFn: () => get<Queue>(`/v2/portal/queues/${encodeURIComponent(id)}`),
-    staleTime: Number.POSITIVE_INFINITY,
-    refetchOnWindowFocus: false,
-  });
   return (
-    <>
-      <PageHeader title={queue.data?.name ?? 'Queue'}>
-        {canManage(me.data) && queue.data ? (
-          <ActionButton
-            label="Delete"
-            className="secondary outline"
-            confirm={`Delete the queue ${queue.data.name}?`}
-            run={() => call('DELETE', `/v2/portal/queues/${encodeURIComponent(id)}`)}
-            invalidate={[]}
-            onDone={() => {
-              navigate('/queues');
-              void client.invalidateQueries({ queryKey: ['queues'] });
-            }}
-          />
-        ) : null}
-      </PageHeader>
-      <ErrorNote error={queue.error} />
-      {queue.isPending ? <p aria-busy="true">Loading…</p> : null}
-      {queue.data ? (
+    <EditorPage<Queue>
+      path={`/v2/portal/queues/${encodeURIComponent(id)}`}
+      listHref="/queues"
+      untitled="Queue"
+      confirm={(queue) => `Delete the queue ${queue.name}?`}
+    >
+      {(queue) => (
         <>
-          <QueueLiveState queueId={queue.data.id} labelOf={labelOf} />
+          <QueueLiveState queueId={queue.id} labelOf={labelOf} />
           <h2>Settings</h2>
-          <QueueForm key={queue.data.id} queue={queue.data} />
+          <QueueForm key={queue.id} queue={queue} />
         </>
-      ) : null}
-    </>
+      )}
+    </EditorPage>
   );
 }

@@ -1,37 +1,55 @@
 // A queue's live state (GET /v2/portal/queues/{id}/live, CONTRACT section 13): who waits, in order and for how
-// long, and what each member is doing, read again every few seconds. A 404 (the queue runtime that serves it is
-// not on this server, or the queue is gone) is shown as "not available", not as a failure.
+// long, and what each member is doing. Read again when a queue or call event arrives on the live stream
+// (live.ts: call.queue.joined, answered, abandoned and every call.* change members' states); the waits tick in
+// the browser. A 404 (the queue runtime that serves it is not on this server, or the queue is gone) is shown as
+// "not available", not as a failure. The wallboard (queue-wallboard.tsx) shows the same read large.
 import { useQuery } from '@tanstack/react-query';
-import { ApiProblem, get } from '../api.ts';
-import { DataTable, ErrorNote, Status } from '../ui.tsx';
+import { Link } from 'wouter';
+import { ApiProblem, get, qs } from '../api.ts';
+import type { Data } from '../shapes.ts';
+import { DataTable, ErrorNote, elapsed, Status, useNow } from '../ui.tsx';
 
-export interface QueueLive {
-  waiting: { callId: string; from: string; since: string; position: number }[];
-  members: { extensionId: string; state: 'available' | 'ringing' | 'on_call' | 'wrap_up' | 'offline' }[];
+export type QueueLive = Data<'/v2/portal/queues/{id}/live'>;
+
+/**
+ * Events move everything but the end of a member's wrap-up, which is only time passing: while a member is in
+ * wrap-up the state is read again this often. Otherwise the slow read is for a network that keeps the event
+ * stream from reaching the browser.
+ */
+export const WRAP_UP_REFRESH_MS = 5_000;
+const FALLBACK_POLL_MS = 60_000;
+
+/** Local midnight: a wallboard's "today". */
+function startOfToday(): string {
+  const now = new Date();
+  return new Date(now.getFullYear(), now.getMonth(), now.getDate()).toISOString();
 }
 
-/** How often the live state is read again. */
-export const LIVE_REFRESH_MS = 3_000;
+/** The live state of a queue, kept fresh by the stream; `unavailable` when this server has no queue runtime. */
+export function useQueueLive(queueId: string) {
+  const since = startOfToday();
+  const live = useQuery({
+    queryKey: ['queues', queueId, 'live', since],
+    queryFn: () => get<QueueLive>(`/v2/portal/queues/${encodeURIComponent(queueId)}/live${qs({ since })}`),
+    // A 404 will not change by asking again.
+    refetchInterval: (query) =>
+      query.state.error instanceof ApiProblem && query.state.error.status === 404
+        ? false
+        : query.state.data?.members.some((member) => member.state === 'wrap_up')
+          ? WRAP_UP_REFRESH_MS
+          : FALLBACK_POLL_MS,
+  });
+  return { live, unavailable: live.error instanceof ApiProblem && live.error.status === 404 };
+}
 
-/** "2 min 05 s" from `since` to `now`. */
-export function waited(since: string, now: number): string {
-  const seconds = Math.max(0, Math.floor((now - new Date(since).getTime()) / 1000));
-  const minutes = Math.floor(seconds / 60);
-  const rest = String(seconds % 60).padStart(minutes > 0 ? 2 : 1, '0');
-  return minutes > 0 ? `${minutes} min ${rest} s` : `${rest} s`;
+/** The longest a caller now waiting has waited, or undefined when no one waits. */
+export function longestWaitSince(live: QueueLive | undefined): string | undefined {
+  return live?.waiting.map((row) => row.since).sort()[0];
 }
 
 export function QueueLiveState({ queueId, labelOf }: { queueId: string; labelOf: (id: string) => string }) {
-  const live = useQuery({
-    queryKey: ['queues', queueId, 'live'],
-    queryFn: () => get<QueueLive>(`/v2/portal/queues/${encodeURIComponent(queueId)}/live`),
-    // Keep reading while it answers; a 404 will not change by asking again.
-    refetchInterval: (query) =>
-      query.state.error instanceof ApiProblem && query.state.error.status === 404 ? false : LIVE_REFRESH_MS,
-    staleTime: 0,
-  });
-  const unavailable = live.error instanceof ApiProblem && live.error.status === 404;
-  const now = live.dataUpdatedAt || Date.now();
+  const { live, unavailable } = useQueueLive(queueId);
+  const now = useNow();
   return (
     <section aria-labelledby="live-title" className="queue-live" data-testid="queue-live">
       <h2 id="live-title">Live</h2>
@@ -43,8 +61,9 @@ export function QueueLiveState({ queueId, labelOf }: { queueId: string; labelOf:
         <>
           {live.error ? <ErrorNote error={live.error} /> : null}
           <p className="live-note">
-            Refreshed every {LIVE_REFRESH_MS / 1000} seconds
-            {live.dataUpdatedAt ? `, last at ${new Date(live.dataUpdatedAt).toLocaleTimeString()}` : ''}.
+            Changes as callers join, are answered or hang up
+            {live.dataUpdatedAt ? `; last read at ${new Date(live.dataUpdatedAt).toLocaleTimeString()}` : ''}.{' '}
+            <Link href={`/queues/${encodeURIComponent(queueId)}/wallboard`}>Open the wallboard</Link>
           </p>
           <h3>Waiting ({live.data?.waiting.length ?? '…'})</h3>
           <DataTable
@@ -55,7 +74,7 @@ export function QueueLiveState({ queueId, labelOf }: { queueId: string; labelOf:
             columns={[
               { header: 'Position', cell: (row) => row.position },
               { header: 'Caller', cell: (row) => row.from },
-              { header: 'Waiting for', cell: (row) => waited(row.since, now) },
+              { header: 'Waiting for', cell: (row) => elapsed(row.since, now) },
               { header: 'Call', cell: (row) => <code>{row.callId}</code> },
             ]}
           />

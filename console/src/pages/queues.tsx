@@ -2,22 +2,11 @@
 import { Link } from 'wouter';
 import { call } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
-import { ActionButton, DataTable, ErrorNote, LoadMore, PageHeader, rowsOf, usePagedList } from '../ui.tsx';
+import type { Data } from '../shapes.ts';
+import { ActionButton, PagedTable, PageHeader, usePagedList } from '../ui.tsx';
 import { STRATEGIES, useExtensionChoices } from './extension-members.tsx';
 
-export interface Queue {
-  id: string;
-  name: string;
-  extensionIds: string[];
-  strategy: string;
-  holdAudioId: string | null;
-  announcePosition: boolean;
-  maxWaitSeconds: number;
-  onTimeout: Record<string, unknown>[];
-  wrapUpSeconds: number;
-  createdAt: string;
-  updatedAt: string;
-}
+export type Queue = Data<'/v2/portal/queues/{id}'>;
 
 export default function Queues() {
   const me = useMe();
@@ -28,10 +17,9 @@ export default function Queues() {
     <>
       <PageHeader title="Queues">{manager ? <Link href="/queues/new">New queue</Link> : null}</PageHeader>
       <p>Callers wait in line, with hold music, until a member is free; open a queue to see who waits now.</p>
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Queues"
-        rows={rowsOf(list)}
         empty="No queues yet."
         columns={[
           { header: 'Name', cell: (q) => <Link href={`/queues/${q.id}`}>{q.name}</Link> },
@@ -57,7 +45,6 @@ export default function Queues() {
           },
         ]}
       />
-      <LoadMore list={list} />
     </>
   );
 }

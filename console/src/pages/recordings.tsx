@@ -1,25 +1,11 @@
 // Call recordings: play, read the transcription; owners and admins also delete (as voicemails).
 import { call } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
-import {
-  ActionButton,
-  AudioPlayer,
-  DataTable,
-  ErrorNote,
-  LoadMore,
-  PageHeader,
-  rowsOf,
-  usePagedList,
-  when,
-} from '../ui.tsx';
+import type { Item } from '../shapes.ts';
+import { ActionButton, AudioPlayer, PagedTable, PageHeader, usePagedList, when } from '../ui.tsx';
 import { transcriptOf, useTranscriptions } from './transcripts.ts';
 
-interface Recording {
-  id: string;
-  callId: string;
-  durationSeconds: number;
-  createdAt: string;
-}
+type Recording = Item<'/v2/portal/recordings'>;
 
 export default function Recordings() {
   const manager = canManage(useMe().data);
@@ -28,10 +14,9 @@ export default function Recordings() {
   return (
     <>
       <PageHeader title="Recordings" />
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Recordings"
-        rows={rowsOf(list)}
         empty="No recordings."
         columns={[
           { header: 'When', cell: (r) => when(r.createdAt) },
@@ -65,7 +50,6 @@ export default function Recordings() {
           },
         ]}
       />
-      <LoadMore list={list} />
     </>
   );
 }

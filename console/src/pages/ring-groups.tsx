@@ -4,27 +4,11 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { call, data } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
-import {
-  ActionButton,
-  DataTable,
-  ErrorNote,
-  Field,
-  LoadMore,
-  PageHeader,
-  rowsOf,
-  usePagedList,
-} from '../ui.tsx';
+import type { Data } from '../shapes.ts';
+import { ActionButton, ErrorNote, Field, PagedTable, PageHeader, rowsOf, usePagedList } from '../ui.tsx';
 import { MembersEditor, STRATEGIES, useExtensionChoices } from './extension-members.tsx';
 
-export interface RingGroup {
-  id: string;
-  name: string;
-  extensionIds: string[];
-  strategy: string;
-  ringSeconds: number;
-  createdAt: string;
-  updatedAt: string;
-}
+export type RingGroup = Data<'/v2/portal/ring-groups/{id}'>;
 
 const strategyName = (value: string) => STRATEGIES.find(([key]) => key === value)?.[1] ?? value;
 
@@ -32,7 +16,7 @@ function RingGroupForm({ group, onDone }: { group?: RingGroup; onDone: () => voi
   const client = useQueryClient();
   const [name, setName] = useState(group?.name ?? '');
   const [members, setMembers] = useState<string[]>(group?.extensionIds ?? []);
-  const [strategy, setStrategy] = useState(group?.strategy ?? 'simultaneous');
+  const [strategy, setStrategy] = useState<string>(group?.strategy ?? 'simultaneous');
   const [ringSeconds, setRingSeconds] = useState(String(group?.ringSeconds ?? 20));
   const [tried, setTried] = useState(false);
   const seconds = Number(ringSeconds);
@@ -136,10 +120,9 @@ export default function RingGroups() {
           {creating ? <RingGroupForm onDone={() => setCreating(false)} /> : null}
         </details>
       ) : null}
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Ring groups"
-        rows={rows}
         empty="No ring groups yet."
         columns={[
           { header: 'Name', cell: (g) => g.name },
@@ -172,7 +155,6 @@ export default function RingGroups() {
           },
         ]}
       />
-      <LoadMore list={list} />
       {selected ? (
         <section aria-label={`Edit ${selected.name}`}>
           <h2>Edit {selected.name}</h2>

@@ -1,14 +1,9 @@
 // Transcriptions by what they transcribe: the voicemail and recording pages show each one's text beside it.
 import { useQuery } from '@tanstack/react-query';
 import { page } from '../api.ts';
+import type { Item } from '../shapes.ts';
 
-export interface Transcription {
-  id: string;
-  recordingId: string | null;
-  voicemailId: string | null;
-  status: 'queued' | 'completed' | 'failed';
-  text: string | null;
-}
+export type Transcription = Item<'/v2/portal/transcriptions'>;
 
 /** The latest 100 transcriptions, polled while one is still queued. */
 export function useTranscriptions() {

@@ -2,27 +2,11 @@
 // also delete (docs/auth.md: the same roles delete voicemails and recordings).
 import { call } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
-import {
-  ActionButton,
-  AudioPlayer,
-  DataTable,
-  ErrorNote,
-  LoadMore,
-  PageHeader,
-  rowsOf,
-  usePagedList,
-  when,
-} from '../ui.tsx';
+import type { Item } from '../shapes.ts';
+import { ActionButton, AudioPlayer, PagedTable, PageHeader, usePagedList, when } from '../ui.tsx';
 import { transcriptOf, useTranscriptions } from './transcripts.ts';
 
-interface Voicemail {
-  id: string;
-  from: string;
-  to: string;
-  durationSeconds: number;
-  read: boolean;
-  createdAt: string;
-}
+type Voicemail = Item<'/v2/portal/voicemails'>;
 
 export default function VoicemailInbox() {
   const manager = canManage(useMe().data);
@@ -31,10 +15,9 @@ export default function VoicemailInbox() {
   return (
     <>
       <PageHeader title="Voicemail" />
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Voicemail"
-        rows={rowsOf(list)}
         empty="No voicemail."
         columns={[
           {
@@ -82,7 +65,6 @@ export default function VoicemailInbox() {
           },
         ]}
       />
-      <LoadMore list={list} />
     </>
   );
 }

@@ -5,30 +5,11 @@ import { useState } from 'react';
 import { useLocation, useParams } from 'wouter';
 import { call, data, get } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
-import {
-  ActionButton,
-  DataTable,
-  ErrorNote,
-  LoadMore,
-  PageHeader,
-  rowsOf,
-  Status,
-  usePagedList,
-  when,
-} from '../ui.tsx';
+import type { Item } from '../shapes.ts';
+import { ActionButton, ErrorNote, PagedTable, PageHeader, Status, usePagedList, when } from '../ui.tsx';
 import { SecretShown, type Webhook } from './webhooks.tsx';
 
-interface Delivery {
-  id: string;
-  event: { id: string; type: string };
-  status: string;
-  attempts: number;
-  lastStatusCode: number | null;
-  lastError: string | null;
-  lastAttemptAt: string | null;
-  nextAttemptAt: string | null;
-  createdAt: string;
-}
+type Delivery = Item<'/api/webhooks/{id}/deliveries'>;
 
 export default function WebhookDetail() {
   const { id } = useParams<{ id: string }>();
@@ -86,10 +67,9 @@ export default function WebhookDetail() {
         {w.events.join(', ')}
       </p>
       <h2>Deliveries</h2>
-      <ErrorNote error={deliveries.error} />
-      <DataTable
+      <PagedTable
+        list={deliveries}
         caption="Deliveries"
-        rows={rowsOf(deliveries)}
         empty="No deliveries yet. Send a test event."
         columns={[
           { header: 'When', cell: (d) => when(d.createdAt) },
@@ -112,7 +92,6 @@ export default function WebhookDetail() {
           },
         ]}
       />
-      <LoadMore list={deliveries} />
     </>
   );
 }

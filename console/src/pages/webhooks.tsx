@@ -5,35 +5,22 @@ import { useState } from 'react';
 import { Link } from 'wouter';
 import { data } from '../api.ts';
 import { canManage, useMe } from '../session.ts';
+import type { Data } from '../shapes.ts';
 import {
   CopyButton,
   DataTable,
-  ErrorNote,
   Field,
-  LoadMore,
-  MutationForm,
+  FormDisclosure,
+  PagedTable,
   PageHeader,
-  rowsOf,
   text,
   useAction,
   usePagedList,
   when,
 } from '../ui.tsx';
 
-export interface Webhook {
-  id: string;
-  url: string;
-  description: string | null;
-  events: string[];
-  enabled: boolean;
-  disabledReason: string | null;
-  createdAt: string;
-}
-export interface EventType {
-  type: string;
-  description: string;
-  status: string;
-}
+export type Webhook = Data<'/api/webhooks/{id}'>;
+export type EventType = Data<'/api/webhooks/events'>[number];
 
 export function useEventCatalog() {
   return useQuery({
@@ -80,31 +67,32 @@ export default function Webhooks() {
     <>
       <PageHeader title="Webhooks" />
       {canManage(me.data) ? (
-        <details>
-          <summary>Add an endpoint</summary>
-          <MutationForm mutation={create} label="Add webhook endpoint" submit="Add endpoint">
-            <div className="grid">
-              <Field label="URL" hint="HTTPS in production; we POST signed JSON to it">
-                {(id, hint) => <input id={id} name="url" type="url" required aria-describedby={hint} />}
-              </Field>
-              <Field label="Description">{(id) => <input id={id} name="description" />}</Field>
-            </div>
-            <fieldset>
-              <legend>Events</legend>
-              {catalog.data?.map((event) => (
-                <label key={event.type}>
-                  <input type="checkbox" name="events" value={event.type} /> <code>{event.type}</code>
-                </label>
-              ))}
-            </fieldset>
-          </MutationForm>
-        </details>
+        <FormDisclosure
+          summary="Add an endpoint"
+          mutation={create}
+          label="Add webhook endpoint"
+          submit="Add endpoint"
+        >
+          <div className="grid">
+            <Field label="URL" hint="HTTPS in production; we POST signed JSON to it">
+              {(id, hint) => <input id={id} name="url" type="url" required aria-describedby={hint} />}
+            </Field>
+            <Field label="Description">{(id) => <input id={id} name="description" />}</Field>
+          </div>
+          <fieldset>
+            <legend>Events</legend>
+            {catalog.data?.map((event) => (
+              <label key={event.type}>
+                <input type="checkbox" name="events" value={event.type} /> <code>{event.type}</code>
+              </label>
+            ))}
+          </fieldset>
+        </FormDisclosure>
       ) : null}
       {secret ? <SecretShown secret={secret} onDone={() => setSecret(null)} /> : null}
-      <ErrorNote error={list.error} />
-      <DataTable
+      <PagedTable
+        list={list}
         caption="Webhook endpoints"
-        rows={rowsOf(list)}
         empty="No endpoints yet."
         columns={[
           { header: 'URL', cell: (w) => <Link href={`/webhooks/${w.id}`}>{w.url}</Link> },
@@ -117,7 +105,6 @@ export default function Webhooks() {
           { header: 'Created', cell: (w) => when(w.createdAt) },
         ]}
       />
-      <LoadMore list={list} />
       <h2>Event catalog</h2>
       <DataTable
         caption="Event catalog"

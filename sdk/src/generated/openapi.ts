@@ -392,6 +392,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/messages/stats/hourly": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Messages created in each hour of a window (default: the last 24 hours)
+         * @description Outbound (with how many of them were delivered or failed so far) and inbound messages, one bucket per hour from `since` (at most 31 days before `until`): what a dashboard charts.
+         */
+        get: operations["messages.hourly"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/messages/{id}": {
         parameters: {
             query?: never;
@@ -766,6 +786,26 @@ export interface paths {
         put?: never;
         /** Place a call: click-to-call (ring `extensionId`, then the callee), to a phone, or extension to extension. 202: it plays out from here; follow it with GET or the call.* events */
         post: operations["calls.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/calls/stats/hourly": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Calls created in each hour of a window (default: the last 24 hours)
+         * @description Calls by direction, and how many were answered, one bucket per hour from `since` (at most 31 days before `until`): what a dashboard charts.
+         */
+        get: operations["calls.hourly"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2055,6 +2095,26 @@ export interface webhooks {
          * @description Signed per Standard Webhooks: verify `webhook-signature` over `webhook-id.webhook-timestamp.body` with the endpoint's secret.
          */
         post: operations["events.agent_call.transferred"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "agent_call.turn": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A turn of a live agent call ended: the agent said something (or was cut off), or the caller did.
+         * @description Signed per Standard Webhooks: verify `webhook-signature` over `webhook-id.webhook-timestamp.body` with the endpoint's secret.
+         */
+        post: operations["events.agent_call.turn"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3674,6 +3734,61 @@ export interface operations {
                             };
                             /** @description delivered / (delivered + failed + undelivered); null while none of those is known */
                             deliveryRate: number | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "messages.hourly": {
+        parameters: {
+            query?: {
+                /** @description Start, inclusive (ISO 8601); the first bucket starts here. Default: 24 hours before until */
+                since?: string;
+                /** @description End, exclusive (ISO 8601); default now. At most 31 days after since */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /**
+                             * Format: date-time
+                             * @description Start of the window (inclusive)
+                             */
+                            since: string;
+                            /**
+                             * Format: date-time
+                             * @description End of the window (exclusive)
+                             */
+                            until: string;
+                            /** @description One per hour from since, oldest first; the last is cut short at until */
+                            buckets: {
+                                /**
+                                 * Format: date-time
+                                 * @description The hour's start; it lasts an hour
+                                 */
+                                start: string;
+                                /** @description Outbound messages created in the hour (scheduled ones once they left) */
+                                outbound: number;
+                                inbound: number;
+                                /** @description Of the outbound, those delivered so far */
+                                delivered: number;
+                                /** @description Of the outbound, those failed or undelivered so far */
+                                failed: number;
+                            }[];
                         };
                     };
                 };
@@ -5776,6 +5891,8 @@ export interface operations {
                 cursor?: string;
                 /** @description Calls created at or after (ISO 8601) */
                 since?: string;
+                /** @description Only the calls not yet ended (ringing or in progress): who talks now */
+                live?: boolean;
             };
             header?: never;
             path?: never;
@@ -5936,6 +6053,61 @@ export interface operations {
                             } | null;
                             /** @description When that transfer was answered, or null */
                             transferredAt: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "calls.hourly": {
+        parameters: {
+            query?: {
+                /** @description Start, inclusive (ISO 8601); the first bucket starts here. Default: 24 hours before until */
+                since?: string;
+                /** @description End, exclusive (ISO 8601); default now. At most 31 days after since */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /**
+                             * Format: date-time
+                             * @description Start of the window (inclusive)
+                             */
+                            since: string;
+                            /**
+                             * Format: date-time
+                             * @description End of the window (exclusive)
+                             */
+                            until: string;
+                            /** @description One per hour from since, oldest first; the last is cut short at until */
+                            buckets: {
+                                /**
+                                 * Format: date-time
+                                 * @description The hour's start; it lasts an hour
+                                 */
+                                start: string;
+                                total: number;
+                                inbound: number;
+                                outbound: number;
+                                /** @description Extension to extension */
+                                internal: number;
+                                /** @description Of the total, those answered (by a person, an agent or voicemail) */
+                                answered: number;
+                            }[];
                         };
                     };
                 };
@@ -7488,7 +7660,10 @@ export interface operations {
     };
     "queues.live": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Count the waits that ended since (ISO 8601, in the last 31 days); default 24 hours ago */
+                since?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -7507,6 +7682,20 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: {
+                            /** @description How the waits that ended since `since` ended: what a wallboard shows for the day */
+                            outcomes: {
+                                /**
+                                 * Format: date-time
+                                 * @description Counted from (the `since` asked, else 24 hours ago)
+                                 */
+                                since: string;
+                                /** @description Callers a member answered */
+                                answered: number;
+                                /** @description Callers who hung up while waiting */
+                                abandoned: number;
+                                /** @description Callers whose longest wait passed (the queue’s onTimeout ran) */
+                                timedOut: number;
+                            };
                             /** @description Callers in the queue, first come first served */
                             waiting: {
                                 /** @description The waiting call */
@@ -8584,6 +8773,8 @@ export interface operations {
                 page?: number;
                 /** @description Records per page, 1-100. */
                 limit?: number;
+                /** @description Only the agent call on this call (`call_…`): a live call page finds its transcript */
+                callId?: string;
             };
             header?: never;
             path?: never;
@@ -11864,6 +12055,99 @@ export interface operations {
                         recordingId: string | null;
                         startedAt: string;
                         endedAt: string | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried on the schedule */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "events.agent_call.turn": {
+        parameters: {
+            query?: never;
+            header: {
+                "webhook-id": string;
+                "webhook-timestamp": string;
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "agent_call.turn",
+                 *       "timestamp": "2026-06-10T12:00:00.000Z",
+                 *       "data": {
+                 *         "agentCallId": "acall_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *         "agentId": "agt_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *         "callId": "call_0mf3k2a9x4q8w7e6r5t4y3u2",
+                 *         "index": 2,
+                 *         "turn": {
+                 *           "role": "agent",
+                 *           "text": "We open on the first and third Saturday of each month",
+                 *           "at": "2026-06-10T12:00:08.000Z",
+                 *           "latency": {
+                 *             "endOfTurnMs": 400,
+                 *             "recognitionMs": 210,
+                 *             "brainMs": 35,
+                 *             "firstAudioMs": 15,
+                 *             "totalMs": 662
+                 *           },
+                 *           "interrupted": true,
+                 *           "digits": "0"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "agent_call.turn";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened
+                     */
+                    timestamp: string;
+                    data: {
+                        /** @description The agent call (`acall_…`) */
+                        agentCallId: string;
+                        agentId: string;
+                        /** @description The call (`call_…`) */
+                        callId: string;
+                        /** @description The turn's place in the transcript, 0 first */
+                        index: number;
+                        turn: {
+                            /** @enum {unknown} */
+                            role: "agent" | "caller";
+                            /** @description What was said; of an interrupted agent turn, what was said up to the cut */
+                            text: string;
+                            at: string;
+                            /** @description How long an agent turn's stages took (calls whose line carries audio) */
+                            latency?: {
+                                /** @description Silence waited after the caller's speech before the turn ended */
+                                endOfTurnMs: number;
+                                /** @description Recognising their words */
+                                recognitionMs: number;
+                                /** @description From asking the brain to its reply's first sentence */
+                                brainMs: number;
+                                /** @description From that sentence to its first audio (synthesis) */
+                                firstAudioMs: number;
+                                /** @description From the end of the caller's speech to the agent's first audio */
+                                totalMs: number;
+                            };
+                            /** @description The caller talked over the agent and cut it off */
+                            interrupted?: boolean;
+                            /** @description Keys the caller pressed (a caller turn whose text is empty): "0", "123#" */
+                            digits?: string;
+                        };
                     };
                 };
             };

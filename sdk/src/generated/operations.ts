@@ -306,6 +306,14 @@ export const OPERATIONS = {
     "response": "json",
     "idempotencyKey": false
   },
+  "messages.hourly": {
+    "method": "get",
+    "path": "/api/v2/messages/stats/hourly",
+    "pathParams": [],
+    "query": true,
+    "response": "json",
+    "idempotencyKey": false
+  },
   "messages.get": {
     "method": "get",
     "path": "/api/v2/messages/{id}",
@@ -628,6 +636,14 @@ export const OPERATIONS = {
     "response": "json",
     "idempotencyKey": true
   },
+  "calls.hourly": {
+    "method": "get",
+    "path": "/api/v2/calls/stats/hourly",
+    "pathParams": [],
+    "query": true,
+    "response": "json",
+    "idempotencyKey": false
+  },
   "calls.get": {
     "method": "get",
     "path": "/api/v2/calls/{id}",
@@ -936,7 +952,7 @@ export const OPERATIONS = {
     "pathParams": [
       "id"
     ],
-    "query": false,
+    "query": true,
     "response": "json",
     "idempotencyKey": false
   },

@@ -73,13 +73,20 @@ export class AgentCallStore {
     return row;
   }
 
-  /** Appends a turn to the transcript (and marks the call in progress). */
+  /**
+   * Appends a turn to the transcript (and marks the call in progress); answers whose call it is and the
+   * turn's place in the transcript, for its event.
+   */
   async addTurn(db: Queryable, callId: string, turn: AgentCallRow['transcript'][number], now: Date) {
-    await db.query(
+    const [row] = await db.query<
+      Pick<AgentCallRow, 'id' | 'organization_id' | 'agent_id'> & { index: number }
+    >(
       `UPDATE agent_calls SET transcript = transcript || $2::jsonb, status = 'in_progress', updated_at = $3
-       WHERE call_id = $1`,
+       WHERE call_id = $1
+       RETURNING id, organization_id, agent_id, jsonb_array_length(transcript) - 1 AS index`,
       [callId, JSON.stringify([turn]), now],
     );
+    return row;
   }
 
   /** Who answered an outbound call that listened for an answering machine. */
@@ -128,9 +135,18 @@ export class AgentCallStore {
     return row;
   }
 
+  /** The list's SQL: the organization's agent calls, or the one on `callId` (its unique index). */
   listQuery(
     organizationId: string,
+    callId?: string,
   ): Pick<ListQuery<AgentCallRow, unknown>, 'select' | 'from' | 'where' | 'params'> {
-    return { select: '*', from: 'agent_calls', where: 'organization_id = $1', params: [organizationId] };
+    if (callId === undefined)
+      return { select: '*', from: 'agent_calls', where: 'organization_id = $1', params: [organizationId] };
+    return {
+      select: '*',
+      from: 'agent_calls',
+      where: 'organization_id = $1 AND call_id = $2',
+      params: [organizationId, callId],
+    };
   }
 }

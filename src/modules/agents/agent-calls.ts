@@ -24,7 +24,7 @@ import { type AgentCallRow, AgentCallStore } from './agent-call-store.ts';
 import type { AgentSpeech } from './agent-speech.ts';
 import type { AgentService } from './agents.ts';
 import type { AgentBrain } from './brain.ts';
-import { AgentCallCompleted, AgentCallStarted, AgentCallTransferred } from './events.ts';
+import { AgentCallCompleted, AgentCallStarted, AgentCallTransferred, AgentCallTurn } from './events.ts';
 import { callerTurn, keysSaid, pressedKeys } from './keys.ts';
 import { screenForMachine } from './machine-detection.ts';
 import type { AgentProfile, Turn } from './responder.ts';
@@ -94,12 +94,13 @@ export class AgentCallService implements AgentRunner {
     return toPublic(row);
   }
 
-  page(organizationId: string, query: PageQueryInput, surface: string) {
+  page(organizationId: string, query: PageQueryInput & { callId?: string }, surface: string) {
     return this.pagination.list(this.db, query, {
       endpoint: `${surface}.agent-calls.list`,
       keyset: false,
       organizationId,
-      ...this.store.listQuery(organizationId),
+      filters: { callId: query.callId ?? null },
+      ...this.store.listQuery(organizationId, query.callId),
       map: toPublic,
     });
   }
@@ -169,8 +170,16 @@ export class AgentCallService implements AgentRunner {
     const turns: Turn[] = [];
     const bargeIn = agent.row.barge_in;
     const voice = agent.row.voice;
+    // Each turn is appended and announced together, so the live transcript never shows a turn the record lacks.
     const addTurn = (turn: AgentCallRow['transcript'][number]) =>
-      this.store.addTurn(this.db, call.id, turn, this.clock.now());
+      this.db.transaction(async (tx) => {
+        const row = await this.store.addTurn(tx, call.id, turn, this.clock.now());
+        if (!row) return;
+        await this.events.record(tx, AgentCallTurn, {
+          organizationId: row.organization_id,
+          data: { agentCallId: row.id, agentId: row.agent_id, callId: call.id, index: row.index, turn },
+        });
+      });
     const recordAgent = async (text: string, more: { latency?: TurnLatency; interrupted?: boolean } = {}) => {
       turns.push({ role: 'assistant', content: text });
       const turn = { role: 'agent' as const, text, at: this.clock.now().toISOString(), ...more };

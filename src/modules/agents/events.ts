@@ -1,6 +1,7 @@
 // The events of agent calls (CONTRACT section 10). `data` is the agent call as GET /agent-calls/{id} answers.
+import { Type } from 'typebox';
 import { defineEvent } from '../../platform/events.ts';
-import { AgentCallSchema, type PublicAgentCall } from './schemas.ts';
+import { AgentCallSchema, type PublicAgentCall, TranscriptTurn } from './schemas.ts';
 
 const example: PublicAgentCall = {
   id: 'acall_0mf3k2a9x4q8w7e6r5t4y3u2',
@@ -62,4 +63,38 @@ export const AgentCallTransferred = defineEvent(
   { example: { ...example, outcome: 'transferred' } },
 );
 
-export const AGENT_EVENTS = [AgentCallStarted, AgentCallCompleted, AgentCallTransferred];
+/**
+ * One finished turn of a live agent call: what the console's live transcript shows as it happens. The call's
+ * record (GET /agent-calls/{id}) holds the same turn at `index` of its transcript.
+ */
+export const AgentCallTurnSchema = Type.Object({
+  agentCallId: Type.String({ description: 'The agent call (`acall_…`)' }),
+  agentId: Type.String(),
+  callId: Type.String({ description: 'The call (`call_…`)' }),
+  index: Type.Integer({ minimum: 0, description: "The turn's place in the transcript, 0 first" }),
+  turn: TranscriptTurn,
+});
+
+export const AgentCallTurn = defineEvent(
+  'agent_call.turn',
+  AgentCallTurnSchema,
+  'A turn of a live agent call ended: the agent said something (or was cut off), or the caller did.',
+  {
+    example: {
+      agentCallId: example.id,
+      agentId: example.agentId,
+      callId: example.callId,
+      index: 2,
+      turn: {
+        role: 'agent',
+        text: 'We open on the first and third Saturday of each month',
+        at: '2026-06-10T12:00:08.000Z',
+        latency: { endOfTurnMs: 400, recognitionMs: 210, brainMs: 35, firstAudioMs: 15, totalMs: 662 },
+        interrupted: true,
+        digits: '0',
+      },
+    },
+  },
+);
+
+export const AGENT_EVENTS = [AgentCallStarted, AgentCallCompleted, AgentCallTransferred, AgentCallTurn];

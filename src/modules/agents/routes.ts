@@ -423,7 +423,17 @@ export const agentRoutes: ModuleRoutes<AgentsServices> =
           operationId: 'agentCalls.list',
           tags,
           summary: 'Calls agents took or placed, newest first (offset paging)',
-          querystring: OffsetPageQuery,
+          querystring: Type.Object({
+            ...OffsetPageQuery.properties,
+            callId: Type.Optional(
+              Type.String({
+                minLength: 1,
+                maxLength: 100,
+                description:
+                  'Only the agent call on this call (`call_…`): a live call page finds its transcript',
+              }),
+            ),
+          }),
           response: { 200: PageEnvelope(AgentCallSchema) },
         },
       },

@@ -5,10 +5,10 @@ import type { Database } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { Page, PageQueryInput, Paginator } from '../../platform/pagination.ts';
 import { normalisePhone } from '../../platform/phone.ts';
-import { parseInstant, timeWindow } from '../../platform/time-window.ts';
+import { hourlyBuckets, parseInstant, timeWindow } from '../../platform/time-window.ts';
 import type { Region } from '../organizations/index.ts';
 import { toMessage } from './message.ts';
-import type { Direction, Message, MessageStats, MessageStatus } from './schemas.ts';
+import type { Direction, Message, MessageHourly, MessageStats, MessageStatus } from './schemas.ts';
 import type { MessageRow, MessageStore } from './store.ts';
 
 export interface MessageFilters {
@@ -94,6 +94,23 @@ export class MessageHistory {
       inbound: { total: inbound },
       deliveryRate: settled === 0 ? null : outbound.delivered / settled,
     };
+  }
+
+  /** The same counts hour by hour (GET /messages/stats/hourly), for the dashboard's charts. */
+  async hourly(organizationId: string, query: { since?: string; until?: string }): Promise<MessageHourly> {
+    const window = timeWindow(query, this.clock.now(), { defaultDays: 1, maxDays: STATS_MAX_DAYS });
+    const buckets = hourlyBuckets(window, () => ({ outbound: 0, inbound: 0, delivered: 0, failed: 0 }));
+    for (const row of await this.store.countsByHour(this.db, organizationId, window.since, window.until)) {
+      const bucket = buckets[row.hour];
+      if (!bucket) continue;
+      if (row.direction === 'inbound') bucket.inbound += row.n;
+      else if (row.status !== 'scheduled') {
+        bucket.outbound += row.n;
+        if (row.status === 'delivered') bucket.delivered += row.n;
+        if (row.status === 'failed' || row.status === 'undelivered') bucket.failed += row.n;
+      }
+    }
+    return { since: window.since.toISOString(), until: window.until.toISOString(), buckets };
   }
 }
 

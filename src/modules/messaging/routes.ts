@@ -7,13 +7,15 @@ import { Type } from 'typebox';
 import type { App } from '../../platform/http/app-type.ts';
 import { callerOf, cursorScope } from '../../platform/http/caller.ts';
 import { IdempotencyKeyHeader } from '../../platform/http/idempotent-writes.ts';
-import { envelope, IdParams } from '../../platform/http/schemas.ts';
+import { envelope, HourlyQuery, IdParams } from '../../platform/http/schemas.ts';
 import type { ModuleRoutes } from '../../platform/module.ts';
 import { PageEnvelope, PageQuery, pageResponse } from '../../platform/pagination.ts';
 import { organizationsModule } from '../organizations/index.ts';
+import { STATS_MAX_DAYS } from './history.ts';
 import {
   DIRECTIONS,
   MESSAGE_STATUSES,
+  MessageHourlySchema,
   MessageSchema,
   MessageStatsSchema,
   SegmentsSchema,
@@ -145,6 +147,27 @@ export const messageRoutes: ModuleRoutes<MessagingServices> =
       async (request) => ({
         success: true as const,
         data: await messages.stats(callerOf(request).organizationId, request.query),
+      }),
+    );
+
+    app.get(
+      '/messages/stats/hourly',
+      {
+        config: read,
+        schema: {
+          operationId: 'messages.hourly',
+          tags,
+          summary: 'Messages created in each hour of a window (default: the last 24 hours)',
+          description:
+            'Outbound (with how many of them were delivered or failed so far) and inbound messages, one bucket ' +
+            'per hour from `since` (at most 31 days before `until`): what a dashboard charts.',
+          querystring: HourlyQuery(STATS_MAX_DAYS),
+          response: { 200: envelope(MessageHourlySchema) },
+        },
+      },
+      async (request) => ({
+        success: true as const,
+        data: await messages.hourly(callerOf(request).organizationId, request.query),
       }),
     );
 

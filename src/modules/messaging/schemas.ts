@@ -2,7 +2,7 @@
 // and the TypeScript types (Static<> of these schemas). Each field's description is also what the event
 // catalog says of it.
 import { type Static, Type } from 'typebox';
-import { LocalClockTime } from '../../platform/http/schemas.ts';
+import { HourlyReport, LocalClockTime } from '../../platform/http/schemas.ts';
 
 export const MESSAGE_STATUSES = [
   'scheduled',
@@ -157,3 +157,16 @@ export const MessageStatsSchema = Type.Object({
   }),
 });
 export type MessageStats = Static<typeof MessageStatsSchema>;
+
+/** Messages created in each hour of a window (GET /messages/stats/hourly): the dashboard's charts. */
+export const MessageHourlySchema = HourlyReport(
+  Type.Object({
+    outbound: Type.Integer({
+      description: 'Outbound messages created in the hour (scheduled ones once they left)',
+    }),
+    inbound: Type.Integer(),
+    delivered: Type.Integer({ description: 'Of the outbound, those delivered so far' }),
+    failed: Type.Integer({ description: 'Of the outbound, those failed or undelivered so far' }),
+  }),
+);
+export type MessageHourly = Static<typeof MessageHourlySchema>;

@@ -32,6 +32,7 @@ import { RELEASE_QUEUE, ScheduledMessages } from './scheduled.ts';
 import type {
   Direction,
   Message,
+  MessageHourly,
   MessageStats,
   MessageStatus,
   ReceiptState,
@@ -295,6 +296,10 @@ export class MessagingService {
 
   stats(organizationId: string, query: { since?: string; until?: string }): Promise<MessageStats> {
     return this.history.stats(organizationId, query);
+  }
+
+  hourly(organizationId: string, query: { since?: string; until?: string }): Promise<MessageHourly> {
+    return this.history.hourly(organizationId, query);
   }
 }
 

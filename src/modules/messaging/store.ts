@@ -4,6 +4,7 @@ import type { ReceiptStatus } from '../../carriers/carrier.ts';
 import { placedAfter, type SqlFragment } from '../../platform/db/fragment.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import { type ListQuery, listCounterTotal } from '../../platform/pagination.ts';
+import { hourIndexSql } from '../../platform/time-window.ts';
 import type { Direction, MessageStatus } from './schemas.ts';
 import type { SmsEncoding } from './segments.ts';
 
@@ -374,6 +375,21 @@ export class MessageStore {
       `SELECT direction, status, count(*)::int AS n FROM messages
         WHERE organization_id = $1 AND created_at >= $2 AND created_at < $3
         GROUP BY direction, status`,
+      [organizationId, since, until],
+    );
+  }
+
+  /** Counts as countsByStatus, by hour from `since` too (hourIndexSql). */
+  async countsByHour(
+    db: Queryable,
+    organizationId: string,
+    since: Date,
+    until: Date,
+  ): Promise<{ hour: number; direction: Direction; status: MessageStatus; n: number }[]> {
+    return db.query(
+      `SELECT ${hourIndexSql('created_at', '$2')} AS hour, direction, status, count(*)::int AS n FROM messages
+        WHERE organization_id = $1 AND created_at >= $2 AND created_at < $3
+        GROUP BY 1, direction, status`,
       [organizationId, since, until],
     );
   }

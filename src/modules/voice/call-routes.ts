@@ -5,13 +5,15 @@ import { Type } from 'typebox';
 import { ApiError } from '../../platform/errors.ts';
 import type { App } from '../../platform/http/app-type.ts';
 import { callerOf, cursorScope } from '../../platform/http/caller.ts';
-import { envelope, IdParams } from '../../platform/http/schemas.ts';
+import { envelope, HourlyQuery, IdParams } from '../../platform/http/schemas.ts';
 import type { ModuleRoutes } from '../../platform/module.ts';
 import { PageEnvelope, PageQuery, pageResponse } from '../../platform/pagination.ts';
 import { organizationsModule } from '../organizations/index.ts';
 import { toCall } from './call-end.ts';
 import {
+  CALL_STATS_MAX_DAYS,
   CallCreate,
+  CallHourlySchema,
   CallSchema,
   CallTransfer,
   RegionParams,
@@ -47,6 +49,11 @@ export const callRoutes: ModuleRoutes<VoiceServices> =
             since: Type.Optional(
               Type.String({ format: 'date-time', description: 'Calls created at or after (ISO 8601)' }),
             ),
+            live: Type.Optional(
+              Type.Boolean({
+                description: 'Only the calls not yet ended (ringing or in progress): who talks now',
+              }),
+            ),
           }),
           response: { 200: PageEnvelope(CallSchema) },
         },
@@ -55,6 +62,27 @@ export const callRoutes: ModuleRoutes<VoiceServices> =
         const caller = callerOf(request);
         return pageResponse(await calls.page(caller.organizationId, request.query, cursorScope(caller)));
       },
+    );
+
+    app.get(
+      '/calls/stats/hourly',
+      {
+        config: read,
+        schema: {
+          operationId: 'calls.hourly',
+          tags,
+          summary: 'Calls created in each hour of a window (default: the last 24 hours)',
+          description:
+            'Calls by direction, and how many were answered, one bucket per hour from `since` (at most ' +
+            `${CALL_STATS_MAX_DAYS} days before \`until\`): what a dashboard charts.`,
+          querystring: HourlyQuery(CALL_STATS_MAX_DAYS),
+          response: { 200: envelope(CallHourlySchema) },
+        },
+      },
+      async (request) => ({
+        success: true as const,
+        data: await calls.hourly(callerOf(request).organizationId, request.query),
+      }),
     );
 
     app.post(

@@ -3,6 +3,7 @@
 import { assignments } from '../../platform/db/assignments.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import type { ListQuery } from '../../platform/pagination.ts';
+import { hourIndexSql } from '../../platform/time-window.ts';
 
 export const CALL_STATUSES = [
   'queued',
@@ -126,18 +127,33 @@ export class CallStore {
     return row;
   }
 
+  /** The list's SQL: every call of the organization, or those created since `since`, or only live ones. */
   listQuery(
     organizationId: string,
-    since: Date | null = null,
+    filters: { since?: Date | null; live?: boolean } = {},
   ): Pick<ListQuery<CallRow, unknown>, 'select' | 'from' | 'where' | 'params'> {
-    if (!since)
-      return { select: '*', from: 'calls', where: 'organization_id = $1', params: [organizationId] };
-    return {
-      select: '*',
-      from: 'calls',
-      where: 'organization_id = $1 AND created_at >= $2',
-      params: [organizationId, since],
-    };
+    const params: unknown[] = [organizationId];
+    const where = ['organization_id = $1'];
+    if (filters.since) where.push(`created_at >= $${params.push(filters.since)}`);
+    // calls_org_live (a partial index of the calls not yet ended) keeps this a short scan.
+    if (filters.live) where.push('ended_at IS NULL');
+    return { select: '*', from: 'calls', where: where.join(' AND '), params };
+  }
+
+  /** Calls created in [since, until) by hour from `since` (hourIndexSql), direction and whether answered. */
+  async countsByHour(
+    db: Queryable,
+    organizationId: string,
+    since: Date,
+    until: Date,
+  ): Promise<{ hour: number; direction: CallDirection; answered: boolean; n: number }[]> {
+    return db.query(
+      `SELECT ${hourIndexSql('created_at', '$2')} AS hour, direction, answered_at IS NOT NULL AS answered,
+              count(*)::int AS n
+         FROM calls WHERE organization_id = $1 AND created_at >= $2 AND created_at < $3
+        GROUP BY 1, direction, 3`,
+      [organizationId, since, until],
+    );
   }
 
   /**

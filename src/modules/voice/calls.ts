@@ -13,6 +13,7 @@ import type { Database } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { EventOutbox } from '../../platform/events.ts';
 import type { PageQueryInput, Paginator } from '../../platform/pagination.ts';
+import { hourlyBuckets, timeWindow } from '../../platform/time-window.ts';
 import type { NumberService } from '../numbers/index.ts';
 import type { Organization, OrganizationService } from '../organizations/index.ts';
 import { CallAdmission } from './admission.ts';
@@ -31,7 +32,13 @@ import { LiveCall, type LiveCallDeps } from './live-call.ts';
 import type { CallMedia } from './media.ts';
 import type { Pbx, RingResult } from './pbx.ts';
 import type { QueueRuntime } from './queues/index.ts';
-import type { CallCreateInput, CallTransferInput, PublicCall } from './schemas.ts';
+import {
+  CALL_STATS_MAX_DAYS,
+  type CallCreateInput,
+  type CallHourly,
+  type CallTransferInput,
+  type PublicCall,
+} from './schemas.ts';
 import type { StreamTargetOptions } from './stream-target.ts';
 
 export { LEASE_SECONDS } from './admission.ts';
@@ -255,17 +262,38 @@ export class CallService {
     return row;
   }
 
-  page(organizationId: string, query: PageQueryInput & { since?: string }, surface: string) {
+  page(organizationId: string, query: PageQueryInput & { since?: string; live?: boolean }, surface: string) {
     const since = query.since ? new Date(query.since) : null;
+    const live = query.live === true;
     return this.pagination.list(this.db, query, {
       endpoint: `${surface}.calls.list`,
       keyset: true,
       organizationId,
       // Also what a cursor is bound to: a cursor from one filtering is refused by another.
-      filters: { since },
-      ...this.store.listQuery(organizationId, since),
+      filters: { since, live },
+      ...this.store.listQuery(organizationId, { since, live }),
       map: toCall,
     });
+  }
+
+  /** Calls created in each hour of a window (GET /calls/stats/hourly), for the dashboard's charts. */
+  async hourly(organizationId: string, query: { since?: string; until?: string }): Promise<CallHourly> {
+    const window = timeWindow(query, this.clock.now(), { defaultDays: 1, maxDays: CALL_STATS_MAX_DAYS });
+    const buckets = hourlyBuckets(window, () => ({
+      total: 0,
+      inbound: 0,
+      outbound: 0,
+      internal: 0,
+      answered: 0,
+    }));
+    for (const row of await this.store.countsByHour(this.db, organizationId, window.since, window.until)) {
+      const bucket = buckets[row.hour];
+      if (!bucket) continue;
+      bucket.total += row.n;
+      bucket[row.direction] += row.n;
+      if (row.answered) bucket.answered += row.n;
+    }
+    return { since: window.since.toISOString(), until: window.until.toISOString(), buckets };
   }
 
   /**

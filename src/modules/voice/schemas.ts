@@ -1,5 +1,6 @@
 // Request and response shapes of the voice module; TypeScript types are Static<> of these.
 import { type Static, Type } from 'typebox';
+import { HourlyReport } from '../../platform/http/schemas.ts';
 
 const ExtensionNumber = Type.String({
   pattern: '^[0-9]{2,6}$',
@@ -152,6 +153,23 @@ export const CallSchema = Type.Object({
   transferredAt: nullable('When that transfer was answered, or null'),
 });
 export type PublicCall = Static<typeof CallSchema>;
+
+/** The longest window GET /calls/stats/hourly counts over: an index range scan, kept to what a dashboard asks. */
+export const CALL_STATS_MAX_DAYS = 31;
+
+/** Calls created in each hour of a window (GET /calls/stats/hourly): the dashboard's charts. */
+export const CallHourlySchema = HourlyReport(
+  Type.Object({
+    total: Type.Integer(),
+    inbound: Type.Integer(),
+    outbound: Type.Integer(),
+    internal: Type.Integer({ description: 'Extension to extension' }),
+    answered: Type.Integer({
+      description: 'Of the total, those answered (by a person, an agent or voicemail)',
+    }),
+  }),
+);
+export type CallHourly = Static<typeof CallHourlySchema>;
 
 export const CallCreate = Type.Object(
   {

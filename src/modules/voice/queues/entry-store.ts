@@ -144,6 +144,22 @@ export class EntryStore {
     );
   }
 
+  /** How the queue's waits that ended in [since, now] ended (queue_entries_left keeps it a range scan). */
+  async outcomesSince(
+    db: Queryable,
+    queueId: string,
+    since: Date,
+  ): Promise<{ answered: number; abandoned: number; timedOut: number }> {
+    const [row] = await db.query<{ answered: number; abandoned: number; timedOut: number }>(
+      `SELECT count(*) FILTER (WHERE state = 'answered')::int AS answered,
+              count(*) FILTER (WHERE state = 'abandoned')::int AS abandoned,
+              count(*) FILTER (WHERE state = 'timed_out')::int AS "timedOut"
+         FROM queue_entries WHERE queue_id = $1 AND left_at >= $2`,
+      [queueId, since],
+    );
+    return row ?? { answered: 0, abandoned: 0, timedOut: 0 };
+  }
+
   /** The member who answered the queue's latest answered caller (round robin starts after them). */
   async lastAnswered(db: Queryable, queueId: string): Promise<string | null> {
     const [row] = await db.query<{ answered_by: string }>(

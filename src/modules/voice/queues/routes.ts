@@ -90,12 +90,21 @@ export const queueRoutes: ModuleRoutes<{ queues: QueueService }> =
             'caller), wrap_up (wrapUpSeconds after a queue call ended), offline (on a server running SIP: no ' +
             'registered phone), else available (docs/voice.md "Queues at run time").',
           params: IdParams,
+          querystring: Type.Object({
+            since: Type.Optional(
+              Type.String({
+                maxLength: 40,
+                description:
+                  'Count the waits that ended since (ISO 8601, in the last 31 days); default 24 hours ago',
+              }),
+            ),
+          }),
           response: { 200: envelope(QueueLiveSchema) },
         },
       },
       async (request) => ({
         success: true as const,
-        data: await queues.live(callerOf(request).organizationId, request.params.id),
+        data: await queues.live(callerOf(request).organizationId, request.params.id, request.query),
       }),
     );
 

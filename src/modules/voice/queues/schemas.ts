@@ -77,6 +77,20 @@ export type PublicQueue = Static<typeof QueueSchema>;
 
 /** GET /queues/{id}/live: who waits, in order, and what each member is doing now. */
 export const QueueLiveSchema = Type.Object({
+  outcomes: Type.Object(
+    {
+      since: Type.String({
+        format: 'date-time',
+        description: 'Counted from (the `since` asked, else 24 hours ago)',
+      }),
+      answered: Type.Integer({ description: 'Callers a member answered' }),
+      abandoned: Type.Integer({ description: 'Callers who hung up while waiting' }),
+      timedOut: Type.Integer({
+        description: 'Callers whose longest wait passed (the queue’s onTimeout ran)',
+      }),
+    },
+    { description: 'How the waits that ended since `since` ended: what a wallboard shows for the day' },
+  ),
   waiting: Type.Array(
     Type.Object({
       callId: Type.String({ description: 'The waiting call' }),

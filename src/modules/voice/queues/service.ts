@@ -8,6 +8,7 @@ import type { Database } from '../../../platform/db/index.ts';
 import { ApiError } from '../../../platform/errors.ts';
 import { newId } from '../../../platform/ids.ts';
 import type { PageQueryInput, Paginator } from '../../../platform/pagination.ts';
+import { timeWindow } from '../../../platform/time-window.ts';
 import { checkFlowSteps, type FlowStep } from '../flows/index.ts';
 import { checkMembers } from '../ring-groups/index.ts';
 import { EntryStore } from './entry-store.ts';
@@ -59,13 +60,17 @@ export class QueueService {
   }
 
   /** GET /queues/{id}/live: the callers in the queue in order, and each member's state now. */
-  async live(organizationId: string, id: string): Promise<QueueLive> {
+  async live(organizationId: string, id: string, query: { since?: string } = {}): Promise<QueueLive> {
     if (!(await this.store.find(this.db, organizationId, id))) throw ApiError.notFound('Queue');
     const now = this.clock.now();
+    // A wallboard counts from the start of its own day; without one, the last 24 hours.
+    const { since } = timeWindow({ since: query.since }, now, { defaultDays: 1, maxDays: 31 });
     const waiting = await this.entries.waiting(this.db, id);
     const facts = await this.entries.memberFacts(this.db, organizationId, id, now);
+    const outcomes = await this.entries.outcomesSince(this.db, id, since);
     const presence = this.presence();
     return {
+      outcomes: { since: since.toISOString(), ...outcomes },
       waiting: waiting.map((entry) => ({
         callId: entry.call_id,
         from: entry.from_number,
