@@ -86,6 +86,15 @@ export class SipListener {
     return this.strict?.violations ?? [];
   }
 
+  /**
+   * A WebSocket the HTTP server accepted at `/sip` (RFC 7118; websocket-endpoint.ts). Without a running listener
+   * it is closed at once (the endpoint refuses the upgrade before that can happen).
+   */
+  acceptWebSocket(socket: sip.SipWebSocket, remote: sip.SipRemote): void {
+    if (!this.stack) return socket.close(1013, 'SIP listener not running');
+    this.stack.acceptWebSocket(socket, remote);
+  }
+
   /** The SIP stack while listening (the SIP PBX sends through it). */
   get sipStack(): sip.SipStack | undefined {
     return this.stack;
@@ -124,6 +133,8 @@ export class SipListener {
       udp: true,
       tcp: true,
       ...options.timers,
+      // A browser's WebSocket closed: what it registered cannot be reached any more (RFC 7118 section 5).
+      onFlowClosed: (remote: sip.SipRemote) => void this.flowClosed(remote),
       // Our 2xx to an INVITE that no ACK answered within 64*T1: that dialog ends (RFC 3261 section 13.3.1.4).
       unacknowledged: (response: sip.SipMessage) => this.pbx.unacknowledged(response),
       logger: {
@@ -163,6 +174,17 @@ export class SipListener {
     this.pbx.closeAll();
     this.stack?.destroy();
     this.stack = undefined;
+  }
+
+  private async flowClosed(remote: sip.SipRemote): Promise<void> {
+    try {
+      const removed = await this.registrar.removeSource(
+        `${remote.protocol.toLowerCase()}:${remote.address}:${remote.port}`,
+      );
+      this.log.debug({ peer: `${remote.address}:${remote.port}`, removed }, 'SIP WebSocket closed');
+    } catch (error) {
+      this.log.warn({ err: error }, 'registrations of a closed SIP WebSocket not removed');
+    }
   }
 
   /** A message on its way out (retransmissions too): one debug line, and the strict check in test mode. */
