@@ -91,8 +91,8 @@ export class SipListener {
    * it is closed at once (the endpoint refuses the upgrade before that can happen).
    */
   acceptWebSocket(socket: sip.SipWebSocket, remote: sip.SipRemote): void {
-    if (!this.stack) return socket.close(1013, 'SIP listener not running');
-    this.stack.acceptWebSocket(socket, remote);
+    if (this.stack) this.stack.acceptWebSocket(socket, remote);
+    else socket.close(1013, 'SIP listener not running');
   }
 
   /** The SIP stack while listening (the SIP PBX sends through it). */
