@@ -34,7 +34,7 @@ export interface AudioDescription {
 /** Whether an SDP is a WebRTC one: its audio over DTLS-SRTP (`UDP/TLS/RTP/SAVPF`) with a fingerprint. */
 export function isWebRtc(sdp: string | undefined): boolean {
   const audio = readAudio(sdp);
-  return audio !== undefined && audio.protocol.includes('savp') && audio.fingerprint !== undefined;
+  return Boolean(audio?.protocol.includes('savp') && audio.fingerprint !== undefined);
 }
 
 export function readAudio(sdp: string | undefined): AudioDescription | undefined {
