@@ -111,6 +111,8 @@ export class WebRtcEndpoint {
     return this.once(`browser-offer:${sdp}`, 'browser_offer', async () => {
       const offer = readAudio(sdp);
       if (!offer) throw new NotAcceptable('no audio stream');
+      // Audio only: a video stream or data channel beside it would need an answer refusing it inside BUNDLE.
+      if ((sdp.match(/^m=/gm) ?? []).length > 1) throw new NotAcceptable('streams other than audio');
       if (this.state === 'established' || this.state === 'reanswering') {
         if (offer.iceUfrag !== this.browser?.iceUfrag) throw new NotAcceptable('ICE restart');
         this.move('browser_offer');
