@@ -183,4 +183,34 @@ describe('SIP over WebSocket and WebRTC media', () => {
       await media.close();
     }
   });
+
+  test('a browser whose WebSocket closes mid-call: the desk phone gets our BYE, the call completes', async () => {
+    const desk = await SipPhone.open(office.port, deskExtension);
+    const browser = await WsSipPhone.open(wsUrl, browserExtension);
+    const media = new BrowserMedia();
+    try {
+      assert.equal(await desk.register(), 200);
+      assert.equal((await browser.register()).status, 200);
+      const { answer } = await browser.call('102', await media.offer());
+      assert.equal(answer.status, 200, answer.text);
+      await desk.next('INVITE');
+      await browser.close();
+      await desk.next('BYE');
+      const call = await until(
+        async () =>
+          (await office.t.request('GET', '/api/v2/calls', { apiKey: office.office.key })).body.data[0],
+        (record) => record?.status === 'completed',
+      );
+      assert.equal(call.status, 'completed');
+      assert.equal(call.from, '101');
+      await until(
+        () => office.t.ctx.sipListener.webrtc.size,
+        (size) => size === 0,
+      );
+      assert.equal(office.t.ctx.sipListener.webrtc.size, 0, 'its bridge closed');
+    } finally {
+      desk.close();
+      await media.close();
+    }
+  });
 });

@@ -187,6 +187,11 @@ export class SipListener {
   }
 
   private async flowClosed(remote: sip.SipRemote): Promise<void> {
+    // Its calls cannot go on: nothing reaches that browser any more (not even our BYE).
+    for (const sipCallId of this.webrtc.dialogsThrough(remote)) {
+      this.pbx.connectionLost(sipCallId);
+      this.webrtc.release(sipCallId);
+    }
     try {
       const removed = await this.registrar.removeSource(
         `${remote.protocol.toLowerCase()}:${remote.address}:${remote.port}`,
@@ -255,7 +260,7 @@ export class SipListener {
     }
     try {
       // A browser's WebRTC offer becomes a plain one on a bridge of ours before the PBX reads it.
-      const mediaRefusal = await this.webrtc.incoming(request);
+      const mediaRefusal = await this.webrtc.incoming(request, this.stack);
       if (mediaRefusal) {
         stack.send(this.respond(request, mediaRefusal[0], mediaRefusal[1]));
         return;

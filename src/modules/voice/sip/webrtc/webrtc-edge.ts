@@ -16,6 +16,8 @@ import { isWebRtc } from './webrtc-sdp.ts';
 
 export class WebRtcEdge {
   private readonly bridges = new Map<string, Promise<WebRtcEndpoint>>();
+  /** The WebSocket each bridged dialog's browser is reached through (`address,port`), when it is one. */
+  private readonly flows = new Map<string, string>();
   /** The messages of each Call-ID with a bridge, in the order they were handed over. */
   private readonly queues = new Map<string, Promise<void>>();
 
@@ -42,7 +44,7 @@ export class WebRtcEdge {
    * A request from the network, before the PBX sees it: a WebRTC offer in it becomes a plain one. Returns the
    * refusal to answer instead (488), or undefined.
    */
-  async incoming(request: SipMessage): Promise<[number, string] | undefined> {
+  async incoming(request: SipMessage, stack?: SipStack): Promise<[number, string] | undefined> {
     const callId = request.headers['call-id'];
     if (request.method === 'BYE') {
       this.end(callId);
@@ -52,6 +54,7 @@ export class WebRtcEdge {
     if (!request.content || (!isWebRtc(request.content) && !this.bridges.has(callId))) return undefined;
     try {
       const bridge = await this.open(callId);
+      if (request.flow && stack) this.remember(callId, stack.flowOf(request.flow.uri));
       request.content = await bridge.fromBrowserOffer(request.content);
       return undefined;
     } catch (error) {
@@ -71,6 +74,7 @@ export class WebRtcEdge {
         const callId = message.headers['call-id'];
         const toBrowser = message.method !== undefined && this.toWebSocket(stack, message);
         if (!toBrowser && !this.bridges.has(callId)) return stack.send(message, callback);
+        if (toBrowser) this.remember(callId, stack.flowOf(message.headers.route![0]!.uri));
         const answered =
           callback && ((response: SipMessage) => this.answered(callId, message, response, callback));
         this.enqueue(callId, async () => {
@@ -137,6 +141,16 @@ export class WebRtcEdge {
     return flow?.protocol === 'WS' || flow?.protocol === 'WSS';
   }
 
+  /** The Call-IDs of the bridged dialogs whose browser was reached through the WebSocket `remote`. */
+  dialogsThrough(remote: { address: string; port: number }): string[] {
+    const key = `${remote.address},${remote.port}`;
+    return [...this.flows].filter(([, flow]) => flow === key).map(([callId]) => callId);
+  }
+
+  private remember(callId: string, flow: { address: string; port: number } | undefined): void {
+    if (flow && !this.flows.has(callId)) this.flows.set(callId, `${flow.address},${flow.port}`);
+  }
+
   private open(callId: string): Promise<WebRtcEndpoint> {
     let bridge = this.bridges.get(callId);
     if (!bridge) {
@@ -148,10 +162,16 @@ export class WebRtcEdge {
     return bridge;
   }
 
+  /** Ends the bridge of a dialog (its browser's connection went away). */
+  release(callId: string): void {
+    this.end(callId);
+  }
+
   private end(callId: string): void {
     const bridge = this.bridges.get(callId);
     if (!bridge) return;
     this.bridges.delete(callId);
+    this.flows.delete(callId);
     void bridge.then((endpoint) => endpoint.close()).catch(() => {});
   }
 
