@@ -1,6 +1,7 @@
 // Calls in the browser with a third-party browser SIP stack (issue 37): Chromium runs JsSIP (not the console's
 // SIP.js) in a test page, with a fake microphone playing a WAV tone, registers an extension over our WebSocket
-// (`/sip`, RFC 7118), calls a desk phone (a UDP phone of the test), and takes a call from it; WebRTC media (ICE,
+// (`/sip`, RFC 7118), calls a desk phone (a UDP phone of the test), takes a call from it, and calls the office's
+// number routed to an AI agent, out through the trunk and back in (the trunk is our own listener); WebRTC media (ICE,
 // DTLS-SRTP, G.711) is terminated on the server and bridged to the RTP relay. Audio both ways is checked by the
 // relay's packet counts and by the page's own WebRTC statistics; the call records by the API. Every SIP message
 // the server sends (over the WebSocket too) passes the strict phone's check (t.close()).
@@ -63,7 +64,7 @@ describe('a third-party browser SIP stack (JsSIP in Chromium) on our WebSocket',
   let desk: SipPhone;
 
   before(async () => {
-    office = await sipOffice();
+    office = await sipOffice({}, { trunkToSelf: true });
     browserExtension = await office.create('101');
     deskExtension = await office.create('102');
     desk = await SipPhone.open(office.port, deskExtension);
@@ -190,5 +191,47 @@ describe('a third-party browser SIP stack (JsSIP in Chromium) on our WebSocket',
     const call = await until(latestCall, (record) => record?.status === 'completed');
     assert.equal(call.from, '102');
     assert.equal(call.to, '101');
+  });
+
+  test('the browser calls the number routed to an AI agent, over the trunk: it hears the agent, both calls complete', async () => {
+    const api = (method: string, path: string, body?: unknown) =>
+      office.t.request(method, `/api/v2${path}`, { apiKey: office.office.key, body });
+    const agent = await api('POST', '/agents', {
+      name: 'Receptionist',
+      firstMessage: 'Bright Smile Dental, how can I help?',
+    });
+    assert.equal(agent.status, 201, agent.text);
+    const [number] = (await api('GET', '/numbers')).body.data;
+    const routed = await api('PATCH', `/numbers/${number.id}`, {
+      voiceRoute: { type: 'agent', target: agent.body.data.id },
+    });
+    assert.equal(routed.status, 200, routed.text);
+    const before = (await events()).length;
+    await page.evaluate((target) => (window as any).phone.call(target), `sip:${number.number}@localhost`);
+    await until(events, (list) => list.slice(before).includes('confirmed'));
+    assert.ok((await events()).slice(before).includes('confirmed'), (await events()).join());
+    // The browser's call out (through the relay, to the trunk) and the network's call in, to the agent.
+    const calls = await until(
+      async () => (await api('GET', '/calls')).body.data as Record<string, any>[],
+      (list) =>
+        list.filter((call) => call.to === number.number && call.status === 'in_progress').length === 2,
+    );
+    const outbound = calls.find((call) => call.direction === 'outbound' && call.to === number.number)!;
+    assert.ok(outbound, JSON.stringify(calls));
+    assert.ok(calls.some((call) => call.direction === 'inbound' && call.to === number.number));
+    // The agent's greeting reaches the browser, and the browser's microphone the agent, through the relay.
+    const relayed = await until(
+      () => office.t.ctx.sipListener.pbx.mediaOf(outbound.id),
+      (counts) => (counts?.fromCaller ?? 0) >= 50 && (counts?.fromCallee ?? 0) >= 50,
+    );
+    assert.ok(relayed && relayed.fromCaller >= 50 && relayed.fromCallee >= 50, JSON.stringify(relayed));
+    const seen = await until(stats, (value) => value.received >= 50);
+    assert.ok(seen.received >= 50, JSON.stringify(seen));
+    await page.evaluate(() => (window as any).phone.hangup());
+    const ended = await until(
+      async () => (await api('GET', '/calls')).body.data as Record<string, any>[],
+      (list) => list.filter((call) => call.to === number.number && call.status === 'completed').length === 2,
+    );
+    assert.equal(ended.filter((call) => call.to === number.number && call.status === 'completed').length, 2);
   });
 });
