@@ -25,13 +25,25 @@ async function until<T>(read: () => T | Promise<T>, ok: (value: T) => boolean, m
 }
 
 describe('SIP over WebSocket and WebRTC media', () => {
+  /**
+   * Both ends' ICE and DTLS up (the browser's and our bridge's): packets sent before the last DTLS flight lands
+   * have no SRTP keys to meet, and a browser sending audio all call long would not notice, but a count would.
+   */
+  const bothConnected = async (media: BrowserMedia, sipCallId: string) => {
+    await media.connected();
+    const bridge = await office.t.ctx.sipListener.webrtc.bridge(sipCallId);
+    assert.ok(bridge, 'a bridge for the dialog');
+    await until(() => bridge.connected, Boolean);
+    assert.ok(bridge.connected, 'our side of DTLS is up');
+  };
   let office: Awaited<ReturnType<typeof sipOffice>>;
   let browserExtension: SipExtension;
   let deskExtension: SipExtension;
   let wsUrl: string;
 
   before(async () => {
-    office = await sipOffice();
+    // The trunk is our own listener: a number dialled out comes back in (to an agent, below).
+    office = await sipOffice({}, { trunkToSelf: true });
     browserExtension = await office.create('101');
     deskExtension = await office.create('102');
     wsUrl = `${office.t.url.replace(/^http/, 'ws')}/sip`;
@@ -74,14 +86,13 @@ describe('SIP over WebSocket and WebRTC media', () => {
       assert.match(answer.body, /a=setup:(active|passive)/);
       assert.match(header(answer.text, 'contact'), /;transport=ws/);
       await media.accept(answer.body);
-      await media.connected();
+      await bothConnected(media, dialog.callId);
 
       const invite = await desk.next('INVITE');
       const relayPort = Number(/m=audio (\d+)/.exec(invite.body)![1]);
       assert.match(invite.body, /RTP\/AVP/);
       const deskSending = desk.sendRtp(relayPort, 60);
       await media.sendAudio(60);
-      await media.sendKey(5);
       await deskSending;
       const [live] = (await office.t.ctx.calls.page(office.office.id, { limit: 1 }, 'api')).data;
       const relayed = await until(
@@ -155,7 +166,7 @@ describe('SIP over WebSocket and WebRTC media', () => {
       assert.match(offer, /a=fingerprint:sha-256 /);
       assert.match(offer, /a=candidate:\S+ 1 udp \d+ 127\.0\.0\.1 \d+ typ host/);
       const dialog = await calling;
-      await media.connected();
+      await bothConnected(media, browser.answered!.callId);
       const relayPort = Number(/m=audio (\d+)/.exec(desk.lastAnswer!.body)![1]);
       const deskSending = desk.sendRtp(relayPort, 40);
       await media.sendAudio(40);
@@ -210,6 +221,66 @@ describe('SIP over WebSocket and WebRTC media', () => {
       assert.equal(office.t.ctx.sipListener.webrtc.size, 0, 'its bridge closed');
     } finally {
       desk.close();
+      await media.close();
+    }
+  });
+
+  test('a browser’s keys (RFC 4733) reach an AI agent over the trunk, as a desk phone’s do', async () => {
+    const api = (method: string, path: string, body?: unknown) =>
+      office.t.request(method, `/api/v2${path}`, { apiKey: office.office.key, body });
+    const agent = await api('POST', '/agents', {
+      name: 'Front desk',
+      firstMessage: 'Hello, how can I help?',
+    });
+    assert.equal(agent.status, 201, agent.text);
+    const [number] = (await api('GET', '/numbers')).body.data;
+    const routed = await api('PATCH', `/numbers/${number.id}`, {
+      voiceRoute: { type: 'agent', target: agent.body.data.id },
+    });
+    assert.equal(routed.status, 200, routed.text);
+    const browser = await WsSipPhone.open(wsUrl, browserExtension);
+    const media = new BrowserMedia();
+    try {
+      assert.equal((await browser.register()).status, 200);
+      const { answer, dialog } = await browser.call(number.number, await media.offer());
+      assert.equal(answer.status, 200, answer.text);
+      await media.accept(answer.body);
+      await bothConnected(media, dialog.callId);
+      // The agent's greeting reaches the browser; then it presses 5 (telephone-event on its own type, 126).
+      await until(
+        () => media.receivedAudio,
+        (count) => count >= 10,
+      );
+      assert.ok(media.receivedAudio >= 10, `browser heard ${media.receivedAudio}`);
+      await media.sendKey(5);
+      const pressed = await until(
+        async () => (await office.t.ctx.agentCalls.page(office.office.id, { limit: 10 }, 'api')).data,
+        (rows: Record<string, any>[]) =>
+          rows.some((row) => row.transcript.some((turn: { digits?: string }) => turn.digits === '5')),
+      );
+      assert.ok(
+        pressed.some((row: Record<string, any>) =>
+          row.transcript.some((turn: { digits?: string }) => turn.digits === '5'),
+        ),
+        JSON.stringify(pressed),
+      );
+      assert.equal((await browser.inDialogRequest('BYE', dialog)).status, 200);
+      // Both calls (the browser's out, the network's in to the agent) end before the app closes.
+      const ended = await until(
+        async () => (await api('GET', '/calls')).body.data as Record<string, any>[],
+        (list) =>
+          list.filter((call) => call.to === number.number && call.status === 'completed').length === 2,
+      );
+      assert.equal(
+        ended.filter((call) => call.to === number.number && call.status === 'completed').length,
+        2,
+      );
+      await until(
+        async () => (await office.t.ctx.agentCalls.page(office.office.id, { limit: 10 }, 'api')).data,
+        (rows: Record<string, any>[]) => rows.every((row) => row.outcome !== null),
+      );
+    } finally {
+      await browser.close();
       await media.close();
     }
   });

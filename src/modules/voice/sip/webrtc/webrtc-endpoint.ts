@@ -106,6 +106,11 @@ export class WebRtcEndpoint {
     return this.state;
   }
 
+  /** Whether ICE and DTLS are up (SRTP keys made): packets can pass both ways. */
+  get connected(): boolean {
+    return this.pc?.connectionState === 'connected';
+  }
+
   /** A browser's offer (a new call, or a re-offer: hold, resume): the plain offer to hand the PBX. */
   async fromBrowserOffer(sdp: string): Promise<string> {
     return this.once(`browser-offer:${sdp}`, 'browser_offer', async () => {
