@@ -14,6 +14,9 @@ import type { SipMessage, SipStack } from '../stack/index.ts';
 import { type MediaHosts, NotAcceptable, WebRtcEndpoint } from './webrtc-endpoint.ts';
 import { isWebRtc } from './webrtc-sdp.ts';
 
+/** Browser calls one process bridges at once; an INVITE past it is refused 503 (another process takes it). */
+export const MAX_BRIDGES = 2_000;
+
 export class WebRtcEdge {
   private readonly bridges = new Map<string, Promise<WebRtcEndpoint>>();
   /** The WebSocket each bridged dialog's browser is reached through (`address,port`), when it is one. */
@@ -52,6 +55,7 @@ export class WebRtcEdge {
     }
     if (request.method !== 'INVITE' && request.method !== 'UPDATE') return undefined;
     if (!request.content || (!isWebRtc(request.content) && !this.bridges.has(callId))) return undefined;
+    if (!this.bridges.has(callId) && this.bridges.size >= MAX_BRIDGES) return [503, 'Service Unavailable'];
     try {
       const bridge = await this.open(callId);
       if (request.flow && stack) this.remember(callId, stack.flowOf(request.flow.uri));
