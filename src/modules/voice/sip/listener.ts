@@ -1,4 +1,5 @@
-// The SIP listener (SIP_PORT): a user-agent server on UDP and TCP beside the HTTP server, on our SIP stack
+// The SIP listener (SIP_PORT): a user-agent server on UDP and TCP beside the HTTP server, and on the WebSockets
+// browsers open at the HTTP server's `/sip` (RFC 7118; their WebRTC media through webrtc/), on our SIP stack
 // (stack/: the `sip` package vendored, with our parser with limits; docs/architecture.md says why). Today it
 // is the registrar (REGISTER with digest authentication), OPTIONS (phones' keep-alives), and calls between
 // extensions' phones, in from the trunk and placed by the API (INVITE, re-INVITE, UPDATE, ACK, CANCEL, BYE,
