@@ -284,4 +284,54 @@ describe('SIP over WebSocket and WebRTC media', () => {
       await media.close();
     }
   });
+
+  test('two browsers: one calls the other, audio both ways through two bridges and the relay', async () => {
+    const otherExtension = await office.create('103');
+    const caller = await WsSipPhone.open(wsUrl, browserExtension);
+    const callee = await WsSipPhone.open(wsUrl, otherExtension);
+    const callerMedia = new BrowserMedia();
+    const calleeMedia = new BrowserMedia();
+    try {
+      assert.equal((await caller.register()).status, 200);
+      assert.equal((await callee.register()).status, 200);
+      callee.onInvite = (invite) => calleeMedia.answer(invite.body);
+      const { answer, dialog } = await caller.call('103', await callerMedia.offer());
+      assert.equal(answer.status, 200, answer.text);
+      await callerMedia.accept(answer.body);
+      await bothConnected(callerMedia, dialog.callId);
+      await bothConnected(calleeMedia, callee.answered!.callId);
+      await Promise.all([callerMedia.sendAudio(50), calleeMedia.sendAudio(50, 0)]);
+      const [live] = (await office.t.ctx.calls.page(office.office.id, { limit: 1 }, 'api')).data;
+      const relayed = await until(
+        () => office.t.ctx.sipListener.pbx.mediaOf(live!.id),
+        (counts) => (counts?.fromCaller ?? 0) >= 25 && (counts?.fromCallee ?? 0) >= 25,
+      );
+      assert.ok(relayed && relayed.fromCaller >= 25 && relayed.fromCallee >= 25, JSON.stringify(relayed));
+      await until(
+        () => Math.min(callerMedia.receivedAudio, calleeMedia.receivedAudio),
+        (count) => count >= 25,
+      );
+      assert.ok(callerMedia.receivedAudio >= 25, `caller heard ${callerMedia.receivedAudio}`);
+      assert.ok(calleeMedia.receivedAudio >= 25, `callee heard ${calleeMedia.receivedAudio}`);
+      assert.equal((await caller.inDialogRequest('BYE', dialog)).status, 200);
+      await callee.next('BYE');
+      const call = await until(
+        async () =>
+          (await office.t.request('GET', '/api/v2/calls', { apiKey: office.office.key })).body.data[0],
+        (record) => record?.status === 'completed',
+      );
+      assert.equal(call.from, '101');
+      assert.equal(call.to, '103');
+      await until(
+        () => office.t.ctx.sipListener.webrtc.size,
+        (size) => size === 0,
+      );
+      assert.equal(office.t.ctx.sipListener.webrtc.size, 0);
+    } finally {
+      await caller.close();
+      await callee.close();
+      await callerMedia.close();
+      await calleeMedia.close();
+    }
+  });
 });
