@@ -334,4 +334,61 @@ describe('SIP over WebSocket and WebRTC media', () => {
       await calleeMedia.close();
     }
   });
+
+  test('a call the API places from the browser’s extension: our offer, then our re-INVITE to the voicemail box', async () => {
+    const api = (method: string, path: string, body?: unknown) =>
+      office.t.request(method, `/api/v2${path}`, { apiKey: office.office.key, body });
+    const box = await api('POST', '/extensions', {
+      extension: '104',
+      name: 'Away',
+      voicemail: { enabled: true, greeting: 'Hello.' },
+    });
+    assert.equal(box.status, 201, box.text);
+    const browser = await WsSipPhone.open(wsUrl, browserExtension);
+    const media = new BrowserMedia();
+    const reoffers: string[] = [];
+    try {
+      assert.equal((await browser.register()).status, 200);
+      browser.onInvite = (invite) => media.answer(invite.body);
+      // A browser answers a re-offer that keeps ICE and DTLS with its description again, its version up.
+      browser.onReinvite = async (invite) => {
+        reoffers.push(invite.body);
+        return media.pc.localDescription!.sdp.replace(
+          /^(o=\S+ \S+ )(\d+)/m,
+          (_all, head, version) => `${head}${Number(version) + 1}`,
+        );
+      };
+      const placed = await api('POST', '/calls', { from: '101', to: '104' });
+      assert.equal(placed.status, 202, placed.text);
+      await browser.next('ACK');
+      await bothConnected(media, browser.answered!.callId);
+      // The box has no phone: the browser's media is moved to it by a re-INVITE, translated for the browser.
+      await until(
+        () => reoffers.length,
+        (count) => count > 0,
+      );
+      assert.equal(reoffers.length, 1);
+      assert.match(reoffers[0]!, /UDP\/TLS\/RTP\/SAVPF/);
+      assert.match(reoffers[0]!, /a=setup:actpass/);
+      assert.equal(
+        /a=ice-ufrag:(\S+)/.exec(reoffers[0]!)?.[1],
+        /a=ice-ufrag:(\S+)/.exec(media.pc.remoteDescription!.sdp)?.[1],
+        'the same ICE: no restart',
+      );
+      await media.sendAudio(200); // The greeting, its beep, then the message.
+      assert.equal((await api('POST', `/calls/${placed.body.data.id}/hangup`)).status, 200);
+      await browser.next('BYE');
+      const call = await until(
+        async () => (await api('GET', `/calls/${placed.body.data.id}`)).body.data,
+        (record) => Boolean(record?.voicemailId),
+      );
+      assert.ok(call.voicemailId, JSON.stringify(call));
+      const voicemail = (await api('GET', `/voicemails/${call.voicemailId}`)).body.data;
+      assert.equal(voicemail.extensionId, box.body.data.id);
+      assert.ok(voicemail.durationSeconds >= 1, JSON.stringify(voicemail));
+    } finally {
+      await browser.close();
+      await media.close();
+    }
+  });
 });
