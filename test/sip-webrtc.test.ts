@@ -391,4 +391,23 @@ describe('SIP over WebSocket and WebRTC media', () => {
       await media.close();
     }
   });
+
+  test('a desk phone offering no G.711 cannot ring a browser: refused at once, the browser gets no INVITE', async () => {
+    const desk = await SipPhone.open(office.port, deskExtension);
+    const browser = await WsSipPhone.open(wsUrl, browserExtension);
+    try {
+      assert.equal(await desk.register(), 200);
+      assert.equal((await browser.register()).status, 200);
+      // G.722 alone: the browser would need it transcoded, which the bridge does not do.
+      desk.sdp = () =>
+        'v=0\r\no=phone 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40000 RTP/AVP 9\r\na=rtpmap:9 G722/8000\r\n';
+      const { answer } = await desk.offer('101');
+      assert.ok(answer.status! >= 400, answer.text);
+      assert.equal(browser.log.filter((message) => message.method === 'INVITE').length, 0);
+      assert.equal(office.t.ctx.sipListener.webrtc.size, 0);
+    } finally {
+      desk.close();
+      await browser.close();
+    }
+  });
 });

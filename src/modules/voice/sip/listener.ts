@@ -85,7 +85,11 @@ export class SipListener {
     private readonly countMessage: (message: SipMessageCount) => void = () => {},
   ) {
     if (strict) this.strict = new StrictSipCheck();
-    this.webrtc = new WebRtcEdge(() => this.media, log);
+    this.webrtc = new WebRtcEdge(
+      () => this.media,
+      log,
+      (sipCallId) => this.pbx.connectionLost(sipCallId),
+    );
   }
 
   /** What a strict phone would have refused of the messages sent so far (only with `strict`). */

@@ -10,7 +10,7 @@
 // A bridge ends with its dialog: a BYE either way, or a final refusal of the INVITE that began it.
 import type { FastifyBaseLogger } from 'fastify';
 import { RTCDtlsTransport } from 'werift';
-import type { SipMessage, SipStack } from '../stack/index.ts';
+import { makeResponse, type SipMessage, type SipStack } from '../stack/index.ts';
 import { type MediaHosts, NotAcceptable, WebRtcEndpoint } from './webrtc-endpoint.ts';
 import { isWebRtc } from './webrtc-sdp.ts';
 
@@ -27,6 +27,8 @@ export class WebRtcEdge {
   constructor(
     private readonly hosts: () => MediaHosts | undefined,
     private readonly log: FastifyBaseLogger,
+    /** A browser's dialog the PBX holds answered could not be set up after all: the PBX ends it. */
+    private readonly lost: (sipCallId: string) => void = () => {},
   ) {}
 
   /** Makes the DTLS certificate every bridge presents (once per process, ECDSA P-256), before the first call. */
@@ -82,7 +84,11 @@ export class WebRtcEdge {
         const answered =
           callback && ((response: SipMessage) => this.answered(callId, message, response, callback));
         this.enqueue(callId, async () => {
-          await this.outgoing(message, toBrowser);
+          try {
+            await this.outgoing(message, toBrowser);
+          } catch (error) {
+            return this.untranslatable(stack, message, callback, error);
+          }
           stack.send(message, answered);
         });
       },
@@ -113,6 +119,33 @@ export class WebRtcEdge {
     if (!toBrowser && !this.bridges.has(callId)) return;
     const bridge = await this.open(callId);
     message.content = await bridge.toBrowserOffer(message.content);
+  }
+
+  /**
+   * A description of the PBX's that the bridge cannot carry (no G.711 in it, a browser's offer werift refused):
+   * our request is answered 488 to the PBX without leaving; our 2xx goes out as a 488 instead, and a call the PBX
+   * took for answered is ended by it.
+   */
+  private async untranslatable(
+    stack: SipStack,
+    message: SipMessage,
+    callback: ((response: SipMessage) => void) | undefined,
+    error: unknown,
+  ): Promise<void> {
+    const callId = message.headers['call-id'];
+    this.log.warn({ err: error, sipCallId: callId }, 'WebRTC description not translated');
+    const bridge = await this.bridges.get(callId)?.catch(() => undefined);
+    // Not yet set up (its first offer or answer failed): nothing of it is worth keeping.
+    const first = bridge === undefined || ['new', 'answering', 'offering'].includes(bridge.current);
+    if (first) this.end(callId);
+    if (message.method !== undefined) {
+      callback?.(makeResponse(message, 488, 'Not Acceptable Here'));
+      return;
+    }
+    const refusal = makeResponse(message, 488, 'Not Acceptable Here');
+    refusal.headers.to = message.headers.to;
+    stack.send(refusal);
+    if (first && (message.status ?? 0) < 300) this.lost(callId);
   }
 
   /** A response from the browser to a request of ours: its WebRTC answer becomes a plain one for the PBX. */
