@@ -3,7 +3,8 @@
 // RFC ships them) get the answer the RFC asks for, parsed directly and sent to a listener over UDP; the
 // refusals of the issue (each missing header, bad Content-Length, CSeq mismatch, SIP/3.0, unknown method, a
 // CANCEL of nothing) over UDP and some over TCP; whitespace that held the package's parser for half a second
-// per datagram is parsed in microseconds; random bytes never throw out of the parser.
+// per datagram is parsed in microseconds; random bytes never throw out of the parser. Over the WebSocket at
+// `/sip` (RFC 7118): the same refusals, frames over the limit closed 1009, junk and binary frames never a 500.
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { createSocket } from 'node:dgram';
@@ -11,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
+import WebSocket from 'ws';
 import type { SipMessage } from '../src/modules/voice/sip/stack/index.ts';
 import {
   type ParseResult,
@@ -449,5 +451,95 @@ describe('the SIP listener answers malformed SIP in SIP', () => {
     assert.equal(huge.closed, true);
     const fine = await overTcp(request('OPTIONS', {}, { transport: 'TCP' }));
     assert.equal(fine.answer?.status, 200);
+  });
+
+  /** A WebSocket to `/sip`: each message sent, and the answers (parsed) or the close that came back. */
+  async function overWebSocket(
+    messages: (string | Buffer)[],
+    waitMs = 1500,
+    /** Answers to wait for before closing (sooner than `waitMs`). */
+    expected = Number.POSITIVE_INFINITY,
+  ): Promise<{ answers: SipMessage[]; closeCode?: number }> {
+    const socket = new WebSocket(`${t.url.replace(/^http/, 'ws')}/sip`, ['sip']);
+    await new Promise((resolve, reject) => {
+      socket.once('open', resolve);
+      socket.once('error', reject);
+    });
+    const answers: SipMessage[] = [];
+    let closeCode: number | undefined;
+    let enough!: () => void;
+    const answered = new Promise<void>((resolve) => {
+      enough = resolve;
+    });
+    socket.on('message', (data: Buffer) => {
+      const parsed = parseMessage(data);
+      if (parsed.kind !== 'dropped') answers.push(parsed.message);
+      if (answers.length >= expected) enough();
+    });
+    const closed = new Promise<void>((resolve) =>
+      socket.once('close', (code) => {
+        closeCode = code;
+        resolve();
+      }),
+    );
+    for (const message of messages) socket.send(message);
+    await Promise.race([closed, answered, new Promise((resolve) => setTimeout(resolve, waitMs))]);
+    socket.terminate();
+    return { answers, closeCode };
+  }
+
+  test('over a WebSocket: refusals in SIP, junk dropped, an oversized frame closed 1009, never a 500', async () => {
+    const ws = (method: string, changes: Record<string, string | null> = {}, body?: string) =>
+      request(method, changes, { transport: 'WS', ...(body !== undefined ? { body } : {}) });
+    const refusals = await overWebSocket(
+      [
+        ws('OPTIONS', { 'Call-ID': null }),
+        ws('OPTIONS', { CSeq: '1 INVITE' }),
+        request('OPTIONS', {}, { version: 'SIP/3.0', transport: 'WS' }),
+        ws('OPTIONS', { 'Content-Length': '900' }),
+        'GET / HTTP/1.1\r\n\r\n',
+        '\r\n\r\n',
+        randomBytes(2000),
+        Buffer.from(ws('OPTIONS')),
+      ],
+      5000,
+      5,
+    );
+    assert.deepEqual(
+      refusals.answers.map((answer) => `${answer.status} ${answer.reason}`),
+      [
+        '400 Missing Call-ID',
+        '400 CSeq Method Mismatch',
+        '505 Version Not Supported',
+        '400 Content-Length Larger Than Message',
+        '200 OK',
+      ],
+    );
+    assert.equal(refusals.closeCode, undefined, 'junk is dropped, the connection stays');
+    // The RFC 4475 torture messages over a WebSocket: the answers they get over UDP. (Their branches made new:
+    // the UDP test's transactions of the same branches may still be alive, and would answer over UDP.)
+    for (const [name, , expected] of INVALID) {
+      const renamed = Buffer.from(
+        fixture(name).toString('latin1').replaceAll('z9hG4bK', 'z9hG4bKws'),
+        'latin1',
+      );
+      const { answers } = await overWebSocket([renamed], expected === 'none' ? 300 : 3000, 1);
+      assert.equal(answers[0]?.status ?? 'none', expected, `${name} over a WebSocket`);
+    }
+    const huge = await overWebSocket([Buffer.alloc(SIP_LIMITS.maxMessageBytes + 1, 0x41)]);
+    assert.equal(huge.closeCode, 1009);
+    assert.deepEqual(huge.answers, []);
+    // Random frames, text and binary: no answer is a 5xx, and the listener still answers afterwards.
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.uint8Array({ maxLength: 3000 }), { maxLength: 5 }), async (frames) => {
+        const { answers } = await overWebSocket(
+          frames.map((frame) => Buffer.from(frame)),
+          50,
+        );
+        assert.ok(answers.every((answer) => (answer.status ?? 0) < 500));
+      }),
+      { numRuns: 20 },
+    );
+    assert.equal((await overWebSocket([ws('OPTIONS')], 3000, 1)).answers[0]?.status, 200);
   });
 });

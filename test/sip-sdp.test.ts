@@ -7,6 +7,7 @@ import { createSocket } from 'node:dgram';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import g711 from 'alawmulaw';
+import fc from 'fast-check';
 import { RtpRelay, RtpSession } from '../src/modules/voice/sip/rtp.ts';
 import {
   answerSdp,
@@ -15,6 +16,7 @@ import {
   parseOffer,
   parseStream,
 } from '../src/modules/voice/sip/sdp.ts';
+import { isWebRtc, plainSdp, readAudio, revised } from '../src/modules/voice/sip/webrtc/webrtc-sdp.ts';
 import { udpPeer } from './helpers/phone-media.ts';
 
 const sdp = (...lines: string[]) => `${lines.join('\r\n')}\r\n`;
@@ -310,5 +312,77 @@ describe('RTP session and telephone events', () => {
     assert.equal(relay.forwarded.caller, before + 1);
     relay.close();
     for (const each of [caller, callee, target]) each.socket.close();
+  });
+});
+
+describe('the WebRTC edge’s descriptions (issue 37)', () => {
+  const chrome = sdp(
+    'v=0',
+    'o=- 4611731400430051336 2 IN IP4 127.0.0.1',
+    's=-',
+    't=0 0',
+    'a=group:BUNDLE 0',
+    'm=audio 9 UDP/TLS/RTP/SAVPF 111 63 9 0 8 13 110 126',
+    'c=IN IP4 0.0.0.0',
+    'a=ice-ufrag:Xy1z',
+    'a=ice-pwd:abcdefghijklmnopqrstuvwx',
+    'a=fingerprint:sha-256 AB:CD',
+    'a=setup:actpass',
+    'a=mid:0',
+    'a=sendonly',
+    'a=rtcp-mux',
+    'a=rtpmap:111 opus/48000/2',
+    'a=rtpmap:0 PCMU/8000',
+    'a=rtpmap:8 PCMA/8000',
+    'a=rtpmap:110 telephone-event/48000',
+    'a=rtpmap:126 telephone-event/8000',
+  );
+
+  test('a browser’s offer: WebRTC, its G.711 and 8 kHz telephone-event in its order, direction, ICE and DTLS', () => {
+    assert.equal(isWebRtc(chrome), true);
+    assert.equal(isWebRtc(offerSdp('127.0.0.1', 4000)), false, 'a desk phone’s is not');
+    const audio = readAudio(chrome)!;
+    assert.deepEqual(audio.formats, [
+      { type: 0, name: 'PCMU' },
+      { type: 8, name: 'PCMA' },
+      { type: 126, name: 'telephone-event' },
+    ]);
+    assert.equal(audio.direction, 'sendonly');
+    assert.equal(audio.iceUfrag, 'Xy1z');
+    assert.equal(audio.setup, 'actpass');
+    const plain = plainSdp('127.0.0.1', 4000, audio.formats, audio.direction, 1);
+    assert.match(plain, /m=audio 4000 RTP\/AVP 0 8 126\r\n/);
+    assert.match(plain, /a=fmtp:126 0-16\r\n/);
+    assert.match(plain, /a=sendonly\r\n/);
+    assert.equal(parseOffer(plain)?.codec, 'PCMU', 'the PBX reads it as a desk phone’s');
+  });
+
+  test('a re-offer keeps its lines, with the direction and version asked, after c= as RFC 4566 orders', () => {
+    const again = revised(chrome, 'inactive', 3, 'active');
+    assert.match(again, /^o=- 4611731400430051336 3 /m);
+    assert.match(again, /a=inactive\r\n/);
+    assert.doesNotMatch(again, /a=sendonly/);
+    assert.match(again, /a=setup:active/);
+    const bare = revised(
+      sdp('v=0', 'o=- 1 1 IN IP4 0.0.0.0', 'm=audio 9 RTP/AVP 0', 'c=IN IP4 0.0.0.0'),
+      'recvonly',
+      2,
+    );
+    assert.ok(bare.indexOf('a=recvonly') > bare.indexOf('c=IN'), bare);
+  });
+
+  test('random text never throws out of the readers, and a long description is read in one pass', () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 2000 }), (text) => {
+        readAudio(text);
+        isWebRtc(text);
+        revised(text, 'sendrecv', 2);
+      }),
+      { numRuns: 300 },
+    );
+    const long = `${chrome}${'a=candidate:1 1 udp 1 192.0.2.1 9 typ host\r\n'.repeat(1400)}`;
+    const started = performance.now();
+    assert.equal(readAudio(long)?.formats.length, 3);
+    console.log(`a ${long.length}-byte description read in ${(performance.now() - started).toFixed(2)} ms`);
   });
 });

@@ -154,4 +154,47 @@ describe('the strict SIP checker', () => {
     assert.match(check.violations[6]!, /status 100 and Subscription-State terminated/);
     assert.match(check.violations[7]!, /id=abc is not a CSeq number/);
   });
+
+  test('over a WebSocket (RFC 7118): our Via names WS, our Contact transport=ws; a REGISTER 200 is the browser’s', () => {
+    const ws = { protocol: 'WS', address: '127.0.0.1', port: 40000 };
+    const check = new StrictSipCheck();
+    const contact = (uri: string) => [{ uri, params: {} }];
+    check.onSent(
+      invite({
+        via: [{ protocol: 'WS', params: { branch: 'z9hG4bKws1' } }],
+        contact: contact('sip:pbx@127.0.0.1:5060;transport=ws'),
+      }),
+      ws,
+    );
+    assert.deepEqual(check.violations, []);
+    const wrong = new StrictSipCheck();
+    wrong.onSent(
+      invite({
+        'call-id': 'call-2',
+        via: [{ protocol: 'UDP', params: { branch: 'z9hG4bKws2' } }],
+        contact: contact('sip:pbx@127.0.0.1:5060'),
+      }),
+      ws,
+    );
+    assert.equal(wrong.violations.length, 2, wrong.violations.join('\n'));
+    assert.match(wrong.violations[0]!, /Via transport UDP over WS/);
+    assert.match(wrong.violations[1]!, /without transport=ws/);
+    const registered = new StrictSipCheck();
+    registered.onSent(
+      {
+        status: 200,
+        reason: 'OK',
+        headers: {
+          to: { uri: 'sip:101@example.com', params: { tag: 'ours' } },
+          from: { uri: 'sip:101@example.com', params: { tag: 'theirs' } },
+          'call-id': 'register-1',
+          cseq: { method: 'REGISTER', seq: 2 },
+          via: [{ protocol: 'WS', params: { branch: 'z9hG4bKreg' } }],
+          contact: contact('sip:abc@xyz.invalid;transport=ws'),
+        },
+      } as never,
+      ws,
+    );
+    assert.deepEqual(registered.violations, []);
+  });
 });

@@ -7,9 +7,20 @@ import { freePort } from './sipp.ts';
 
 export type SipExtension = { id: string; extension: string; sip: { username: string; password: string } };
 
-export async function sipOffice(options: Parameters<typeof startTestApp>[0] = {}) {
-  const t = await startTestApp(options);
+export async function sipOffice(
+  options: Parameters<typeof startTestApp>[0] = {},
+  /**
+   * `trunkToSelf`: the SIP trunk is our own listener, so a number dialled out comes back in as the network's
+   * call to it (a phone reaching one of the office's own numbers, routed to an agent or a flow, over the trunk).
+   */
+  { trunkToSelf = false }: { trunkToSelf?: boolean } = {},
+) {
   const port = await freePort();
+  const t = await startTestApp(
+    trunkToSelf
+      ? { ...options, config: { ...options.config, sipTrunk: { host: '127.0.0.1', port } } }
+      : options,
+  );
   t.ctx.sipListener.start({ port, host: '127.0.0.1' });
   const office = await sender(t);
   /** Creates extension `extension` (its number is also its name) with `fields`; 201 or the test fails. */

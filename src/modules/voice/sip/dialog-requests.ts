@@ -207,6 +207,25 @@ export class DialogRequests {
    * Our 2xx to a caller's INVITE was never ACKed (the stack resent it for 64*T1: RFC 3261 section 13.3.1.4):
    * the caller's dialog is ended with a BYE, and the call with it, as if they had hung up.
    */
+  /**
+   * The phone of a leg can no longer be reached (a browser's WebSocket closed: RFC 7118 section 5, nothing else
+   * leads to it): its answered dialog ends as if it had sent a BYE, since ours could not reach it, and the call
+   * with it. A leg still ringing is left to its INVITE's own end (no answer comes; it times out).
+   */
+  connectionLost(sipCallId: string): void {
+    const call = this.deps.table.byLeg(sipCallId);
+    if (!call) return;
+    const side = this.deps.table.sideOf(call, sipCallId);
+    const dialog = side === 'caller' ? this.deps.signalling.callerDialog(call) : call.callee;
+    if (!dialog || dialog.ended || dialog.callId !== sipCallId) return;
+    this.deps.signalling.dialogEnded(sipCallId, side, 'connection closed');
+    dialog.leg?.move('bye');
+    dialog.ended = true;
+    if (side === 'caller') call.callerGone = true;
+    if (call.onBye) call.onBye(side);
+    else if (side === 'caller') call.onCancel?.('caller_hangup');
+  }
+
   unacknowledged(response: SipMessage): void {
     const sipCallId = response.headers['call-id'];
     const call = this.deps.table.byLeg(sipCallId);

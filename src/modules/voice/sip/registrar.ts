@@ -155,6 +155,11 @@ export class Registrar {
     return this.nonces.removeExpired(this.deps.db, now);
   }
 
+  /** Removes the bindings registered through one connection (a browser's WebSocket that closed); how many. */
+  removeSource(source: string): Promise<number> {
+    return this.store.removeBySource(this.deps.db, source);
+  }
+
   /** The extension's live contacts (a call to it rings these). */
   contacts(extensionId: string) {
     return this.store.live(this.deps.db, extensionId, this.deps.clock.now());

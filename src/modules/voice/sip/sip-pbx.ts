@@ -146,6 +146,11 @@ export class SipPbx implements Pbx {
     this.requests.unacknowledged(response);
   }
 
+  /** The phone of the leg `sipCallId` went away with its connection (a browser's WebSocket). */
+  connectionLost(sipCallId: string): void {
+    this.requests.connectionLost(sipCallId);
+  }
+
   // The platform's steps
 
   ring(

@@ -35,11 +35,34 @@ export class StrictSipCheck {
   /** A message we put on the wire (to `target`): each rule it breaks becomes one violation. */
   onSent(message: SipMessage, target?: Partial<SipRemote>): void {
     const problems = message.method ? this.request(message) : this.response(message);
+    if (target?.protocol === 'WS' || target?.protocol === 'WSS')
+      problems.push(...this.overWebSocket(message, target));
     const where = target ? ` to ${target.protocol ?? ''} ${target.address ?? ''}:${target.port ?? ''}` : '';
     const what = message.method ?? `${message.status} ${message.reason ?? ''}`.trim();
     for (const problem of problems) {
       this.violations.push(`${what} (Call-ID ${String(message.headers?.['call-id'])})${where}: ${problem}`);
     }
+  }
+
+  /**
+   * RFC 7118 section 5 (a browser): our requests name the WebSocket transport in their Via, and our Contact says
+   * `transport=ws`, so that the browser's requests come back over its connection (a REGISTER's 200 lists the
+   * browser's own bindings, not ours).
+   */
+  private overWebSocket(message: SipMessage, target: Partial<SipRemote>): string[] {
+    const problems: string[] = [];
+    const via = message.headers?.via?.[0];
+    if (message.method && via?.protocol !== target.protocol) {
+      problems.push(`Via transport ${String(via?.protocol)} over ${target.protocol} (RFC 7118 section 5)`);
+    }
+    const contacts = message.headers?.contact;
+    if (Array.isArray(contacts) && message.headers.cseq?.method !== 'REGISTER') {
+      for (const contact of contacts) {
+        if (!/;transport=wss?\b/i.test(contact.uri))
+          problems.push(`Contact ${contact.uri} without transport=ws`);
+      }
+    }
+    return problems;
   }
 
   private common(message: SipMessage): string[] {
