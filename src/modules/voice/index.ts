@@ -121,7 +121,7 @@ export const voiceModule = defineModule({
       box: platform.secretBox('sip-phone-credential'),
       sessionLiveUntil: (sessionId) => sessions.liveUntil(sessionId),
       sipDomain: config.sipDomain,
-      wsUrl: sipWebSocketUrl(config.publicUrl),
+      wsUrl: () => sipWebSocketUrl(config.publicUrl),
     });
     const registrar = new Registrar({
       db,

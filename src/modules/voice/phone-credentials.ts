@@ -52,8 +52,8 @@ export class PhoneCredentialService {
       box: SecretBox;
       sessionLiveUntil: SessionLiveUntil;
       sipDomain: string;
-      /** `ws(s)://…/sip` of the server, from PUBLIC_URL. */
-      wsUrl: string;
+      /** `ws(s)://…/sip` of the server, from PUBLIC_URL (read when issuing: the configuration's current value). */
+      wsUrl: () => string;
     },
   ) {}
 
@@ -103,7 +103,7 @@ export class PhoneCredentialService {
       sipUri: `sip:${extension.sip_username}@${this.deps.sipDomain}`,
       username,
       password,
-      wsUrl: this.deps.wsUrl,
+      wsUrl: this.deps.wsUrl(),
       expiresAt,
     };
   }
