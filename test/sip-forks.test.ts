@@ -52,6 +52,9 @@ function office(phones: string[] | Record<string, string[]>) {
     },
     destroy: () => {},
     stats: { dropped: 0, refused: 0 },
+    acceptWebSocket: () => {},
+    flowRoute: (remote) => ({ uri: `sip:${remote.address}@127.0.0.1;lr`, params: {} }),
+    flowOf: () => undefined,
   };
   const log = pino({ level: 'silent' });
   const table = new SipCallTable();

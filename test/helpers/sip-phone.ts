@@ -166,6 +166,7 @@ export class SipPhone {
   async call(target: string, headers: Record<string, string> = {}): Promise<PhoneDialog> {
     const { answer, dialog } = await this.offer(target, headers);
     if (answer.status !== 200) throw new Error(`${this.extension}: call answered ${answer.status}`);
+    this.lastAnswer = answer;
     dialog.remoteTag = tagOf(first(answer, 'to'));
     dialog.remote = first(answer, 'to');
     this.send(this.inDialog('ACK', dialog, dialog.cseq));
@@ -208,6 +209,8 @@ export class SipPhone {
 
   /** The dialog of the last INVITE we answered. */
   answered?: PhoneDialog;
+  /** The 200 to the last call we placed (its SDP says where the relay listens for us). */
+  lastAnswer?: SipText;
 
   /** A request in `dialog` (REFER, BYE, …) with `headers`; its final response. */
   inDialogRequest(

@@ -30,6 +30,7 @@ import { DigestAuth } from './sip/digest.ts';
 import { SipListener } from './sip/listener.ts';
 import { Registrar } from './sip/registrar.ts';
 import { SipPbx } from './sip/sip-pbx.ts';
+import { acceptSipWebSockets } from './sip/websocket-endpoint.ts';
 import { type Transcriber, transcriberFrom } from './transcribers.ts';
 
 export type { CallRow } from './call-store.ts';
@@ -213,6 +214,11 @@ export const voiceModule = defineModule({
     };
   },
   routes: {
+    // SIP over WebSocket (RFC 7118) at /sip: an upgrade, not a route of the API document.
+    public: [
+      (services: VoiceServices, platform) => (app) =>
+        acceptSipWebSockets(app, services.sipListener, { trustProxy: Boolean(platform.config.trustProxy) }),
+    ],
     developer: [
       extensionRoutes,
       callRoutes,

@@ -40,7 +40,8 @@ export function uacDialog(response: SipMessage, invite: SipMessage, localTag: st
     localUri: invite.headers.from.uri,
     remoteAor: invite.headers.to.uri,
     cseq: invite.headers.cseq.seq,
-    routes: routeSet(response.headers['record-route']).reverse(),
+    // A browser is reached only through its WebSocket (RFC 7118 section 5): that flow comes first.
+    routes: withFlow(response.flow, routeSet(response.headers['record-route']).reverse()),
   };
 }
 
@@ -56,7 +57,7 @@ export function uasDialog(invite: SipMessage, localTag: string): Dialog {
     remoteAor: invite.headers.from.uri,
     cseq: 0,
     remoteCseq: invite.headers.cseq.seq,
-    routes: routeSet(invite.headers['record-route']),
+    routes: withFlow(invite.flow, routeSet(invite.headers['record-route'])),
   };
 }
 
@@ -91,8 +92,11 @@ export function ackOf(dialog: Dialog, seq: number): SipMessage {
   return ack;
 }
 
-/** CANCEL of an INVITE of ours that has no final answer yet (RFC 3261 section 9.1: its Via, CSeq number). */
-export function cancelOf(invite: SipMessage): SipMessage {
+/**
+ * CANCEL of an INVITE of ours that has no final answer yet (RFC 3261 section 9.1: its Via, CSeq number, and
+ * its Route: `route`, a copy taken before the stack consumed the INVITE's).
+ */
+export function cancelOf(invite: SipMessage, route?: SipAor[]): SipMessage {
   return {
     method: 'CANCEL',
     uri: invite.uri,
@@ -103,6 +107,9 @@ export function cancelOf(invite: SipMessage): SipMessage {
       cseq: { method: 'CANCEL', seq: invite.headers.cseq.seq },
       via: invite.headers.via,
       'max-forwards': MAX_FORWARDS,
+      ...(route && route.length > 0
+        ? { route: route.map((hop) => ({ ...hop, params: { ...hop.params } })) }
+        : {}),
     },
   };
 }
@@ -127,6 +134,10 @@ export function namesDialog(dialog: Dialog, request: SipMessage): boolean {
     String(request.headers.from.params.tag ?? '') === dialog.remoteTag &&
     String(request.headers.to.params.tag ?? '') === dialog.localTag
   );
+}
+
+function withFlow(flow: SipAor | undefined, routes: SipAor[]): SipAor[] {
+  return flow ? [{ ...flow, params: { ...flow.params } }, ...routes] : routes;
 }
 
 /** A Record-Route header's entries, as the stack parsed them (none: no proxy on the path). */

@@ -10,7 +10,7 @@ import { RtpRelay } from './rtp.ts';
 import { decodableOffer, type G711, offerSdp, parseOffer, relaySdp } from './sdp.ts';
 import type { CallSignalling } from './signalling.ts';
 import type { Side, SipCallTable } from './sip-call.ts';
-import type { SipMessage } from './stack/index.ts';
+import type { SipAor, SipMessage, SipRemote } from './stack/index.ts';
 
 /** The most phones of one extension rung at once (a desk phone, a softphone, a mobile app, and then some). */
 const MAX_FORKS = 10;
@@ -29,6 +29,8 @@ interface Fork {
   ack?: SipMessage;
   /** The extension whose phone it rings (none: the trunk). */
   extensionId?: string;
+  /** The Route through a browser's WebSocket (its CANCEL needs it too: RFC 3261 section 9.1). */
+  route?: SipAor[];
 }
 
 export type RingerDeps = Pick<
@@ -74,6 +76,7 @@ export class Ringer {
           to: `sip:${member.extension}@${deps.domain}`,
           fromUser: shownToPhones,
           extensionId: member.extensionId as string | undefined,
+          flow: webSocketFlow(contact.source),
         })),
       ),
     );
@@ -81,7 +84,13 @@ export class Ringer {
       ? phones.map((phone) => {
           const host = trunk.host.includes(':') ? `[${trunk.host}]` : trunk.host;
           const uri = `sip:${phone.number}@${host}${trunk.port ? `:${trunk.port}` : ''}`;
-          return { uri, to: uri, fromUser: phone.callerId ?? call.from, extensionId: undefined };
+          return {
+            uri,
+            to: uri,
+            fromUser: phone.callerId ?? call.from,
+            extensionId: undefined,
+            flow: undefined,
+          };
         })
       : [];
     const targets = [...contacts.flat(), ...trunkTargets].slice(0, MAX_RING_FORKS);
@@ -115,8 +124,10 @@ export class Ringer {
       : offerSdp(hosts.advertise, relay.port(leg), codecsOf(current.remoteSdp.caller));
     current.localSdp[leg] = offer;
     // One INVITE per phone, each its own dialog (we are a back-to-back user agent, not a forking proxy).
-    const forks = targets.map(({ uri, to, fromUser, extensionId }): Fork => {
+    const forks = targets.map(({ uri, to, fromUser, extensionId, flow }): Fork => {
       const localTag = randomBytes(6).toString('hex');
+      // A phone registered over a WebSocket is reached through that connection only (RFC 7118 section 5).
+      const route = flow ? [stack.flowRoute(flow)] : undefined;
       const invite: SipMessage = {
         method: 'INVITE',
         uri,
@@ -129,6 +140,7 @@ export class Ringer {
           contact: deps.signalling.contact(),
           'max-forwards': MAX_FORWARDS,
           'content-type': 'application/sdp',
+          ...(route ? { route: route.map((hop) => ({ ...hop })) } : {}),
         },
         content: offer,
       };
@@ -139,6 +151,7 @@ export class Ringer {
         final: undefined,
         leg: new Leg(invite.headers['call-id'], deps.log),
         ...(extensionId ? { extensionId } : {}),
+        ...(route ? { route } : {}),
       };
     });
     return new Promise<RingResult>((resolve) => {
@@ -157,7 +170,7 @@ export class Ringer {
         for (const fork of forks) {
           if (fork.leg.pending) {
             fork.leg.move('cancel');
-            stack.send(cancelOf(fork.invite));
+            stack.send(cancelOf(fork.invite, fork.route));
           } else if (fork.leg.state === 'refused') deps.table.dropLeg(fork.invite.headers['call-id']);
         }
         void ringingWritten.then(() => resolve(outcome(result)));
@@ -240,6 +253,19 @@ export class Ringer {
       }
     });
   }
+}
+
+/** The connection a binding registered over a WebSocket came in on (its `source`, `ws:address:port`). */
+function webSocketFlow(source: string): SipRemote | undefined {
+  const match = /^(wss?):(.+):(\d+)$/.exec(source);
+  if (!match) return undefined;
+  // No local address: a WebSocket flow is known by its peer's (websocket-transport.ts).
+  return {
+    protocol: match[1]!.toUpperCase(),
+    address: match[2]!,
+    port: Number(match[3]),
+    local: { address: '', port: 0 },
+  };
 }
 
 /** The G.711 laws an SDP settled on, in its order; both when it names neither (or there is none). */

@@ -16,6 +16,7 @@ import type { Registrar } from './registrar.ts';
 import type { SipPbx } from './sip-pbx.ts';
 import * as sip from './stack/index.ts';
 import { StrictSipCheck } from './strict-check.ts';
+import { WebRtcEdge } from './webrtc/webrtc-edge.ts';
 
 /** One SIP message for the metrics: bounded labels only (an unknown method counts as `other`). */
 export interface SipMessageCount {
@@ -59,6 +60,10 @@ function messageCount(direction: 'in' | 'out', message: sip.SipMessage): SipMess
 
 export class SipListener {
   private stack?: sip.SipStack;
+  /** The stack as the PBX sends through it: browsers' descriptions translated (webrtc/webrtc-edge.ts). */
+  private pbxStack?: sip.SipStack;
+  /** Browsers' media terminated here: WebRTC in, plain RTP to the relay and our own media. */
+  readonly webrtc: WebRtcEdge;
   private address?: string;
   private media?: { bind: string; advertise: string };
   private readonly strict?: StrictSipCheck;
@@ -79,6 +84,7 @@ export class SipListener {
     private readonly countMessage: (message: SipMessageCount) => void = () => {},
   ) {
     if (strict) this.strict = new StrictSipCheck();
+    this.webrtc = new WebRtcEdge(() => this.media, log);
   }
 
   /** What a strict phone would have refused of the messages sent so far (only with `strict`). */
@@ -86,9 +92,18 @@ export class SipListener {
     return this.strict?.violations ?? [];
   }
 
+  /**
+   * A WebSocket the HTTP server accepted at `/sip` (RFC 7118; websocket-endpoint.ts). Without a running listener
+   * it is closed at once (the endpoint refuses the upgrade before that can happen).
+   */
+  acceptWebSocket(socket: sip.SipWebSocket, remote: sip.SipRemote): void {
+    if (this.stack) this.stack.acceptWebSocket(socket, remote);
+    else socket.close(1013, 'SIP listener not running');
+  }
+
   /** The SIP stack while listening (the SIP PBX sends through it). */
   get sipStack(): sip.SipStack | undefined {
-    return this.stack;
+    return this.pbxStack;
   }
 
   /** Our `host:port` as phones reach it, for Contact headers. */
@@ -124,6 +139,8 @@ export class SipListener {
       udp: true,
       tcp: true,
       ...options.timers,
+      // A browser's WebSocket closed: what it registered cannot be reached any more (RFC 7118 section 5).
+      onFlowClosed: (remote: sip.SipRemote) => void this.flowClosed(remote),
       // Our 2xx to an INVITE that no ACK answered within 64*T1: that dialog ends (RFC 3261 section 13.3.1.4).
       unacknowledged: (response: sip.SipMessage) => this.pbx.unacknowledged(response),
       logger: {
@@ -135,6 +152,9 @@ export class SipListener {
       },
     };
     this.stack = sip.create(stackOptions, (request, remote) => void this.answer(request, remote));
+    this.pbxStack = this.webrtc.wrap(this.stack);
+    // The DTLS certificate browsers will see (its fingerprint in every WebRTC description), made before a call.
+    void WebRtcEdge.prepare().catch((error) => this.log.warn({ err: error }, 'DTLS certificate not made'));
     this.log.info({ port: options.port, host: options.host }, 'SIP listener started');
   }
 
@@ -161,8 +181,20 @@ export class SipListener {
 
   stop(): void {
     this.pbx.closeAll();
-    this.stack?.destroy();
+    this.pbxStack?.destroy();
     this.stack = undefined;
+    this.pbxStack = undefined;
+  }
+
+  private async flowClosed(remote: sip.SipRemote): Promise<void> {
+    try {
+      const removed = await this.registrar.removeSource(
+        `${remote.protocol.toLowerCase()}:${remote.address}:${remote.port}`,
+      );
+      this.log.debug({ peer: `${remote.address}:${remote.port}`, removed }, 'SIP WebSocket closed');
+    } catch (error) {
+      this.log.warn({ err: error }, 'registrations of a closed SIP WebSocket not removed');
+    }
   }
 
   /** A message on its way out (retransmissions too): one debug line, and the strict check in test mode. */
@@ -200,7 +232,7 @@ export class SipListener {
   }
 
   private async answer(request: sip.SipMessage, remote: sip.SipRemote): Promise<void> {
-    const stack = this.stack;
+    const stack = this.pbxStack;
     if (!stack) return;
     if (request.method === 'ACK') return this.pbx.ack(request);
     // RFC 3261 section 8.2.6.2: a response past 100 Trying carries a To tag; the PBX's refusals are tagged here.
@@ -222,6 +254,12 @@ export class SipListener {
       return;
     }
     try {
+      // A browser's WebRTC offer becomes a plain one on a bridge of ours before the PBX reads it.
+      const mediaRefusal = await this.webrtc.incoming(request);
+      if (mediaRefusal) {
+        stack.send(this.respond(request, mediaRefusal[0], mediaRefusal[1]));
+        return;
+      }
       switch (request.method) {
         case 'REGISTER': {
           const answer = await this.registrar.register(request, remote);

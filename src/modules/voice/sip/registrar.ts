@@ -172,6 +172,11 @@ export class Registrar {
     return this.nonces.removeExpired(this.deps.db, now);
   }
 
+  /** Removes the bindings registered through one connection (a browser's WebSocket that closed); how many. */
+  removeSource(source: string): Promise<number> {
+    return this.store.removeBySource(this.deps.db, source);
+  }
+
   /**
    * The extension's live contacts (a call to it rings these). A binding made with a phone credential counts
    * while the credential does: a browser whose session was revoked is not rung, though its binding has time left.

@@ -41,6 +41,14 @@ export class RegistrationStore {
     );
   }
 
+  /** Deletes the bindings that came through one connection (`ws:address:port`); returns how many. */
+  async removeBySource(db: Queryable, source: string): Promise<number> {
+    const rows = await db.query('DELETE FROM sip_registrations WHERE source = $1 RETURNING contact', [
+      source,
+    ]);
+    return rows.length;
+  }
+
   /** Deletes every expired binding (the hourly clean-up); returns how many. */
   async removeExpired(db: Queryable, now: Date): Promise<number> {
     const rows = await db.query('DELETE FROM sip_registrations WHERE expires_at <= $1 RETURNING contact', [

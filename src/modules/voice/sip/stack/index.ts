@@ -8,15 +8,24 @@ import dns from 'node:dns';
 import net from 'node:net';
 import os from 'node:os';
 import { parseUri } from './headers.ts';
-import { makeResponse, type SipMessage, type SipRemote, type SipUri, stringifyUri } from './message.ts';
+import {
+  makeResponse,
+  type SipAor,
+  type SipMessage,
+  type SipRemote,
+  type SipUri,
+  stringifyUri,
+} from './message.ts';
 import type { ParseResult } from './parse.ts';
 import { makeTransactionLayer, type TransactionTimers } from './transaction.ts';
 import { type Connection, makeTransport, type TransportOptions } from './transport.ts';
 import { usableResponse, validateRequest } from './validate.ts';
+import type { SipWebSocket } from './websocket-transport.ts';
 
 export type { SipAor, SipMessage, SipRemote, SipUri, SipVia } from './message.ts';
 export { makeResponse, stringify } from './message.ts';
 export { RFC_3261_TIMERS, type TransactionTimers } from './transaction.ts';
+export type { SipWebSocket } from './websocket-transport.ts';
 export { parseUri };
 
 export interface SipStackOptions extends TransportOptions, Partial<TransactionTimers> {
@@ -38,6 +47,12 @@ export interface SipStack {
   destroy(): void;
   /** Messages dropped unanswered (not SIP, responses that do not parse) and requests refused by the stack. */
   readonly stats: { dropped: number; refused: number };
+  /** A WebSocket the HTTP server accepted at `/sip` (RFC 7118); `remote.protocol` is `WS` or `WSS`. */
+  acceptWebSocket(socket: SipWebSocket, remote: SipRemote): void;
+  /** A Route through the connection `remote` came over (RFC 5626 style: a flow token of ours, `;lr`). */
+  flowRoute(remote: SipRemote): SipAor;
+  /** The connection a URI of ours names by its flow token, if it is one. */
+  flowOf(uri: string): SipRemote | undefined;
 }
 
 type Address = SipRemote & { host?: string };
@@ -73,6 +88,7 @@ export function create(
     try {
       if (result.kind === 'dropped') return drop(result.reason, remote);
       const message = result.message;
+      if (remote.protocol === 'WS' || remote.protocol === 'WSS') message.flow = flowRoute(remote);
       // Nothing can be sent back without a Via (RFC 3261 section 18.2.2).
       if (result.kind === 'refused') {
         if (!message.headers.via?.[0]?.host) return drop(`no Via to answer: ${result.reason}`, remote);
@@ -128,6 +144,10 @@ export function create(
     refused: (what) => debugLog(what, 'SIP transaction: signal its state does not expect'),
   });
   const flowSecret = randomBytes(20);
+
+  function flowRoute(remote: SipRemote): SipAor {
+    return { uri: `sip:${encodeFlowToken(remote)}@${hostname};lr`, params: {} };
+  }
 
   function encodeFlowToken(flow: SipRemote): string {
     const text = [flow.protocol, flow.address, flow.port, flow.local?.address, flow.local?.port].join();
@@ -245,6 +265,12 @@ export function create(
     destroy() {
       transaction.destroy();
       transport.destroy();
+    },
+    acceptWebSocket: (socket, remote) => transport.acceptWebSocket(socket, remote),
+    flowRoute,
+    flowOf(uri) {
+      const parsed = parseUri(uri);
+      return parsed ? ownFlow(parsed) : undefined;
     },
     stats,
   };

@@ -59,6 +59,11 @@ export interface SipMessage {
     [name: string]: unknown;
   };
   content?: string;
+  /**
+   * Set by the stack on a message that came over a WebSocket: the Route back through that connection, the only
+   * way to reach a browser again (RFC 7118 section 5). A dialog it begins keeps it first in its route set.
+   */
+  flow?: SipAor;
 }
 
 /** Where a message came from: the transport and the peer's address. */

@@ -6,6 +6,7 @@ import dgram from 'node:dgram';
 import net from 'node:net';
 import { type SipMessage, type SipRemote, stringify } from './message.ts';
 import { type ParseResult, parseMessage, SipStreamFramer } from './parse.ts';
+import { type SipWebSocket, webSocketFlows } from './websocket-transport.ts';
 
 export interface Connection {
   send(message: SipMessage): void;
@@ -21,6 +22,8 @@ export interface TransportOptions {
   publicAddress?: string;
   hostname?: string;
   rport?: boolean;
+  /** A WebSocket flow closed (RFC 7118): what was registered through it can no longer be reached. */
+  onFlowClosed?: (remote: SipRemote) => void;
   logger?: {
     /** Each message as it leaves (retransmissions too), with where it goes. */
     send?: (message: SipMessage, target: SipRemote) => void;
@@ -144,7 +147,40 @@ function tcpTransport(options: TransportOptions, receive: Receive): ProtocolTran
 export interface Transport {
   open(target: SipRemote, onError?: (error: Error) => void): Connection;
   get(target: SipRemote, onError?: (error: Error) => void): Connection | undefined;
+  /** A WebSocket the HTTP server accepted at `/sip` (protocol `WS` or `WSS` in `remote`). */
+  acceptWebSocket(socket: SipWebSocket, remote: SipRemote): void;
   destroy(): void;
+}
+
+/** WebSocket flows as a transport: reached only through a connection the browser opened. */
+function webSocketTransport(options: TransportOptions, receive: Receive) {
+  const flows = webSocketFlows(receive, (remote) => options.onFlowClosed?.(remote));
+  const get = (remote: SipRemote): Connection | undefined => {
+    const flow = flows.get(remote);
+    return (
+      flow && { send: (message) => flow.send(message), protocol: remote.protocol.toUpperCase(), release() {} }
+    );
+  };
+  const transport: ProtocolTransport = {
+    get,
+    open(remote) {
+      const connection = get(remote);
+      // A browser is never dialled (RFC 7118 section 5): its flow is gone, so is the way to it.
+      if (!connection) throw new Error('WebSocket flow closed');
+      return connection;
+    },
+    destroy: () => flows.destroy(),
+  };
+  return { transport, accept: (socket: SipWebSocket, remote: SipRemote) => flows.accept(socket, remote) };
+}
+
+/** Our Contact on a message to a browser says how to reach us again: over its WebSocket (RFC 7118 section 5). */
+function contactOverWebSocket(message: SipMessage): void {
+  // A REGISTER's 200 lists the browser's own bindings, which are not ours to change.
+  if (message.headers.cseq?.method === 'REGISTER' || !Array.isArray(message.headers.contact)) return;
+  message.headers.contact = message.headers.contact.map((contact) =>
+    /;transport=/i.test(contact.uri) ? contact : { ...contact, uri: `${contact.uri};transport=ws` },
+  );
 }
 
 /**
@@ -155,6 +191,9 @@ export function makeTransport(options: TransportOptions, receive: Receive, hostn
   let protocols: Record<string, ProtocolTransport> = {};
   if (options.udp === undefined || options.udp) protocols.UDP = udpTransport(options, receive);
   if (options.tcp === undefined || options.tcp) protocols.TCP = tcpTransport(options, receive);
+  const webSockets = webSocketTransport(options, receive);
+  protocols.WS = webSockets.transport;
+  protocols.WSS = webSockets.transport;
 
   const wrap = (connection: Connection, target: SipRemote): Connection => ({
     protocol: connection.protocol,
@@ -167,6 +206,7 @@ export function makeTransport(options: TransportOptions, receive: Receive, hostn
         via.protocol = connection.protocol;
         if (connection.protocol === 'UDP' && options.rport !== false) via.params.rport = null;
       }
+      if (connection.protocol === 'WS' || connection.protocol === 'WSS') contactOverWebSocket(message);
       options.logger?.send?.(message, target);
       connection.send(message);
     },
@@ -183,10 +223,11 @@ export function makeTransport(options: TransportOptions, receive: Receive, hostn
       const flow = transportOf(target).get(target, onError);
       return flow && wrap(flow, target);
     },
+    acceptWebSocket: (socket, remote) => webSockets.accept(socket, remote),
     destroy() {
       const open = protocols;
       protocols = {};
-      for (const transport of Object.values(open)) transport.destroy();
+      for (const transport of new Set(Object.values(open))) transport.destroy();
     },
   };
 }
