@@ -109,6 +109,7 @@ function AudioMeter({ engine, callId }: { engine: PhoneEngine; callId: string })
       data-testid="call-audio"
       data-received={stats?.received ?? 0}
       data-sent={stats?.sent ?? 0}
+      data-level={stats?.level ?? 0}
     >
       <label>
         Their voice

@@ -23,7 +23,8 @@ interface OwnNumber {
 const everyExtension = {
   queryKey: ['phone', 'extensions'],
   queryFn: () => page<Extension>('/v2/portal/extensions?limit=100'),
-  staleTime: 60_000,
+  // Read again when a call or the dialer needs it, unless just read: a colleague's new extension has a name.
+  staleTime: 5_000,
 };
 
 function contactName(contact: Contact): string {
