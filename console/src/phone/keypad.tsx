@@ -29,7 +29,11 @@ export function Keypad({ label, onKey }: { label: string; onKey: (key: string) =
           onClick={() => onKey(key)}
         >
           {key}
-          {letters ? <small aria-hidden="true">{letters}</small> : null}
+          {letters ? (
+            <small className="phone-key-letters" aria-hidden="true">
+              {letters}
+            </small>
+          ) : null}
         </button>
       ))}
     </fieldset>
