@@ -70,6 +70,18 @@ describe('rotating ENCRYPTION_KEY on a running database', () => {
     const extension = await first.ctx.extensions.create(await first.ctx.organizations.get(org.id), {
       extension: '101',
       name: 'Desk',
+      userId: user.id,
+    });
+    // The console phone's credentials (a session's, for the user's extension).
+    const { session } = await first.ctx.sessions.create({
+      userId: user.id,
+      organizationId: org.id,
+      remember: false,
+    });
+    const phone = await first.ctx.phoneCredentials.issue({
+      organizationId: org.id,
+      userId: user.id,
+      sessionId: session.id,
     });
     const flowApp = await first.ctx.flowAppSecrets.read(org.id);
     const jwtSecret = first.ctx.config.jwtSecret;
@@ -109,6 +121,7 @@ describe('rotating ENCRYPTION_KEY on a running database', () => {
     assert.deepEqual(declarations.map((d) => `${d.table}:${d.columns.join(',')}`).sort(), [
       'extensions:sip_password_sealed',
       'flow_app_secrets:secret_sealed,previous_secret_sealed',
+      'phone_credentials:password_sealed',
       'user_two_factor:secret_sealed',
       'webhook_endpoints:secret_sealed,previous_secret_sealed',
     ]);
@@ -120,6 +133,7 @@ describe('rotating ENCRYPTION_KEY on a running database', () => {
       'extensions.sip_password_sealed': 1,
       'flow_app_secrets.secret_sealed': 1,
       'flow_app_secrets.previous_secret_sealed': 1,
+      'phone_credentials.password_sealed': 1,
       'user_two_factor.secret_sealed': 1,
       'webhook_endpoints.secret_sealed': 1,
       'webhook_endpoints.previous_secret_sealed': 1,
@@ -151,6 +165,7 @@ describe('rotating ENCRYPTION_KEY on a running database', () => {
       const [sip] = await onlyNew.ctx.db.query('SELECT * FROM extensions WHERE id = $1', [extension.id]);
       assert.equal(onlyNew.ctx.extensions.sipPassword(sip as never), extension.sip.password);
       assert.equal((await onlyNew.ctx.flowAppSecrets.read(org.id)).secret, flowAppRotated);
+      assert.equal((await onlyNew.ctx.phoneCredentials.forDigest(phone.username))?.password, phone.password);
       const [app] = await onlyNew.ctx.db.query<{ previous_secret_sealed: string }>(
         'SELECT previous_secret_sealed FROM flow_app_secrets WHERE organization_id = $1',
         [org.id],

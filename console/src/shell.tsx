@@ -2,15 +2,19 @@
 // switcher, dark mode, sign-out, a banner while invitations to other organizations wait for an answer, and the
 // footer with the API version in force (spec "Versioning").
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { type ReactNode, useEffect, useState } from 'react';
+import { lazy, type ReactNode, Suspense, useEffect, useState } from 'react';
 import { Link, useLocation } from 'wouter';
 import { call } from './api.ts';
 import { useLiveUpdates } from './live.ts';
+import { stopPhone } from './phone/registry.ts';
 import { type Me, useMe } from './session.ts';
 import { ErrorNote } from './ui.tsx';
 
 /** A product an organization may have, which shows its section. */
 type Product = Me['organization']['products'][number];
+
+// The phone (SIP.js) is a chunk of its own, loaded for organizations with the voice product only.
+const PhoneDock = lazy(() => import('./phone/dock.tsx'));
 
 const NAV: { group: string; product?: Product; links: [string, string][] }[] = [
   { group: 'Overview', links: [['/', 'Dashboard']] },
@@ -113,11 +117,13 @@ export function Shell({ children }: { children: ReactNode }) {
 
   // A new organization is a new context for every page: start the app afresh on its dashboard.
   const switchTo = async (organizationId: string) => {
+    await stopPhone();
     await call('POST', '/v2/portal/auth/switch-organization', { organizationId });
     client.clear();
     window.location.assign('/');
   };
   const signOut = async () => {
+    await stopPhone();
     await call('POST', '/v2/portal/auth/logout').catch(() => undefined);
     client.clear();
     window.location.assign('/login');
@@ -219,6 +225,11 @@ export function Shell({ children }: { children: ReactNode }) {
           {children}
         </main>
       </div>
+      {organization.products.includes('voice') ? (
+        <Suspense fallback={null}>
+          <PhoneDock />
+        </Suspense>
+      ) : null}
       <footer className="footer">
         <small>
           Signed in as {user.email} · {organization.name} ({me.data.role}) · API version{' '}

@@ -178,6 +178,18 @@ export class SessionService {
     throw ApiError.unauthorized(AUTH_MESSAGES.gone, 'SESSION_EXPIRED');
   }
 
+  /**
+   * Until when the session lives (its absolute expiry), or undefined when it does not any more: gone, revoked,
+   * expired, or its user no longer a member of its organization. For credentials tied to a session (the
+   * console's phone), which must stop working when the session does.
+   */
+  async liveUntil(sessionId: string): Promise<Date | undefined> {
+    const row = await this.store.lookup(this.db, sessionId);
+    if (!row || row.revoked_at || !row.role || row.expires_at.getTime() <= this.clock.nowMs())
+      return undefined;
+    return row.expires_at;
+  }
+
   /** Refresh: a fresh token for a session that still exists and is not revoked. */
   async refresh(sessionId: string): Promise<IssuedToken> {
     const row = await this.store.markRefreshed(this.db, sessionId, this.clock.now());

@@ -19,6 +19,8 @@ import { CallFlowService, callFlowRoutes } from './flows/index.ts';
 import { CallMedia, TRANSCRIBE_QUEUE } from './media.ts';
 import { mediaRoutes } from './media-routes.ts';
 import { voiceMetrics } from './metrics.ts';
+import { PhoneCredentialService, sipWebSocketUrl } from './phone-credentials.ts';
+import { phoneRoutes } from './phone-routes.ts';
 import { QueueRuntime, QueueService, queueRoutes } from './queues/index.ts';
 import { RingGroupService, ringGroupRoutes } from './ring-groups/index.ts';
 import { extensionRoutes } from './routes.ts';
@@ -113,11 +115,21 @@ export const voiceModule = defineModule({
       sipDomain: config.sipDomain,
       countEnded: metrics.callEnded,
     });
+    const { sessions } = use(identityModule);
+    const phoneCredentials = new PhoneCredentialService({
+      db,
+      clock,
+      box: platform.secretBox('sip-phone-credential'),
+      sessionLiveUntil: (sessionId) => sessions.liveUntil(sessionId),
+      sipDomain: config.sipDomain,
+      wsUrl: () => sipWebSocketUrl(config.publicUrl),
+    });
     const registrar = new Registrar({
       db,
       clock,
       digest: new DigestAuth(config.jwtSecret, config.sipDomain),
       extensions,
+      phoneCredentials,
       rateLimiter: platform.rateLimiter,
     });
     sipPbx = new SipPbx({
@@ -198,6 +210,7 @@ export const voiceModule = defineModule({
       simulatedPbx,
       registrar,
       sipListener,
+      phoneCredentials,
     };
   },
   routes: {
@@ -223,6 +236,7 @@ export const voiceModule = defineModule({
       callFlowRoutes,
       ringGroupRoutes,
       queueRoutes,
+      phoneRoutes,
     ],
     operator: [regionOperatorRoutes],
   },
@@ -235,9 +249,10 @@ export const voiceModule = defineModule({
     },
   }),
   // Hourly: calls whose PBX died are ended even in a region nobody calls in; expired SIP bindings go.
-  retention: ({ calls, registrar }) => [
+  retention: ({ calls, registrar, phoneCredentials }) => [
     { name: 'voice.lost-calls', run: (now) => calls.endLost(now) },
     { name: 'voice.sip-registrations', run: (now) => registrar.removeExpired(now) },
+    { name: 'voice.phone-credentials', run: (now) => phoneCredentials.removeExpired(now) },
   ],
   sealed: [
     {
@@ -245,6 +260,14 @@ export const voiceModule = defineModule({
       key: 'id',
       columns: ['sip_password_sealed'],
       purpose: 'sip-password',
+      associatedData: 'id',
+    },
+    // The console phone's short-lived SIP passwords, bound to their credential's id (phone-credentials.ts).
+    {
+      table: 'phone_credentials',
+      key: 'id',
+      columns: ['password_sealed'],
+      purpose: 'sip-phone-credential',
       associatedData: 'id',
     },
     // The secrets an organization's requests to its apps are signed with (flow-app-secrets.ts).

@@ -5,6 +5,7 @@ import type { ExtensionService } from './extensions.ts';
 import type { FlowAppSecrets } from './flow-app-secrets.ts';
 import type { CallFlowService } from './flows/index.ts';
 import type { CallMedia } from './media.ts';
+import type { PhoneCredentialService } from './phone-credentials.ts';
 import type { QueueRuntime, QueueService } from './queues/index.ts';
 import type { RingGroupService } from './ring-groups/index.ts';
 import type { SimulatedPbx } from './simulated-pbx.ts';
@@ -29,4 +30,6 @@ export interface VoiceServices {
   /** The SIP listener (the registrar today); started by the server when SIP_PORT is set. */
   sipListener: SipListener;
   registrar: Registrar;
+  /** The console's phone: short-lived SIP credentials of a member's own extension, tied to their session. */
+  phoneCredentials: PhoneCredentialService;
 }

@@ -9,6 +9,7 @@ import type { Database } from '../../../platform/db/index.ts';
 import type { RateLimiter, RateLimitRule } from '../../../platform/rate-limit.ts';
 import type { ExtensionRow } from '../extension-store.ts';
 import type { ExtensionService } from '../extensions.ts';
+import type { PhoneCredentialService } from '../phone-credentials.ts';
 import { DigestAuth, type DigestCredentials, unquote } from './digest.ts';
 import { DigestNonceStore } from './digest-nonce-store.ts';
 import { RegistrationStore } from './registration-store.ts';
@@ -47,18 +48,23 @@ export class Registrar {
       clock: Clock;
       digest: DigestAuth;
       extensions: ExtensionService;
+      /** The console's short-lived credentials, accepted beside each extension's own password. */
+      phoneCredentials: PhoneCredentialService;
       rateLimiter: RateLimiter;
     },
   ) {}
 
   /**
-   * Who sent the request: the extension whose digest credentials it carries, or the answer to give instead (a
+   * Who sent the request: the extension whose digest credentials it carries (its own SIP password, or a phone
+   * credential the portal issued for it, then named as `credential`), or the answer to give instead (a
    * challenge, a refusal). Shared by REGISTER and INVITE; failures count against the address either way.
    */
   async authenticate(
     request: SipMessage,
     remote: SipRemote,
-  ): Promise<{ extension: ExtensionRow } | { answer: RegistrarAnswer }> {
+  ): Promise<
+    { extension: ExtensionRow; credential?: { id: string; expiresAt: Date } } | { answer: RegistrarAnswer }
+  > {
     const { clock, digest, rateLimiter } = this.deps;
     const nowMs = clock.nowMs();
     if (!(await rateLimiter.peek(SIP_AUTH_FAILURE_RULE, remote.address)).allowed) {
@@ -71,9 +77,12 @@ export class Registrar {
       return { answer: this.challenge(nowMs) };
     }
     const username = unquote(credentials.username);
-    const extension = await this.deps.extensions.store.findBySipUsername(this.deps.db, username);
+    const own = await this.deps.extensions.store.findBySipUsername(this.deps.db, username);
+    // Not an extension's username: perhaps a phone credential's (live: unexpired, its session not ended).
+    const phone = own ? undefined : await this.deps.phoneCredentials.forDigest(username);
+    const extension = own ?? phone?.extension;
     // An unknown user is checked against a password nobody has, so it costs what a wrong password costs.
-    const password = extension ? this.deps.extensions.sipPassword(extension) : '\u0000';
+    const password = own ? this.deps.extensions.sipPassword(own) : (phone?.password ?? '\u0000');
     const verdict = digest.verify(credentials, request.method ?? 'REGISTER', password, nowMs);
     if (verdict === 'stale' && extension) return { answer: this.challenge(nowMs, true) };
     if (verdict !== 'ok' || !extension) return { answer: await this.failed(remote) };
@@ -89,7 +98,9 @@ export class Registrar {
     ) {
       return { answer: this.challenge(nowMs) };
     }
-    return { extension };
+    return phone
+      ? { extension, credential: { id: phone.credentialId, expiresAt: phone.expiresAt } }
+      : { extension };
   }
 
   /** Registered phones now: live bindings, and the extensions with at least one (metrics). */
@@ -100,7 +111,7 @@ export class Registrar {
   async register(request: SipMessage, remote: SipRemote): Promise<RegistrarAnswer> {
     const authenticated = await this.authenticate(request, remote);
     if ('answer' in authenticated) return authenticated.answer;
-    const { extension } = authenticated;
+    const { extension, credential } = authenticated;
     const nowMs = this.deps.clock.nowMs();
     // A phone registers its own address of record, never another extension's.
     const toUser = sipUser(request.headers.to.uri);
@@ -124,6 +135,11 @@ export class Registrar {
       if (expires < MIN_EXPIRES) {
         return { status: 423, reason: 'Interval Too Brief', headers: { 'min-expires': String(MIN_EXPIRES) } };
       }
+      // A binding made with a phone credential lives no longer than the credential (the phone renews both).
+      const expiresAtMs = Math.min(
+        nowMs + Math.min(expires, MAX_EXPIRES) * 1000,
+        credential?.expiresAt.getTime() ?? Infinity,
+      );
       await this.store.upsert(
         this.deps.db,
         {
@@ -132,7 +148,8 @@ export class Registrar {
           source: `${remote.protocol.toLowerCase()}:${remote.address}:${remote.port}`,
           user_agent:
             typeof request.headers['user-agent'] === 'string' ? request.headers['user-agent'] : null,
-          expires_at: new Date(nowMs + Math.min(expires, MAX_EXPIRES) * 1000),
+          expires_at: new Date(expiresAtMs),
+          credential_id: credential?.id ?? null,
         },
         now,
       );
@@ -160,9 +177,16 @@ export class Registrar {
     return this.store.removeBySource(this.deps.db, source);
   }
 
-  /** The extension's live contacts (a call to it rings these). */
-  contacts(extensionId: string) {
-    return this.store.live(this.deps.db, extensionId, this.deps.clock.now());
+  /**
+   * The extension's live contacts (a call to it rings these). A binding made with a phone credential counts
+   * while the credential does: a browser whose session was revoked is not rung, though its binding has time left.
+   */
+  async contacts(extensionId: string) {
+    const rows = await this.store.live(this.deps.db, extensionId, this.deps.clock.now());
+    const live = await Promise.all(
+      rows.map((row) => row.credential_id === null || this.deps.phoneCredentials.isLive(row.credential_id)),
+    );
+    return rows.filter((_, index) => live[index]);
   }
 
   private challenge(nowMs: number, stale = false): RegistrarAnswer {

@@ -8,17 +8,19 @@ export interface RegistrationRow {
   user_agent: string | null;
   expires_at: Date;
   updated_at: Date;
+  /** The phone credential it was registered with (the console's phone); null: the extension's own password. */
+  credential_id: string | null;
 }
 
 export class RegistrationStore {
   /** Adds or refreshes a binding. */
   async upsert(db: Queryable, row: Omit<RegistrationRow, 'updated_at'>, now: Date): Promise<void> {
     await db.query(
-      `INSERT INTO sip_registrations (extension_id, contact, source, user_agent, expires_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6)
+      `INSERT INTO sip_registrations (extension_id, contact, source, user_agent, expires_at, updated_at, credential_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)
        ON CONFLICT (extension_id, contact)
-       DO UPDATE SET source = $3, user_agent = $4, expires_at = $5, updated_at = $6`,
-      [row.extension_id, row.contact, row.source, row.user_agent, row.expires_at, now],
+       DO UPDATE SET source = $3, user_agent = $4, expires_at = $5, updated_at = $6, credential_id = $7`,
+      [row.extension_id, row.contact, row.source, row.user_agent, row.expires_at, now, row.credential_id],
     );
   }
 
