@@ -213,7 +213,9 @@ export class Ringer {
         }
         current[leg] = dialog;
         current.remoteSdp[leg] = response.content;
-        relay.setRemote(leg, response.content);
+        // A new party on this side: on a first answer nobody was there; on a transfer the one who left is not
+        // taken for them.
+        relay.replaceParty(leg, response.content);
         deps.log.info({ callId: call.id, side: leg, sipCallId: dialog.callId }, 'SIP dialog started');
         settle({
           outcome: 'answered',

@@ -187,7 +187,14 @@ const OTHER: Record<Side, Side> = { caller: 'callee', callee: 'caller' };
 export class RtpRelay {
   private readonly sides: Record<
     Side,
-    { socket: Socket; port: number; remote?: { address: string; port: number }; latched: boolean }
+    {
+      socket: Socket;
+      port: number;
+      remote?: { address: string; port: number };
+      latched: boolean;
+      /** The party that left this side (a transfer): its packets are never taken for the new party's. */
+      departed?: { address: string; port: number };
+    }
   >;
   private recording?: CallRecorder;
   private closed = false;
@@ -244,6 +251,23 @@ export class RtpRelay {
   }
 
   /**
+   * Another party takes `side` (a transfer's target answered, or was joined in): like a move, but the party
+   * that left may go on sending for a while (until its BYE: a browser's WebRTC bridge, a phone slow to stop),
+   * and latching onto its packets would send the call's audio to someone no longer in it and drop the new
+   * party's. So what comes from where the old party was is ignored on this side from now on.
+   */
+  replaceParty(side: Side, sdp: string | undefined): void {
+    const entry = this.sides[side];
+    const previous = entry.remote;
+    this.setRemote(side, sdp);
+    if (!previous) return;
+    const next = entry.remote;
+    // Unless the new party receives where the old one sent from (it cannot be told apart then).
+    if (next?.address === previous.address && next.port === previous.port) return;
+    entry.departed = previous;
+  }
+
+  /**
    * Sends a packet of ours to `side` from its socket (a warm transfer's summary to the person); false when the
    * relay is closed or the side's address is not known.
    */
@@ -280,6 +304,7 @@ export class RtpRelay {
     if (entry.latched) {
       if (entry.remote?.address !== from.address || entry.remote.port !== from.port) return;
     } else {
+      if (entry.departed?.address === from.address && entry.departed.port === from.port) return;
       entry.remote = { address: from.address, port: from.port };
       entry.latched = true;
     }

@@ -136,6 +136,12 @@ export function remoteMoved(call: SipCall, side: Side, sdp: string): void {
   call.relay?.setRemote(side, sdp);
 }
 
+/** Another party took a side (a transfer): as remoteMoved, and the party that left is not heard for it. */
+export function partyReplaced(call: SipCall, side: Side, sdp: string): void {
+  call.remoteSdp[side] = sdp;
+  call.relay?.replaceParty(side, sdp);
+}
+
 export class SipCallTable {
   private readonly calls = new Map<string, SipCall>();
   /** SIP Call-ID of either leg → our call id. */

@@ -18,6 +18,7 @@ import { codecsOf, type Ringer } from './forks.ts';
 import { relaySdp } from './sdp.ts';
 import type { CallSignalling } from './signalling.ts';
 import {
+  partyReplaced,
   remoteMoved,
   type Side,
   type SipCall,
@@ -121,7 +122,7 @@ export class SipTransfers {
     // The target's dialog is the first call's callee; the second call lets go of it without a BYE.
     into.callee = target;
     into.localSdp.callee = sdp;
-    remoteMoved(into, 'callee', answer || from.remoteSdp[otherSide] || '');
+    partyReplaced(into, 'callee', answer || from.remoteSdp[otherSide] || '');
     if (intoId) table.addLeg(target.callId, intoId);
     if (otherSide === 'callee') from.callee = undefined;
     else from.callerGone = true;
