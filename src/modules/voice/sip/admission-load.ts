@@ -5,9 +5,10 @@
 // at once, `503 Service Unavailable` with `Retry-After` (RFC 3261 section 21.5.4), before any database work.
 //
 // The wait a newcomer faces is the admissions ahead of it times the interval at which admissions complete while
-// there is work (inter-departure time in busy periods, the mean of the last few). Counting only busy time keeps a quiet line
-// from looking slow: one call a second, admitted in 5 ms, samples 5 ms, not a second. Under concurrency that
-// sample overstates the interval (a lone admission's whole latency) only while few are in flight, where the
+// there is work: over the last second, the time with admissions in flight divided by the admissions completed
+// (Little's law, W = L/λ, with λ measured only while busy). Counting only busy time keeps a quiet line from
+// looking slow: one call a second, admitted in 5 ms, measures 5 ms, not a second. A lone admission's whole
+// latency overstates the interval when several run at once, but only while few are in flight, where the
 // product stays small. Real elapsed time (performance.now), not the platform's clock: this measures the machine.
 
 /**
@@ -20,19 +21,20 @@ export const ADMISSION_WAIT_BUDGET_MS = 500;
 /** The longest Retry-After we send: an upstream proxy keeps away from us for that long (RFC 3263 section 4.3). */
 export const MAX_RETRY_AFTER_SECONDS = 5;
 /**
- * Completion intervals averaged: enough to smooth completions that come in clusters (a pool's connections
- * finishing together), few enough that a slow first admission (a cold process) is forgotten within a burst.
+ * The window the completion interval is measured over, in buckets: recent enough that a slow start (a cold
+ * process: its first admissions took 100-500 ms while later ones took 20 ms) is forgotten within a second,
+ * long enough to smooth completions that come in clusters (a pool's connections finishing together).
  */
-const SAMPLES = 32;
+const BUCKET_MS = 100;
+const BUCKETS = 10;
 
 export class AdmissionLoad {
   private inFlight = 0;
-  /** The last SAMPLES intervals between admissions completing while some were in flight (ms), a ring. */
-  private readonly samples: number[] = [];
-  private nextSample = 0;
-  private sampleSum = 0;
-  /** Time with admissions in flight since the last completion (ms), up to `changedAt`. */
-  private busy = 0;
+  /** Per bucket of the window: time with admissions in flight (ms) and admissions completed. */
+  private readonly busy = new Array<number>(BUCKETS).fill(0);
+  private readonly completed = new Array<number>(BUCKETS).fill(0);
+  /** The bucket (time / BUCKET_MS) the last change fell in, and the time of that change. */
+  private bucket: number;
   private changedAt: number;
   /** INVITEs refused for overload since the start. */
   refused = 0;
@@ -43,12 +45,23 @@ export class AdmissionLoad {
     public budgetMs = ADMISSION_WAIT_BUDGET_MS,
   ) {
     this.changedAt = this.now();
+    this.bucket = Math.floor(this.changedAt / BUCKET_MS);
   }
 
-  /** The wait a new admission would have now (ms): those in flight ahead of it, one completion interval each. */
+  /**
+   * The wait a new admission would have now (ms): those in flight ahead of it, one completion interval each
+   * (busy time over completions in the window; with none completed, the busy time itself: stuck is slow).
+   */
   expectedWait(): number {
-    if (this.samples.length === 0) return 0;
-    return (this.inFlight * this.sampleSum) / this.samples.length;
+    this.advance();
+    if (this.inFlight === 0) return 0;
+    let busy = 0;
+    let completed = 0;
+    for (let i = 0; i < BUCKETS; i++) {
+      busy += this.busy[i]!;
+      completed += this.completed[i]!;
+    }
+    return (this.inFlight * busy) / Math.max(1, completed);
   }
 
   /**
@@ -72,16 +85,20 @@ export class AdmissionLoad {
       ended = true;
       this.advance();
       this.inFlight--;
-      this.sampleSum += this.busy - (this.samples[this.nextSample] ?? 0);
-      this.samples[this.nextSample] = this.busy;
-      this.nextSample = (this.nextSample + 1) % SAMPLES;
-      this.busy = 0;
+      this.completed[this.bucket % BUCKETS]!++;
     };
   }
 
+  /** Counts the busy time since the last change into the current bucket, emptying buckets that fell out. */
   private advance(): void {
     const now = this.now();
-    if (this.inFlight > 0) this.busy += now - this.changedAt;
+    const bucket = Math.floor(now / BUCKET_MS);
+    for (let next = this.bucket + 1; next <= Math.min(bucket, this.bucket + BUCKETS); next++) {
+      this.busy[next % BUCKETS] = 0;
+      this.completed[next % BUCKETS] = 0;
+    }
+    this.bucket = Math.max(this.bucket, bucket);
+    if (this.inFlight > 0) this.busy[this.bucket % BUCKETS]! += now - this.changedAt;
     this.changedAt = now;
   }
 }

@@ -3,7 +3,7 @@
 // is the registrar (REGISTER with digest authentication), OPTIONS (phones' keep-alives), and calls between
 // extensions' phones, in from the trunk and placed by the API (INVITE, re-INVITE, UPDATE, ACK, CANCEL, BYE,
 // INFO carrying a caller's keys, and REFER, a phone's transfer: sip-pbx.ts). Other methods are answered 501 Not
-// Implemented. Every
+// Implemented. A new call whose admission would wait too long is refused 503 at once (admission-load.ts). Every
 // message in and out is one debug line (method or status, Call-ID, CSeq, peer, transport: never a header that
 // could carry a credential), and in test mode every message out is checked by a strict phone's rules
 // (strict-check.ts).
