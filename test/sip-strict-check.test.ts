@@ -120,6 +120,29 @@ describe('the strict SIP checker', () => {
     assert.match(check.violations[0]!, /To without a tag/);
     assert.match(check.violations[1]!, /From not copied/);
   });
+
+  test('Retry-After (RFC 3261 section 20.33): delta-seconds with an optional comment and parameters', () => {
+    const check = new StrictSipCheck();
+    const refusal = (retryAfter: string) => ({
+      status: 503,
+      reason: 'Service Unavailable',
+      headers: {
+        to: { uri: 'sip:102@example.com', params: { tag: 'pbx' } },
+        from: { uri: 'sip:101@example.com', params: { tag: 'caller' } },
+        'call-id': 'call-3',
+        cseq: { method: 'INVITE', seq: 1 },
+        via: [{ host: '127.0.0.1', params: { branch: 'z9hG4bKcaller3' } }],
+        'retry-after': retryAfter,
+      },
+    });
+    for (const good of ['1', '5', '18000;duration=3600', "120 (I'm in a meeting)", '5;reason=overload'])
+      check.onSent(refusal(good));
+    assert.deepEqual(check.violations, []);
+    for (const bad of ['soon', '-1', '1.5', '5 seconds', 'Fri, 27 Nov 2026 08:00:00 GMT', '5;duration=x'])
+      check.onSent(refusal(bad));
+    assert.equal(check.violations.length, 6, check.violations.join('\n'));
+    for (const violation of check.violations) assert.match(violation, /Retry-After .* not delta-seconds/);
+  });
   test('NOTIFY of a REFER (RFC 3515, RFC 6665): Event, Subscription-State, Contact, a sipfrag status line, terminated exactly when final', () => {
     const check = new StrictSipCheck();
     const contact = [{ uri: 'sip:pbx@127.0.0.1:5060', params: {} }];

@@ -4,7 +4,7 @@
 // is the registrar (REGISTER with digest authentication), OPTIONS (phones' keep-alives), and calls between
 // extensions' phones, in from the trunk and placed by the API (INVITE, re-INVITE, UPDATE, ACK, CANCEL, BYE,
 // INFO carrying a caller's keys, and REFER, a phone's transfer: sip-pbx.ts). Other methods are answered 501 Not
-// Implemented. Every
+// Implemented. A new call whose admission would wait too long is refused 503 at once (admission-load.ts). Every
 // message in and out is one debug line (method or status, Call-ID, CSeq, peer, transport: never a header that
 // could carry a credential), and in test mode every message out is checked by a strict phone's rules
 // (strict-check.ts).
@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
+import { AdmissionLoad } from './admission-load.ts';
 import { ALLOW, capabilityRefusal, SUPPORTED } from './capabilities.ts';
 import type { Registrar } from './registrar.ts';
 import type { SipPbx } from './sip-pbx.ts';
@@ -70,6 +71,10 @@ export class SipListener {
   private readonly strict?: StrictSipCheck;
   /** Set when the server is shutting down: the Retry-After (seconds) new calls are refused with. */
   private refusingRetryAfter?: number;
+  /** New calls' admissions under way, and whether one more would wait too long (admission-load.ts). */
+  readonly admissions = new AdmissionLoad();
+  /** When overload was last logged (performance.now), so that a flood logs a line per 10 s, not per INVITE. */
+  private overloadLoggedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly registrar: Registrar,
@@ -291,8 +296,7 @@ export class SipListener {
             this.pbx.answerReinvite(request, reply);
             return;
           }
-          await this.pbx.invite(request, remote, reply);
-          return;
+          return await this.admit(request, remote, reply);
         case 'UPDATE':
           this.pbx.answerReinvite(request, reply);
           return;
@@ -314,6 +318,32 @@ export class SipListener {
     } catch (error) {
       this.log.error({ err: error, method: request.method }, 'SIP request failed');
       stack.send(this.respond(request, 500, 'Server Internal Error'));
+    }
+  }
+
+  /**
+   * A new call: refused at once with 503 and Retry-After (RFC 3261 section 21.5.4) when its admission would
+   * wait beyond the budget (docs/voice.md "Real SIP: overload"), else handed to the PBX, its admission timed.
+   */
+  private async admit(request: sip.SipMessage, remote: sip.SipRemote, reply: (m: sip.SipMessage) => void) {
+    const retryAfter = this.admissions.refusal();
+    if (retryAfter !== undefined) {
+      const now = performance.now();
+      if (now - this.overloadLoggedAt >= 10_000) {
+        this.overloadLoggedAt = now;
+        this.log.warn(
+          { expectedWaitMs: Math.round(this.admissions.expectedWait()), refused: this.admissions.refused },
+          'SIP admissions overloaded: new calls refused with 503',
+        );
+      }
+      reply(this.respond(request, 503, 'Service Unavailable', { 'retry-after': String(retryAfter) }));
+      return;
+    }
+    const admitted = this.admissions.begin();
+    try {
+      await this.pbx.invite(request, remote, reply);
+    } finally {
+      admitted();
     }
   }
 

@@ -8,6 +8,13 @@ import type { SipMessage, SipRemote } from './stack/index.ts';
 /** RFC 3261 section 8.1.1.7: the branch of a Via this RFC's user agents add starts with the magic cookie. */
 const MAGIC_COOKIE = 'z9hG4bK';
 
+/**
+ * RFC 3261 section 25.1, Retry-After: delta-seconds, an optional comment, then parameters (`duration` in
+ * delta-seconds, or any other token with an optional value).
+ */
+const RETRY_AFTER =
+  /^[0-9]{1,10}[ \t]*(\([^()]*\))?([ \t]*;[ \t]*(duration[ \t]*=[ \t]*[0-9]{1,10}|(?!duration\b)[A-Za-z0-9.!%*_+`'~-]+([ \t]*=[ \t]*[^;\s]+)?))*$/i;
+
 interface Seen {
   via: string;
   from: string;
@@ -34,7 +41,9 @@ export class StrictSipCheck {
 
   /** A message we put on the wire (to `target`): each rule it breaks becomes one violation. */
   onSent(message: SipMessage, target?: Partial<SipRemote>): void {
-    const problems = message.method ? this.request(message) : this.response(message);
+    const problems = message.method
+      ? this.request(message)
+      : [...retryAfterProblems(message), ...this.response(message)];
     if (target?.protocol === 'WS' || target?.protocol === 'WSS')
       problems.push(...this.overWebSocket(message, target));
     const where = target ? ` to ${target.protocol ?? ''} ${target.address ?? ''}:${target.port ?? ''}` : '';
@@ -185,6 +194,13 @@ function notifyProblems(message: SipMessage): string[] {
       `refer NOTIFY with status ${statusLine[1]} and Subscription-State ${stateName} (RFC 3515 section 2.4.7)`,
     );
   return problems;
+}
+
+/** A Retry-After we send (with a 503 of overload or shutdown, say) in the RFC's own syntax. */
+function retryAfterProblems(message: SipMessage): string[] {
+  const retryAfter = message.headers?.['retry-after'];
+  if (retryAfter === undefined || RETRY_AFTER.test(String(retryAfter).trim())) return [];
+  return [`Retry-After "${String(retryAfter)}" is not delta-seconds (RFC 3261 section 20.33)`];
 }
 
 function transactionKey(message: SipMessage): string | undefined {
