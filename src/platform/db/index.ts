@@ -2,14 +2,8 @@
 // Both speak the same dialect, run the same migrations and answer the same queries. Services write plain
 // parameterised SQL against `Queryable`, which is either the database or an open transaction.
 import { mkdirSync } from 'node:fs';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
 import pg from 'pg';
-import { from as copyFrom } from 'pg-copy-streams';
-import { type CopyValue, copyChunks, copyStatement } from './copy.ts';
-
-export { type CopyValue, CopyValueError } from './copy.ts';
 
 export interface Queryable {
   query<Row = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<Row[]>;
@@ -21,13 +15,6 @@ export interface Database extends Queryable {
   readonly engine: 'pglite' | 'postgres';
   /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
-  /**
-   * Writes `rows` into `table` with `COPY … FROM`, as one statement of its own (every row or none), and
-   * returns how many it wrote: a bulk write without a parameter or a JSON document per value (copy.ts
-   * encodes the values; one it cannot send faithfully, a NUL or a lone surrogate, throws `CopyValueError`
-   * and nothing is written). Not for use inside `transaction`, whose connection it does not take.
-   */
-  copyIn(table: string, columns: readonly string[], rows: readonly (readonly CopyValue[])[]): Promise<number>;
   /**
    * Receives `NOTIFY`s on a channel (`pg_notify(channel, payload)`, delivered when the notifying transaction
    * commits) until the returned function is called. Optional: a database without it is polled.
@@ -155,16 +142,6 @@ export class PgliteDatabase implements Database {
     await this.client.exec(sql);
   }
 
-  /** PGlite reads COPY's input from a Blob it exposes to the statement as the file `/dev/blob`. */
-  async copyIn(table: string, columns: readonly string[], rows: readonly (readonly CopyValue[])[]) {
-    if (rows.length === 0) return 0;
-    const blob = new Blob(copyChunks(rows, columns.length));
-    await this.letTheLoopTurn();
-    await this.boundTheWal();
-    const result = await this.client.query(copyStatement(table, columns, "'/dev/blob'"), [], { blob });
-    return result.affectedRows ?? 0;
-  }
-
   async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
     await this.letTheLoopTurn();
     await this.boundTheWal();
@@ -233,30 +210,6 @@ export class PostgresDatabase implements Database {
   }
 
   private readonly statements = new PreparedStatements();
-
-  /**
-   * `COPY … FROM STDIN` on a pooled connection (pg-copy-streams), its rows sent in chunks. A COPY the server
-   * refuses (a constraint) ends with the connection ready for the next statement; one lost midway is not
-   * lent again.
-   */
-  async copyIn(table: string, columns: readonly string[], rows: readonly (readonly CopyValue[])[]) {
-    if (rows.length === 0) return 0;
-    const chunks = copyChunks(rows, columns.length);
-    const client = await this.pool.connect();
-    let lost: unknown;
-    const onLost = (error: unknown) => {
-      lost ??= error;
-    };
-    client.on('error', onLost);
-    try {
-      const copy = client.query(copyFrom(copyStatement(table, columns, 'STDIN')));
-      await pipeline(Readable.from(chunks), copy);
-      return copy.rowCount;
-    } finally {
-      client.off('error', onLost);
-      client.release(lost as Error | undefined);
-    }
-  }
 
   /**
    * A checked-out connection has no listener of the pool's (pg-pool removes it while the connection is lent),
