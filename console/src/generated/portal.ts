@@ -1480,6 +1480,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/portal/phone/credentials": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Short-lived SIP credentials for the signed-in member's own extension (the console's phone); revoked at sign-out
+         * @description The member’s oldest extension assigned to them; 404 `NO_EXTENSION` when they have none. The credentials work for an hour (never past the session), end with the session, and the password is never shown again: ask for new ones to renew.
+         */
+        post: operations["portal.phone.credentials"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/portal/knowledge-bases": {
         parameters: {
             query?: never;
@@ -8333,6 +8353,46 @@ export interface operations {
                                  */
                                 state: "available" | "ringing" | "on_call" | "wrap_up" | "offline";
                             }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "portal.phone.credentials": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            extensionId: string;
+                            /** @description The extension's number (what others dial) */
+                            extension: string;
+                            /** @description The extension's name, for the phone's caller id */
+                            displayName: string;
+                            /** @description The address of record to register: the extension’s own */
+                            sipUri: string;
+                            /** @description The digest username, this credential’s own */
+                            username: string;
+                            /** @description Shown in this answer only */
+                            password: string;
+                            /** @description SIP over WebSocket (RFC 7118, subprotocol `sip`) */
+                            wsUrl: string;
+                            /** @description After this the registrar refuses them; ask for new ones before */
+                            expiresAt: string;
                         };
                     };
                 };
