@@ -374,6 +374,17 @@ describe('queues at run time (simulated PBX)', () => {
   });
 
   test("GET /queues/{id}/live counts how the day's waits ended, for a wallboard", async () => {
+    // The tests above end their callers' waits without waiting for the last to be written: the counts are
+    // read once every wait of the queue has ended (a loaded machine wrote an abandonment within the second).
+    for (let waited = 0; ; waited += 50) {
+      const [open] = await t.ctx.db.query<{ count: number }>(
+        `SELECT count(*)::int AS count FROM queue_entries WHERE queue_id = $1 AND left_at IS NULL`,
+        [queueId],
+      );
+      if (open!.count === 0) break;
+      assert.ok(waited < 15_000, 'every wait of the queue ends');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     const [counted] = await t.ctx.db.query<{ answered: number; abandoned: number; timed_out: number }>(
       `SELECT count(*) FILTER (WHERE state = 'answered')::int AS answered,
               count(*) FILTER (WHERE state = 'abandoned')::int AS abandoned,
@@ -394,7 +405,12 @@ describe('queues at run time (simulated PBX)', () => {
       },
       { answered: counted!.answered, abandoned: counted!.abandoned, timedOut: counted!.timed_out },
     );
-    const now = new Date(t.ctx.clock.nowMs() - 1000).toISOString();
+    const [last] = await t.ctx.db.query<{ left_at: Date }>(
+      'SELECT max(left_at) AS left_at FROM queue_entries WHERE queue_id = $1',
+      [queueId],
+    );
+    // Just after the last wait ended (and not in the future, which is refused).
+    const now = new Date(Math.min(last!.left_at.getTime() + 1, t.ctx.clock.nowMs())).toISOString();
     const fromNow = (await api('GET', `/queues/${queueId}/live?since=${now}`)).body.data.outcomes;
     assert.deepEqual(fromNow, { since: now, answered: 0, abandoned: 0, timedOut: 0 });
     for (const since of ['soon', new Date(t.ctx.clock.nowMs() + 60_000).toISOString()]) {
