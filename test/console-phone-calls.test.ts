@@ -265,6 +265,31 @@ describe('a call between two browsers', { skip }, () => {
       await side.page.locator('[data-call-state]').waitFor({ state: 'detached' });
   });
 
+  test('keys pressed in a call reach the other phone as RFC 4733 telephone-events, through the relay', async () => {
+    carol.telephoneEvents = true;
+    try {
+      await dock(alice.page).getByLabel('Call', { exact: true }).fill('203');
+      await dock(alice.page).getByRole('button', { name: 'Call', exact: true }).click();
+      await alice.page.locator('[data-call-state="active"]').waitFor();
+      await dock(alice.page).getByRole('button', { name: 'Keys', exact: true }).click();
+      const keys = dock(alice.page).getByRole('group', { name: 'Keys to send' });
+      for (const name of ['5', 'Pound']) {
+        await keys.getByRole('button', { name, exact: true }).click();
+        // One key's events end before the next is pressed (RTCDTMFSender queues them anyway).
+        await until(
+          async () => carol.keysReceived,
+          (got) => got.length > 0 && got.endsWith(name === '5' ? '5' : '#'),
+        );
+      }
+      assert.equal(carol.keysReceived, '5#');
+      await dock(alice.page).getByRole('button', { name: 'Hang up' }).click();
+      await carol.next('BYE');
+      await alice.page.locator('[data-call-state]').waitFor({ state: 'detached' });
+    } finally {
+      carol.telephoneEvents = false;
+    }
+  });
+
   test('blind transfer: Bob sends Alice to Carol’s desk phone and is let go; Alice and Carol talk', {
     timeout: 90_000,
   }, async () => {

@@ -75,11 +75,31 @@ export class SipPhone {
     private readonly media: Socket,
   ) {
     socket.on('message', (data) => this.onMessage(parseSip(data.toString('latin1'))));
-    media.on('message', () => this.mediaReceived.push(performance.now()));
+    media.on('message', (packet) => {
+      this.mediaReceived.push(performance.now());
+      this.readKey(packet);
+    });
   }
 
   /** When each RTP packet reached our media port (performance.now()). */
   readonly mediaReceived: number[] = [];
+  /**
+   * Set before a call to offer RFC 4733 telephone-events (payload type 101) beside PCMU: the keys received so
+   * are in `keysReceived`, one per event (its first packet; an event's timestamp stays the same throughout).
+   */
+  telephoneEvents = false;
+  keysReceived = '';
+  /** The telephone-event payload type of the call: ours (101) when we offer, the offer's when we answer. */
+  private eventType = 101;
+  private lastKeyTimestamp?: number;
+
+  private readKey(packet: Buffer): void {
+    if (!this.telephoneEvents || packet.length < 16 || (packet[1]! & 0x7f) !== this.eventType) return;
+    const timestamp = packet.readUInt32BE(4);
+    if (timestamp === this.lastKeyTimestamp) return;
+    this.lastKeyTimestamp = timestamp;
+    this.keysReceived += '0123456789*#ABCD'[packet[12]!] ?? '?';
+  }
 
   static async open(
     server: number,
@@ -112,7 +132,11 @@ export class SipPhone {
   }
 
   sdp(version = 1): string {
-    return `v=0\r\no=phone 1 ${version} IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio ${this.mediaPort} RTP/AVP 0\r\na=rtpmap:0 PCMU/8000\r\n`;
+    const type = this.eventType;
+    const events = this.telephoneEvents
+      ? { formats: ` ${type}`, lines: `a=rtpmap:${type} telephone-event/8000\r\na=fmtp:${type} 0-15\r\n` }
+      : { formats: '', lines: '' };
+    return `v=0\r\no=phone 1 ${version} IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio ${this.mediaPort} RTP/AVP 0${events.formats}\r\na=rtpmap:0 PCMU/8000\r\n${events.lines}`;
   }
 
   /**
@@ -356,6 +380,9 @@ export class SipPhone {
 
   private answerInvite(invite: SipText): PhoneDialog {
     const localTag = this.tags.get(first(invite, 'call-id'))!;
+    // An answer keeps the offer's dynamic payload type (RFC 3264 section 6.1).
+    const offered = /a=rtpmap:(\d+) telephone-event\/8000/i.exec(invite.body ?? '');
+    this.eventType = offered ? Number(offered[1]) : 101;
     this.respond(
       invite,
       '200 OK',
