@@ -10,9 +10,10 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { CONSOLE_DIST } from '../src/platform/http/console.ts';
 import { createOrganization, startTestApp, type TestApp } from './helpers/app.ts';
+import { launchChromium } from './helpers/browser.ts';
 import { freshNumber } from './helpers/messaging.ts';
 import { advance, createUser, signIn, type TestUser, totpCode } from './helpers/portal.ts';
 import { type Receiver, startReceiver } from './helpers/receiver.ts';
@@ -66,19 +67,7 @@ describe('the web console in Chromium', { skip }, () => {
     assert.equal(added.status, 201, added.text);
     user = await createUser(t, { organizationIds: [main.id, other.id] });
 
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--autoplay-policy=no-user-gesture-required',
-      ],
-    });
+    browser = await launchChromium();
     context = await browser.newContext({ baseURL: t.url, viewport: { width: 1280, height: 800 } });
     page = await context.newPage();
     page.setDefaultTimeout(WAIT.timeout);

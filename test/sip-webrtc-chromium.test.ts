@@ -13,7 +13,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { build } from 'esbuild';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from './helpers/browser.ts';
 import { type SipExtension, sipOffice } from './helpers/sip-office.ts';
 import { SipPhone } from './helpers/sip-phone.ts';
 
@@ -93,22 +94,11 @@ describe('a third-party browser SIP stack (JsSIP in Chromium) on our WebSocket',
     pageUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/`;
     const wav = join(mkdtempSync(join(tmpdir(), 'fake-mic-')), 'tone.wav');
     writeFileSync(wav, toneWav(10));
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--autoplay-policy=no-user-gesture-required',
-        '--use-fake-ui-for-media-stream',
-        '--use-fake-device-for-media-stream',
-        `--use-file-for-fake-audio-capture=${wav}`,
-      ],
-    });
+    browser = await launchChromium([
+      '--use-fake-ui-for-media-stream',
+      '--use-fake-device-for-media-stream',
+      `--use-file-for-fake-audio-capture=${wav}`,
+    ]);
     page = await browser.newPage();
     await page.goto(pageUrl);
     await page.evaluate(
