@@ -198,25 +198,31 @@ describe('the SIP trunk and voicemail over RTP (SIPp)', {
       assert.equal(removed.status, 200);
     }
     // In sequence order, µ-law (the offer's codec): the greeting's own samples first, exactly as G.711 carries them.
-    const payload = Buffer.concat(
-      heard
-        .map((packet) => ({
-          sequence: packet.readUInt16BE(2),
-          type: packet[1]! & 0x7f,
-          payload: packet.subarray(12),
-        }))
-        .filter((packet) => packet.type === 0)
-        .sort((a, b) => a.sequence - b.sequence)
-        .map((packet) => packet.payload),
+    // The sequence starts anywhere (RFC 3550) and may wrap past 65535 within the greeting: ordered from the
+    // first packet's number, modulo 2^16.
+    const audio = heard
+      .map((packet) => ({
+        sequence: packet.readUInt16BE(2),
+        type: packet[1]! & 0x7f,
+        payload: packet.subarray(12),
+      }))
+      .filter((packet) => packet.type === 0);
+    const first = audio[0]?.sequence ?? 0;
+    const ordered = audio.sort(
+      (a, b) => ((a.sequence - first + 65536) % 65536) - ((b.sequence - first + 65536) % 65536),
     );
+    const payload = Buffer.concat(ordered.map((packet) => packet.payload));
     const expected = Buffer.from(g711.mulaw.encode(greeting));
     assert.ok(
       payload.length >= expected.length,
       `${payload.length} bytes heard for a ${expected.length}-byte greeting`,
     );
-    assert.ok(
-      payload.subarray(0, expected.length).equals(expected),
-      'the caller heard the uploaded greeting',
+    const differsAt = expected.findIndex((byte, index) => payload[index] !== byte);
+    assert.equal(
+      differsAt,
+      -1,
+      `the caller heard the uploaded greeting (the first difference at byte ${differsAt} of ` +
+        `${expected.length}, in ${ordered.length} packets, sequences ${ordered.map((p) => p.sequence).join(',')})`,
     );
   });
 
