@@ -340,20 +340,7 @@ export class SipPhone {
 
   /** The ACK of a non-2xx final response (RFC 3261 section 17.1.1.3): the INVITE's branch and CSeq. */
   private ackFailure(uri: string, dialog: PhoneDialog, response: SipText): void {
-    this.send(
-      finish(
-        [
-          `ACK ${uri} SIP/2.0`,
-          `Via: ${first(response, 'via')}`,
-          'Max-Forwards: 70',
-          `From: ${dialog.local}`,
-          `To: ${first(response, 'to')}`,
-          `Call-ID: ${dialog.callId}`,
-          `CSeq: ${dialog.cseq} ACK`,
-        ],
-        '',
-      ),
-    );
+    this.send(finish(failureAckLines(uri, dialog, response), ''));
   }
 
   private send(text: string): void {
@@ -445,6 +432,26 @@ export class SipPhone {
       waiter.resolve(message);
     }
   }
+}
+
+/**
+ * The lines of the ACK of a non-2xx final response to an INVITE (RFC 3261 section 17.1.1.3): the INVITE's Via
+ * (its branch), the response's To (its tag) and the INVITE's CSeq number.
+ */
+export function failureAckLines(
+  target: string,
+  dialog: { local: string; callId: string; cseq: number },
+  response: SipText,
+): string[] {
+  return [
+    `ACK ${target} SIP/2.0`,
+    `Via: ${first(response, 'via')}`,
+    'Max-Forwards: 70',
+    `From: ${dialog.local}`,
+    `To: ${first(response, 'to')}`,
+    `Call-ID: ${dialog.callId}`,
+    `CSeq: ${dialog.cseq} ACK`,
+  ];
 }
 
 function finish(lines: string[], body: string): string {

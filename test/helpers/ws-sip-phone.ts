@@ -5,7 +5,7 @@
 // RTCPeerConnection playing the browser's media: test/helpers/webrtc-peer.ts). Every message received is kept.
 import { createHash, randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
-import { parseSip, type SipText } from './sip-phone.ts';
+import { failureAckLines, parseSip, type SipText } from './sip-phone.ts';
 
 const token = () => randomBytes(6).toString('hex');
 const md5 = (...parts: string[]) => createHash('md5').update(parts.join(':')).digest('hex');
@@ -222,20 +222,7 @@ export class WsSipPhone {
   }
 
   private ackFailure(dialog: WsDialog, response: SipText): void {
-    this.send(
-      finish(
-        [
-          `ACK ${dialog.target} SIP/2.0`,
-          `Via: ${first(response, 'via')}`,
-          'Max-Forwards: 70',
-          `From: ${dialog.local}`,
-          `To: ${first(response, 'to')}`,
-          `Call-ID: ${dialog.callId}`,
-          `CSeq: ${dialog.cseq} ACK`,
-        ],
-        '',
-      ),
-    );
+    this.send(finish(failureAckLines(dialog.target, dialog, response), ''));
   }
 
   private send(text: string): void {
