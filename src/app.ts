@@ -4,11 +4,11 @@ import cookie from '@fastify/cookie';
 import multipart from '@fastify/multipart';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import scalar from '@scalar/fastify-api-reference';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import Fastify, { type FastifyError, type FastifyReply } from 'fastify';
 import { ApiError, renderError, shapeForPath } from './platform/errors.ts';
+import { registerApiReference } from './platform/http/api-reference.ts';
 import type { App } from './platform/http/app-type.ts';
 import { INTERFACE_NAMES } from './platform/http/caller.ts';
 import { answerClientError, trackRequestPaths } from './platform/http/client-errors.ts';
@@ -196,7 +196,7 @@ export async function buildApp(runtime: Runtime): Promise<App> {
     ...withDocumentedRequestBodies(app.swagger()),
     webhooks: webhooksDocument(runtime.events.definitions()),
   }));
-  await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/openapi.json' } });
+  registerApiReference(app, '/openapi.json');
 
   // Every module's routes, per interface. Without ADMIN_TOKEN the operator API does not exist (404), and
   // test controls exist only under APP_ENV=test.

@@ -220,6 +220,14 @@ describe('API description', () => {
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type') ?? '', /text\/html/);
     assert.match(res.text, /openapi\.json|scalar/i);
+    // The page's script and the redirect of /docs, forwarded from the reference loaded on first use.
+    const script = await t.request('GET', '/docs/js/scalar.js');
+    assert.equal(script.status, 200);
+    assert.match(script.headers.get('content-type') ?? '', /javascript/);
+    assert.ok(script.text.length > 100_000, 'the reference\'s browser bundle');
+    const bare = await t.request('GET', '/docs');
+    assert.equal(bare.status, 301);
+    assert.equal(bare.headers.get('location'), '/docs/');
   });
 });
 

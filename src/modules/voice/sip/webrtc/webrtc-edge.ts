@@ -9,10 +9,16 @@
 // messages of a Call-ID with a bridge go out one after another, each after its translation, in the order sent.
 // A bridge ends with its dialog: a BYE either way, or a final refusal of the INVITE that began it.
 import type { FastifyBaseLogger } from 'fastify';
-import { RTCDtlsTransport } from 'werift';
 import { makeResponse, type SipMessage, type SipStack } from '../stack/index.ts';
-import { type MediaHosts, NotAcceptable, WebRtcEndpoint } from './webrtc-endpoint.ts';
-import { isWebRtc } from './webrtc-sdp.ts';
+import type { WebRtcEndpoint } from './webrtc-endpoint.ts';
+import { isWebRtc, type MediaHosts, NotAcceptable } from './webrtc-sdp.ts';
+
+/**
+ * The bridge's module and werift with it, loaded on the first browser call (or the listener's start): werift
+ * costs about 0.45 s of CPU to load, which a server that no browser calls should not pay at every start
+ * (docs/performance.md, issue 35).
+ */
+const endpointModule = () => import('./webrtc-endpoint.ts');
 
 /** Browser calls one process bridges at once; an INVITE past it is refused 503 (another process takes it). */
 export const MAX_BRIDGES = 2_000;
@@ -32,7 +38,8 @@ export class WebRtcEdge {
   ) {}
 
   /** Makes the DTLS certificate every bridge presents (once per process, ECDSA P-256), before the first call. */
-  static prepare(): Promise<unknown> {
+  static async prepare(): Promise<unknown> {
+    const { RTCDtlsTransport } = await import('werift');
     return RTCDtlsTransport.SetupCertificate();
   }
 
@@ -193,7 +200,7 @@ export class WebRtcEdge {
     if (!bridge) {
       const hosts = this.hosts();
       if (!hosts) return Promise.reject(new NotAcceptable('no SIP listener'));
-      bridge = WebRtcEndpoint.open(hosts, this.log);
+      bridge = endpointModule().then(({ WebRtcEndpoint }) => WebRtcEndpoint.open(hosts, this.log));
       this.bridges.set(callId, bridge);
     }
     return bridge;

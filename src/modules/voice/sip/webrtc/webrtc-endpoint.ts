@@ -16,6 +16,8 @@ import {
   type AudioDescription,
   chosenFormats,
   type Format,
+  type MediaHosts,
+  NotAcceptable,
   plainSdp,
   readAudio,
   revised,
@@ -42,16 +44,8 @@ const TRANSITIONS: Record<EndpointState, Partial<Record<Signal, EndpointState>>>
   closed: {},
 };
 
-/** A description the bridge cannot take: the edge answers 488 Not Acceptable Here. */
-export class NotAcceptable extends Error {}
-
 /** How long ICE may take to gather our host candidates before the description goes without the rest. */
 const GATHERING_MS = 2_000;
-
-export interface MediaHosts {
-  bind: string;
-  advertise: string;
-}
 
 export class WebRtcEndpoint {
   private state: EndpointState = 'new';

@@ -176,3 +176,12 @@ export function answering(direction: Direction): Direction {
   if (direction === 'recvonly') return 'sendonly';
   return direction;
 }
+
+/** A description the bridge cannot take: the edge answers 488 Not Acceptable Here. */
+export class NotAcceptable extends Error {}
+
+/** Where a bridge binds its sockets and the address it advertises in its descriptions. */
+export interface MediaHosts {
+  bind: string;
+  advertise: string;
+}
