@@ -34,10 +34,11 @@ async function main() {
   const telemetry = config.otlpEndpoint ? await startTelemetry({ endpoint: config.otlpEndpoint }) : undefined;
   const db = await openDatabase(config);
   mark('database');
-  const applied = await migrate(db);
-  mark('migrations');
-  if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');
-  log.info({ engine: db.engine, appEnv: config.appEnv }, 'database ready');
+  // The migrations run while the runtime and the app are built (neither sends a statement while being built),
+  // so the embedded database's boot in its thread and the migrations' check overlap the routes' registration
+  // (docs/performance.md, issue 35). Nothing is served or started before they are done.
+  const migrations = migrate(db);
+  migrations.catch(() => {}); // awaited below, after the app is built
   if (config.appEnv !== 'production' && !isLoopback(config.host)) {
     // Development relaxes protections (the webhook SSRF guard, http webhook URLs, sk_test_ keys): fine on a
     // laptop, dangerous on an address others can reach.
@@ -53,6 +54,10 @@ async function main() {
   mark('runtime');
   const app = config.roles.includes('api') ? await buildApp(ctx) : undefined;
   mark('app');
+  const applied = await migrations;
+  mark('migrations');
+  if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');
+  log.info({ engine: db.engine, appEnv: config.appEnv }, 'database ready');
   const demo = await seedDemoIfEmpty(ctx);
   mark('seed');
 

@@ -2,8 +2,10 @@
 // Both speak the same dialect, run the same migrations and answer the same queries. Services write plain
 // parameterised SQL against `Queryable`, which is either the database or an open transaction.
 import { mkdirSync } from 'node:fs';
-import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
+import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
+import { pgliteOptions, WalBound } from './pglite-settings.ts';
+import { PgliteThreadDatabase } from './pglite-threaded.ts';
 
 export interface Queryable {
   query<Row = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<Row[]>;
@@ -52,34 +54,14 @@ pg.types.setTypeParser(INT8_OID, (value: string) => Number(value));
 
 /** The longest a chain of PGlite statements may keep the event loop from timers and sockets. */
 const PGLITE_YIELD_EVERY_MS = 10;
-/** How often, at most, a PGlite statement first looks at how much WAL the last checkpoint left behind it. */
-const PGLITE_WAL_CHECK_EVERY_MS = 200;
-/** WAL written since the last checkpoint past which PGlite runs one (see `PgliteDatabase.boundTheWal`). */
-const PGLITE_CHECKPOINT_AFTER_WAL_BYTES = 32 * 1024 * 1024;
-/**
- * PGlite's server settings beyond its defaults. A checkpoint keeps recycled WAL segments for the next one
- * up to max_wal_size (1 GB by default), so that bound is lowered to what a checkpoint every 32 MB needs.
- * shared_buffers (PostgreSQL's 128 MB by default) is resident from the start in PGlite, and its files are read
- * through the operating system's cache anyway: 32 MB keeps about 80 MB off the idle process with no measurable
- * cost to a bulk insert and lookups of 60,000 rows (docs/performance.md, issue 35).
- */
-const PGLITE_START_PARAMS = [
-  ...PGlite.defaultStartParams,
-  ...['-c', 'max_wal_size=64MB', '-c', 'min_wal_size=32MB', '-c', 'shared_buffers=32MB'],
-];
-
-/** How every PGlite instance is started: bigints read as numbers, and the settings above. */
-const pgliteOptions = () => ({
-  parsers: { [pgliteTypes.INT8]: (value: string) => Number(value) },
-  startParams: PGLITE_START_PARAMS,
-});
-
 export class PgliteDatabase implements Database {
   readonly engine = 'pglite' as const;
   private lastYield = performance.now();
-  private lastWalCheck = performance.now();
+  private readonly wal: WalBound;
 
-  constructor(readonly client: PGlite) {}
+  constructor(readonly client: PGlite) {
+    this.wal = new WalBound(client);
+  }
 
   /**
    * PGlite runs in this thread and answers each statement within microtasks, so a busy worker (a campaign, a
@@ -91,27 +73,6 @@ export class PgliteDatabase implements Database {
     if (performance.now() - this.lastYield < PGLITE_YIELD_EVERY_MS) return;
     await new Promise((resolve) => setImmediate(resolve));
     this.lastYield = performance.now();
-  }
-
-  /**
-   * PGlite runs PostgreSQL as a single-user backend, which never checkpoints by itself (the server's
-   * checkpointer is a process of its own, and a standalone backend asks for no checkpoint when its WAL
-   * grows): every write's WAL was kept until the database closed. With `memory://` those files are memory:
-   * a million-row import left 1.4 GB of WAL in the process (issue 31, finding 10); on disk, they filled the
-   * disk. So a statement first runs a checkpoint, every PGLITE_WAL_CHECK_EVERY_MS at most, when the WAL
-   * written since the last one passes PGLITE_CHECKPOINT_AFTER_WAL_BYTES; the checkpoint removes the segments
-   * it no longer needs (beyond the few max_wal_size lets it keep for reuse). Only outside a transaction: a
-   * statement of the instance waits for the transaction that holds it.
-   */
-  private async boundTheWal(): Promise<void> {
-    if (performance.now() - this.lastWalCheck < PGLITE_WAL_CHECK_EVERY_MS) return;
-    this.lastWalCheck = performance.now();
-    const { rows } = await this.client.query<{ written: number }>(
-      `SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), redo_lsn)::float8 AS written
-         FROM pg_control_checkpoint()`,
-    );
-    if (rows[0]!.written > PGLITE_CHECKPOINT_AFTER_WAL_BYTES) await this.client.exec('CHECKPOINT');
-    this.lastWalCheck = performance.now();
   }
 
   static async open(dataDir: string): Promise<PgliteDatabase> {
@@ -131,20 +92,20 @@ export class PgliteDatabase implements Database {
 
   async query<Row>(sql: string, params: unknown[] = []): Promise<Row[]> {
     await this.letTheLoopTurn();
-    await this.boundTheWal();
+    await this.wal.check();
     const result = await this.client.query<Row>(sql, params);
     return result.rows;
   }
 
   async exec(sql: string): Promise<void> {
     await this.letTheLoopTurn();
-    await this.boundTheWal();
+    await this.wal.check();
     await this.client.exec(sql);
   }
 
   async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
     await this.letTheLoopTurn();
-    await this.boundTheWal();
+    await this.wal.check();
     // PGlite is one connection; its transaction() holds the instance exclusively until it ends.
     return this.client.transaction(async (tx) =>
       work({
@@ -340,7 +301,7 @@ export async function openDatabase(options: {
   databasePoolSize?: number;
 }): Promise<Database> {
   if (options.databaseUrl) return PostgresDatabase.open(options.databaseUrl, options.databasePoolSize);
-  return PgliteDatabase.open(options.dataDir);
+  return PgliteThreadDatabase.open(options.dataDir);
 }
 
 /** True when a PostgreSQL error is a unique-constraint violation (SQLSTATE 23505), on either engine. */

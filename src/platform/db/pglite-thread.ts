@@ -1,0 +1,166 @@
+// The embedded database's own thread (a worker_threads Worker started by pglite-threaded.ts). PGlite runs
+// PostgreSQL compiled to WebAssembly, synchronously inside each call: on the server's main thread its work
+// (a page of rows, a dispatch batch, its boot at start) held the event loop from HTTP and SIP. Here it runs
+// beside it, and the main thread only sends statements and receives rows.
+//
+// Each message from the main thread is one request with an id, answered once with that id. A transaction is
+// PGlite's own `transaction()`, held open while the main thread sends its statements one by one, and ended by
+// the main thread's `end` (commit or roll back). PGlite serialises everything else behind it, as it does in
+// one thread. Errors travel as plain objects with PostgreSQL's fields (code, constraint, detail…), which the
+// services read.
+import { parentPort, workerData } from 'node:worker_threads';
+import { PGlite, type Transaction } from '@electric-sql/pglite';
+import { pgliteOptions, WalBound } from './pglite-settings.ts';
+import type { ThreadReply, ThreadRequest } from './pglite-threaded.ts';
+
+const port = parentPort!;
+const { dataDir } = workerData as { dataDir: string };
+
+/** What the main thread's `end` of a transaction that is to roll back throws inside PGlite's transaction. */
+const ROLLBACK = Symbol('rollback');
+
+/** The requests of each open transaction, in the order they came, for the transaction's loop to take. */
+class TransactionInbox {
+  private readonly waiting: ThreadRequest[] = [];
+  private wake?: (request: ThreadRequest) => void;
+
+  put(request: ThreadRequest): void {
+    if (this.wake) {
+      const wake = this.wake;
+      this.wake = undefined;
+      wake(request);
+    } else this.waiting.push(request);
+  }
+
+  take(): Promise<ThreadRequest> {
+    const next = this.waiting.shift();
+    if (next) return Promise.resolve(next);
+    return new Promise((resolve) => {
+      this.wake = resolve;
+    });
+  }
+}
+
+function plainError(error: unknown): ThreadReply['error'] {
+  if (!(error instanceof Error)) return { message: String(error) };
+  const plain: Record<string, unknown> = { message: error.message, name: error.name };
+  for (const [key, value] of Object.entries(error)) {
+    if (typeof value === 'string' || typeof value === 'number') plain[key] = value;
+  }
+  return plain as ThreadReply['error'];
+}
+
+const reply = (message: ThreadReply) => port.postMessage(message);
+
+async function main(): Promise<void> {
+  let client: PGlite;
+  try {
+    if (!dataDir.startsWith('memory://')) {
+      const { mkdirSync } = await import('node:fs');
+      mkdirSync(dataDir, { recursive: true });
+    }
+    client = await PGlite.create(dataDir, pgliteOptions());
+  } catch (error) {
+    reply({ id: 0, error: plainError(error) });
+    return;
+  }
+  const wal = new WalBound(client);
+  const transactions = new Map<number, TransactionInbox>();
+  const subscriptions = new Map<number, () => Promise<void>>();
+
+  const statement = async (runner: PGlite | Transaction, request: ThreadRequest) => {
+    if (request.op === 'query') return (await runner.query(request.sql!, request.params)).rows;
+    await runner.exec(request.sql!);
+    return [];
+  };
+
+  /** Runs a transaction: its statements come through its inbox until the main thread ends it. */
+  const transaction = (request: ThreadRequest) => {
+    const inbox = new TransactionInbox();
+    transactions.set(request.tx!, inbox);
+    let endId = 0;
+    client
+      .transaction(async (tx) => {
+        reply({ id: request.id, rows: [] }); // begun: the main thread's work may start
+        for (;;) {
+          const next = await inbox.take();
+          if (next.op === 'end') {
+            endId = next.id;
+            if (next.commit) return;
+            throw ROLLBACK;
+          }
+          try {
+            reply({ id: next.id, rows: await statement(tx, next) });
+          } catch (error) {
+            reply({ id: next.id, error: plainError(error) });
+          }
+        }
+      })
+      .then(
+        () => reply({ id: endId, rows: [] }),
+        (error) => {
+          // Not begun at all (endId 0): the begin request gets the error.
+          if (error === ROLLBACK) reply({ id: endId, rows: [] });
+          else reply({ id: endId || request.id, error: plainError(error) });
+        },
+      )
+      .finally(() => transactions.delete(request.tx!));
+  };
+
+  port.on('message', (request: ThreadRequest) => {
+    if (request.tx !== undefined && request.op !== 'begin') {
+      const inbox = transactions.get(request.tx);
+      if (inbox) inbox.put(request);
+      else reply({ id: request.id, error: { message: 'the transaction has ended' } });
+      return;
+    }
+    switch (request.op) {
+      case 'begin':
+        transaction(request);
+        return;
+      case 'query':
+      case 'exec':
+        wal
+          .check()
+          .then(() => statement(client, request))
+          .then(
+            (rows) => reply({ id: request.id, rows }),
+            (error) => reply({ id: request.id, error: plainError(error) }),
+          );
+        return;
+      case 'listen':
+        client
+          .listen(request.channel!, (payload) =>
+            reply({ id: -1, subscription: request.subscription, payload }),
+          )
+          .then(
+            (stop) => {
+              subscriptions.set(request.subscription!, stop);
+              reply({ id: request.id, rows: [] });
+            },
+            (error) => reply({ id: request.id, error: plainError(error) }),
+          );
+        return;
+      case 'unlisten': {
+        const stop = subscriptions.get(request.subscription!);
+        subscriptions.delete(request.subscription!);
+        Promise.resolve(client.closed ? undefined : stop?.()).then(
+          () => reply({ id: request.id, rows: [] }),
+          (error) => reply({ id: request.id, error: plainError(error) }),
+        );
+        return;
+      }
+      case 'close':
+        Promise.resolve(client.closed ? undefined : client.close()).then(
+          () => reply({ id: request.id, rows: [] }),
+          (error) => reply({ id: request.id, error: plainError(error) }),
+        );
+        return;
+      default:
+        reply({ id: request.id, error: { message: `unknown request ${String(request.op)}` } });
+    }
+  });
+  reply({ id: 0, rows: [] }); // open
+}
+
+void main();

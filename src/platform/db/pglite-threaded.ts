@@ -1,0 +1,183 @@
+// The embedded database as the server uses it: PGlite in a thread of its own (pglite-thread.ts), reached by
+// messages. Two things the server gains over PGlite in its main thread (docs/architecture.md, "The embedded
+// database's thread"):
+// - its work leaves the event loop: a page of rows or a dispatch batch no longer holds HTTP requests and SIP
+//   datagrams behind it, and on two cores the database and the server run at once;
+// - at start, PGlite's boot (its WebAssembly compiled, its files opened) runs while the main thread loads the
+//   server's modules: `main.ts` calls `preopenPglite` before it imports them, and `open` takes that thread.
+// Tests' databases stay in their own thread (PgliteDatabase: templates, dumps and clones are theirs).
+// This module stays light (no PGlite import): main.ts loads it before everything else.
+import { Worker } from 'node:worker_threads';
+import type { Database, Queryable, Subscription } from './index.ts';
+
+export interface ThreadRequest {
+  id: number;
+  op: 'query' | 'exec' | 'begin' | 'end' | 'listen' | 'unlisten' | 'close';
+  sql?: string;
+  params?: unknown[];
+  /** The transaction a statement or an `end` belongs to, or the one a `begin` opens. */
+  tx?: number;
+  /** For `end`: commit (true) or roll back. */
+  commit?: boolean;
+  channel?: string;
+  subscription?: number;
+}
+
+export interface ThreadReply {
+  /** The request answered; 0 is the thread's open (or its failure); -1 a notification. */
+  id: number;
+  rows?: unknown[];
+  error?: { message: string; name?: string; code?: string; constraint?: string; [field: string]: unknown };
+  subscription?: number;
+  payload?: string;
+}
+
+/**
+ * The thread's script beside this module: JavaScript in dist/; under tsx (tests, development) TypeScript, which
+ * Node 20 will not load as a worker's entry point even with tsx's loader in the worker's arguments, so a line
+ * of JavaScript registers tsx in the thread and then imports it.
+ */
+function threadScript(): { script: string | URL; eval?: boolean } {
+  if (!import.meta.url.endsWith('.ts')) return { script: new URL('./pglite-thread.js', import.meta.url) };
+  const url = JSON.stringify(new URL('./pglite-thread.ts', import.meta.url).href);
+  const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
+  return { script: `import(${tsx}).then(({ register }) => (register(), import(${url})))`, eval: true };
+}
+
+/**
+ * A thread started early (main.ts), for the data directory it opens. Kept on the global object, not in this
+ * module: in dist/ main.js loads the compiled copy of this module while serve.js bundles its own, and the
+ * two must see the same thread (two PGlite instances on one data directory would corrupt it).
+ */
+const PREOPENED = Symbol.for('communications-platform.pglite-preopened');
+type Preopened = { dataDir: string; database: PgliteThreadDatabase };
+const registry = globalThis as { [PREOPENED]?: Preopened };
+
+/** Starts the embedded database's thread now, so that its boot overlaps the loading of the server's modules. */
+export function preopenPglite(dataDir: string): void {
+  registry[PREOPENED] = { dataDir, database: PgliteThreadDatabase.start(dataDir) };
+}
+
+export class PgliteThreadDatabase implements Database {
+  readonly engine = 'pglite' as const;
+  private nextId = 1;
+  private nextTx = 1;
+  private nextSubscription = 1;
+  private readonly pending = new Map<
+    number,
+    { resolve: (rows: unknown[]) => void; reject: (e: Error) => void }
+  >();
+  private readonly listeners = new Map<number, (payload?: string) => void>();
+  private closed = false;
+  /** Why the database is unusable, when it failed rather than closed. */
+  private failure?: Error;
+
+  private constructor(private readonly worker: Worker) {
+    worker.on('message', (reply: ThreadReply) => this.answer(reply));
+    worker.on('error', (error) => this.fail(error));
+    worker.on('exit', (code) => this.fail(new Error(`the database's thread exited (${code})`)));
+    // The thread's open is request 0. Statements sent before it completes wait in the thread's port, so the
+    // handle is usable at once and the boot overlaps whatever the caller does next; an open that fails fails
+    // them all with its error.
+    this.pending.set(0, { resolve: () => {}, reject: (error) => this.fail(error) });
+  }
+
+  /** The thread for `dataDir`: the one `preopenPglite` started for it, or a new one. */
+  static async open(dataDir: string): Promise<PgliteThreadDatabase> {
+    const early = registry[PREOPENED];
+    registry[PREOPENED] = undefined;
+    if (early?.dataDir === dataDir) return early.database;
+    if (early) void early.database.close().catch(() => {});
+    return PgliteThreadDatabase.start(dataDir);
+  }
+
+  /** Starts the thread and opens `dataDir` in it; the handle is usable before the open completes. */
+  static start(dataDir: string): PgliteThreadDatabase {
+    const { script, ...options } = threadScript();
+    return new PgliteThreadDatabase(new Worker(script, { ...options, workerData: { dataDir } }));
+  }
+
+  private answer(reply: ThreadReply): void {
+    if (reply.id === -1) {
+      this.listeners.get(reply.subscription!)?.(reply.payload);
+      return;
+    }
+    const waiting = this.pending.get(reply.id);
+    if (!waiting) return;
+    this.pending.delete(reply.id);
+    if (this.pending.size === 0) this.worker.unref();
+    if (reply.error) waiting.reject(Object.assign(new Error(reply.error.message), reply.error));
+    else waiting.resolve(reply.rows ?? []);
+  }
+
+  /** The thread is gone, or never opened the database: whatever waited for it fails, and so does what follows. */
+  private fail(error: Error): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.failure = error;
+    const waiting = [...this.pending.values()];
+    this.pending.clear();
+    for (const request of waiting) request.reject(error);
+    void this.worker.terminate();
+  }
+
+  private ask(request: Omit<ThreadRequest, 'id'>): Promise<unknown[]> {
+    if (this.closed) return Promise.reject(this.failure ?? new Error('the database is closed'));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      if (this.pending.size === 0) this.worker.ref();
+      this.pending.set(id, { resolve, reject });
+      this.worker.postMessage({ ...request, id });
+    });
+  }
+
+  async query<Row>(sql: string, params: unknown[] = []): Promise<Row[]> {
+    return (await this.ask({ op: 'query', sql, params })) as Row[];
+  }
+
+  async exec(sql: string): Promise<void> {
+    await this.ask({ op: 'exec', sql });
+  }
+
+  async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    const tx = this.nextTx++;
+    await this.ask({ op: 'begin', tx });
+    let result: T;
+    try {
+      result = await work({
+        query: async <Row>(sql: string, params: unknown[] = []) =>
+          (await this.ask({ op: 'query', sql, params, tx })) as Row[],
+        exec: async (sql: string) => {
+          await this.ask({ op: 'exec', sql, tx });
+        },
+      });
+    } catch (error) {
+      await this.ask({ op: 'end', tx, commit: false }).catch(() => {});
+      throw error;
+    }
+    await this.ask({ op: 'end', tx, commit: true });
+    return result;
+  }
+
+  async listen({ channel, onNotify }: Subscription): Promise<() => Promise<void>> {
+    const subscription = this.nextSubscription++;
+    this.listeners.set(subscription, onNotify);
+    try {
+      await this.ask({ op: 'listen', channel, subscription });
+    } catch (error) {
+      this.listeners.delete(subscription);
+      throw error;
+    }
+    return async () => {
+      this.listeners.delete(subscription);
+      if (!this.closed) await this.ask({ op: 'unlisten', subscription });
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.ask({ op: 'close' });
+    this.closed = true;
+    await this.worker.terminate();
+  }
+}

@@ -1,0 +1,164 @@
+// The embedded database in its own thread (src/platform/db/pglite-threaded.ts), as the server opens it: the
+// same answers, errors and transactions as PGlite in the test's thread, and the process free while it works.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import pino from 'pino';
+import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { isUniqueViolation, openDatabase } from '../src/platform/db/index.ts';
+import { migrate } from '../src/platform/db/migrate.ts';
+import { PgliteThreadDatabase, preopenPglite } from '../src/platform/db/pglite-threaded.ts';
+import { createRuntime } from '../src/runtime.ts';
+
+const dataDir = mkdtempSync(join(tmpdir(), 'pglite-thread-'));
+after(() => rmSync(dataDir, { recursive: true, force: true }));
+
+describe('PGlite in its own thread', () => {
+  test('rows, types, errors, transactions and notifications as in one thread', async () => {
+    const db = await openDatabase({ dataDir });
+    assert.ok(db instanceof PgliteThreadDatabase, 'the server opens the embedded database in a thread');
+    try {
+      await db.exec(`CREATE TABLE items (id int PRIMARY KEY, name text UNIQUE, at timestamptz, data bytea,
+                     big int8, doc jsonb)`);
+      const at = new Date('2026-11-27T10:00:00.123Z');
+      await db.query('INSERT INTO items VALUES ($1, $2, $3, $4, $5, $6)', [
+        1,
+        'one',
+        at,
+        Buffer.from([0, 1, 255]),
+        9_007_199_254_740_991,
+        { nested: [1, 'two'] },
+      ]);
+      const [row] = await db.query<Record<string, unknown>>('SELECT * FROM items');
+      assert.deepEqual((row!.at as Date).toISOString(), at.toISOString());
+      assert.deepEqual([...(row!.data as Uint8Array)], [0, 1, 255]);
+      assert.equal(row!.big, 9_007_199_254_740_991, 'int8 read as a number, as in one thread');
+      assert.deepEqual(row!.doc, { nested: [1, 'two'] });
+
+      // PostgreSQL's error fields reach the services, which read them.
+      const duplicate = await db.query("INSERT INTO items (id, name) VALUES (2, 'one')").catch((e) => e);
+      assert.ok(duplicate instanceof Error);
+      assert.ok(isUniqueViolation(duplicate, 'items_name_key'), JSON.stringify(duplicate));
+      const syntax = await db.query('SELEC 1').catch((e) => e);
+      assert.equal(syntax.code, '42601');
+
+      // Committed when the work resolves; rolled back when it throws, or when a statement of it failed.
+      await db.transaction(async (tx) => {
+        await tx.query("INSERT INTO items (id, name) VALUES (2, 'two')");
+        await tx.exec("INSERT INTO items (id, name) VALUES (3, 'three')");
+      });
+      await assert.rejects(
+        db.transaction(async (tx) => {
+          await tx.query("INSERT INTO items (id, name) VALUES (4, 'four')");
+          throw new Error('changed my mind');
+        }),
+        /changed my mind/,
+      );
+      await assert.rejects(
+        db.transaction(async (tx) => {
+          await tx.query("INSERT INTO items (id, name) VALUES (5, 'five')");
+          await tx.query("INSERT INTO items (id, name) VALUES (6, 'one')");
+        }),
+        (error: { code?: string }) => error.code === '23505',
+      );
+      const ids = await db.query<{ id: number }>('SELECT id FROM items ORDER BY id');
+      assert.deepEqual(
+        ids.map((r) => r.id),
+        [1, 2, 3],
+      );
+
+      // Transactions at once are taken one after another, none losing the other's update.
+      await db.exec('CREATE TABLE counter (n int); INSERT INTO counter VALUES (0)');
+      await Promise.all(
+        Array.from({ length: 20 }, () =>
+          db.transaction(async (tx) => {
+            const [{ n }] = (await tx.query<{ n: number }>('SELECT n FROM counter')) as [{ n: number }];
+            await new Promise((resolve) => setImmediate(resolve));
+            await tx.query('UPDATE counter SET n = $1', [n + 1]);
+          }),
+        ),
+      );
+      assert.deepEqual(await db.query('SELECT n FROM counter'), [{ n: 20 }]);
+
+      // A notification reaches its listener when the notifying transaction commits, and not after unlisten.
+      const heard: (string | undefined)[] = [];
+      const stop = await db.listen!({ channel: 'news', onNotify: (payload) => heard.push(payload) });
+      await db.transaction(async (tx) => {
+        await tx.query("SELECT pg_notify('news', 'hello')");
+        assert.deepEqual(heard, [], 'not before the commit');
+      });
+      for (let i = 0; i < 50 && heard.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.deepEqual(heard, ['hello']);
+      await stop();
+      await db.query("SELECT pg_notify('news', 'gone')");
+      await new Promise((r) => setTimeout(r, 50));
+      assert.deepEqual(heard, ['hello']);
+    } finally {
+      await db.close();
+    }
+    await assert.rejects(db.query('SELECT 1'), /closed/);
+
+    // What was committed is on disk for the next open.
+    const again = await openDatabase({ dataDir });
+    try {
+      assert.deepEqual(await again.query('SELECT count(*)::int AS n FROM items'), [{ n: 3 }]);
+    } finally {
+      await again.close();
+    }
+  });
+
+  test('the thread started before the modules load is the one opened; another directory gets its own', async () => {
+    const early = mkdtempSync(join(tmpdir(), 'pglite-early-'));
+    try {
+      preopenPglite(early);
+      const db = await openDatabase({ dataDir: early });
+      assert.deepEqual(await migrate(db).then((applied) => applied.length > 40), true);
+      await db.close();
+      preopenPglite(early);
+      const other = await openDatabase({ dataDir: 'memory://' });
+      assert.deepEqual(
+        await other.query('SELECT count(*)::int AS n FROM pg_tables WHERE tablename = $1', ['messages']),
+        [{ n: 0 }],
+      );
+      await other.close();
+    } finally {
+      rmSync(early, { recursive: true, force: true });
+    }
+  });
+
+  test('the event loop turns while the database works', async () => {
+    const db = await openDatabase({ dataDir: 'memory://' });
+    try {
+      let turns = 0;
+      const ticking = setInterval(() => turns++, 5);
+      await db.query('SELECT count(*) FROM generate_series(1, 3000000)');
+      clearInterval(ticking);
+      assert.ok(turns >= 3, `timers ran ${turns} times during a long statement`);
+    } finally {
+      await db.close();
+    }
+  });
+
+  test('the server builds its runtime and app without a statement, so the migrations may run meanwhile', async () => {
+    // serve.ts starts the migrations and builds the app while they run: a statement sent while building would
+    // race them on PostgreSQL (a table not made yet on a first start).
+    const config = loadConfig({ DATA_DIR: 'memory://', APP_ENV: 'development' });
+    const db = await openDatabase(config);
+    await migrate(db);
+    const sent: string[] = [];
+    const { query, exec, transaction } = db;
+    db.query = (sql, params) => (sent.push(sql), query.call(db, sql, params)) as never;
+    db.exec = (sql) => (sent.push(sql), exec.call(db, sql));
+    db.transaction = (work) => (sent.push('BEGIN'), transaction.call(db, work)) as never;
+    const runtime = createRuntime(config, db, pino({ level: 'silent' }));
+    await runtime.rateLimiter.store.ready();
+    const app = await buildApp(runtime);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.deepEqual(sent, []);
+    await app.close();
+    await db.close();
+  });
+});
