@@ -37,11 +37,19 @@ export interface ThreadReply {
  * Node 20 will not load as a worker's entry point even with tsx's loader in the worker's arguments, so a line
  * of JavaScript registers tsx in the thread and then imports it.
  */
-function threadScript(): { script: string | URL; eval?: boolean } {
-  if (!import.meta.url.endsWith('.ts')) return { script: new URL('./pglite-thread.js', import.meta.url) };
+function threadScript(): { script: string | URL; eval?: boolean; execArgv: string[] } {
+  // The thread takes the process's Node options (memory limits, profiling) but not `--input-type`, which
+  // Node refuses for a thread started from a file (a script run with `node --input-type=module -e`).
+  const execArgv = process.execArgv.filter((option) => !option.startsWith('--input-type'));
+  if (!import.meta.url.endsWith('.ts'))
+    return { script: new URL('./pglite-thread.js', import.meta.url), execArgv };
   const url = JSON.stringify(new URL('./pglite-thread.ts', import.meta.url).href);
   const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
-  return { script: `import(${tsx}).then(({ register }) => (register(), import(${url})))`, eval: true };
+  return {
+    script: `import(${tsx}).then(({ register }) => (register(), import(${url})))`,
+    eval: true,
+    execArgv,
+  };
 }
 
 /**
