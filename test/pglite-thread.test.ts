@@ -150,9 +150,18 @@ describe('PGlite in its own thread', () => {
     await migrate(db);
     const sent: string[] = [];
     const { query, exec, transaction } = db;
-    db.query = (sql, params) => (sent.push(sql), query.call(db, sql, params)) as never;
-    db.exec = (sql) => (sent.push(sql), exec.call(db, sql));
-    db.transaction = (work) => (sent.push('BEGIN'), transaction.call(db, work)) as never;
+    db.query = ((sql: string, params?: unknown[]) => {
+      sent.push(sql);
+      return query.call(db, sql, params);
+    }) as typeof db.query;
+    db.exec = (sql) => {
+      sent.push(sql);
+      return exec.call(db, sql);
+    };
+    db.transaction = ((work: Parameters<typeof db.transaction>[0]) => {
+      sent.push('BEGIN');
+      return transaction.call(db, work);
+    }) as typeof db.transaction;
     const runtime = createRuntime(config, db, pino({ level: 'silent' }));
     await runtime.rateLimiter.store.ready();
     const app = await buildApp(runtime);

@@ -224,7 +224,7 @@ describe('API description', () => {
     const script = await t.request('GET', '/docs/js/scalar.js');
     assert.equal(script.status, 200);
     assert.match(script.headers.get('content-type') ?? '', /javascript/);
-    assert.ok(script.text.length > 100_000, 'the reference\'s browser bundle');
+    assert.ok(script.text.length > 100_000, "the reference's browser bundle");
     const bare = await t.request('GET', '/docs');
     assert.equal(bare.status, 301);
     assert.equal(bare.headers.get('location'), '/docs/');
