@@ -68,6 +68,30 @@ describe('GroupBatch', () => {
     release();
     await assert.rejects(Promise.all(second), /lost/);
   });
+
+  test('a lone call is written after its turn; after a batch of several, the next waits lingerMs for company', async () => {
+    const batches: number[][] = [];
+    const batch = new GroupBatch<number>({
+      run: async (items) => {
+        batches.push(items);
+        return items.map(() => undefined);
+      },
+      lingerMs: 20,
+    });
+    // Quiet: one call, written after its turn without waiting.
+    const lone = batch.add(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(batches, [[1]]);
+    await lone;
+    // Busy: calls of one turn (written together), then calls a moment apart, gathered into one batch.
+    await Promise.all([batch.add(2), batch.add(3)]);
+    const later = [batch.add(4)];
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(batches.length, 2, 'the call after a batch of several waits');
+    later.push(batch.add(5));
+    await Promise.all(later);
+    assert.deepEqual(batches, [[1], [2, 3], [4, 5]]);
+  });
 });
 
 describe('webhook throughput', () => {

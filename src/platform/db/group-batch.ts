@@ -12,17 +12,31 @@ export interface GroupBatchOptions<Item, Result> {
   run: (items: Item[]) => Promise<Result[]>;
   /** Items one statement takes at most; the rest wait for the next. */
   maxSize?: number;
+  /**
+   * Under load (the last batch held more than one item), how long the first call of a batch waits for others
+   * before it is written (ms). With the database in another thread or process the calls of a burst arrive one
+   * by one, as their HTTP answers do, rather than together after a statement that held the event loop; a short
+   * wait gathers them. A lone call (the last batch held one) never waits.
+   */
+  lingerMs?: number;
 }
+
+/** The default wait of a batch under load (GroupBatchOptions.lingerMs), measured with webhook deliveries. */
+export const GROUP_BATCH_LINGER_MS = 1;
 
 export class GroupBatch<Item, Result = void> {
   private readonly run: (items: Item[]) => Promise<Result[]>;
   private readonly maxSize: number;
+  private readonly lingerMs: number;
+  /** Items the last batch held: more than one means calls are arriving together, so a batch may wait. */
+  private lastSize = 0;
   private waiting: { item: Item; resolve: (result: Result) => void; reject: (error: unknown) => void }[] = [];
   private flushing = false;
 
   constructor(options: GroupBatchOptions<Item, Result>) {
     this.run = options.run;
     this.maxSize = options.maxSize ?? 500;
+    this.lingerMs = options.lingerMs ?? GROUP_BATCH_LINGER_MS;
   }
 
   add(item: Item): Promise<Result> {
@@ -30,14 +44,17 @@ export class GroupBatch<Item, Result = void> {
       this.waiting.push({ item, resolve, reject });
       if (this.flushing) return;
       this.flushing = true;
-      // The rest of this turn's calls (the other jobs of one claim) join the first batch.
-      setImmediate(() => void this.flush());
+      // The rest of this turn's calls (the other jobs of one claim) join the first batch; under load, those of
+      // the next moment too.
+      if (this.lastSize > 1 && this.lingerMs > 0) setTimeout(() => void this.flush(), this.lingerMs);
+      else setImmediate(() => void this.flush());
     });
   }
 
   private async flush(): Promise<void> {
     while (this.waiting.length > 0) {
       const batch = this.waiting.splice(0, this.maxSize);
+      this.lastSize = batch.length;
       try {
         const results = await this.run(batch.map((entry) => entry.item));
         for (const [index, entry] of batch.entries()) entry.resolve(results[index] as Result);
