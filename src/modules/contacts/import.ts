@@ -7,8 +7,8 @@
 // never holds the database for long: on embedded PGlite, its one connection serves every tenant, and a single
 // transaction around the import stopped every other request (health checks included) for a minute.
 //   1. Stage: the whole file is read and validated into contact_import_rows. A file that cannot be read, is
-//      over the size limit, or has no valid row is refused here, and no contact has changed. On PostgreSQL
-//      the next batch is validated while the last one is written (the server works in its own process).
+//      over the size limit, or has no valid row is refused here, and no contact has changed. The next batch
+//      is validated while the last one is written (the database works in its own process, or PGlite's thread).
 //   2. Apply: staged rows are upserted into contacts in file order, one statement per batch that never
 //      brings the rows back through Node (import-store.ts); on PostgreSQL two batches at a time.
 // A failure of ours during the second pass leaves the batches applied so far (each upsert is idempotent, so
