@@ -49,11 +49,19 @@ async function main() {
     );
   }
 
-  const ctx = createRuntime(config, db, log);
-  await ctx.rateLimiter.store.ready();
-  mark('runtime');
-  const app = config.roles.includes('api') ? await buildApp(ctx) : undefined;
-  mark('app');
+  const built = (async () => {
+    const ctx = createRuntime(config, db, log);
+    await ctx.rateLimiter.store.ready();
+    mark('runtime');
+    const app = config.roles.includes('api') ? await buildApp(ctx) : undefined;
+    mark('app');
+    return { ctx, app };
+  })();
+  // A build that fails lets the migrations finish before the process exits, rather than cut them short.
+  const { ctx, app } = await built.catch(async (error) => {
+    await migrations.catch(() => {});
+    throw error;
+  });
   const applied = await migrations;
   mark('migrations');
   if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied');

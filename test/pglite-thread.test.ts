@@ -1,6 +1,7 @@
 // The embedded database in its own thread (src/platform/db/pglite-threaded.ts), as the server opens it: the
 // same answers, errors and transactions as PGlite in the test's thread, and the process free while it works.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +9,7 @@ import { after, describe, test } from 'node:test';
 import pino from 'pino';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
-import { isUniqueViolation, openDatabase } from '../src/platform/db/index.ts';
+import { isUniqueViolation, openDatabase, type Queryable } from '../src/platform/db/index.ts';
 import { migrate } from '../src/platform/db/migrate.ts';
 import { PgliteThreadDatabase, preopenPglite } from '../src/platform/db/pglite-threaded.ts';
 import { createRuntime } from '../src/runtime.ts';
@@ -169,5 +170,37 @@ describe('PGlite in its own thread', () => {
     assert.deepEqual(sent, []);
     await app.close();
     await db.close();
+  });
+
+  test('nothing sent waits forever: after its transaction, with a value that cannot cross, while closing', async () => {
+    const db = await openDatabase({ dataDir: 'memory://' });
+    let kept: Queryable | undefined;
+    await db.transaction(async (tx) => {
+      kept = tx;
+    });
+    await assert.rejects(kept!.query('SELECT 1'), /transaction has ended/);
+    await assert.rejects(db.query('SELECT $1::text', [() => 'a function']), /could not be cloned/);
+    const closing = db.close();
+    const late = db.query('SELECT 1').then(
+      () => new Error('answered'),
+      (error: Error) => error,
+    );
+    await closing;
+    assert.match((await late).message, /closed/);
+  });
+
+  test('a process started with Node options of its own (a heap limit, --input-type) opens it', () => {
+    const script = `
+      const { openDatabase } = await import(${JSON.stringify(new URL('../src/platform/db/index.ts', import.meta.url).href)});
+      const db = await openDatabase({ dataDir: 'memory://' });
+      console.log(JSON.stringify(await db.query('SELECT 41 + 1 AS n')));
+      await db.close();`;
+    const run = spawnSync(
+      process.execPath,
+      ['--max-old-space-size=512', '--import', 'tsx', '--input-type=module', '-e', script],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
+    assert.equal(run.status, 0, run.stderr);
+    assert.deepEqual(JSON.parse(run.stdout.trim()), [{ n: 42 }]);
   });
 });

@@ -23,8 +23,14 @@ const ROLLBACK = Symbol('rollback');
 class TransactionInbox {
   private readonly waiting: ThreadRequest[] = [];
   private wake?: (request: ThreadRequest) => void;
+  /** The transaction took its `end`: later statements of it are answered with an error, as PGlite would. */
+  ended = false;
 
   put(request: ThreadRequest): void {
+    if (this.ended) {
+      reply({ id: request.id, error: { message: 'the transaction has ended' } });
+      return;
+    }
     if (this.wake) {
       const wake = this.wake;
       this.wake = undefined;
@@ -85,6 +91,7 @@ async function main(): Promise<void> {
         for (;;) {
           const next = await inbox.take();
           if (next.op === 'end') {
+            inbox.ended = true;
             endId = next.id;
             if (next.commit) return;
             throw ROLLBACK;
@@ -116,7 +123,11 @@ async function main(): Promise<void> {
     }
     switch (request.op) {
       case 'begin':
-        transaction(request);
+        // The WAL is bounded before a transaction too: a workload of transactions alone would grow it.
+        wal.check().then(
+          () => transaction(request),
+          (error) => reply({ id: request.id, error: plainError(error) }),
+        );
         return;
       case 'query':
       case 'exec':

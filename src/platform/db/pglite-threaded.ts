@@ -8,7 +8,7 @@
 // Tests' databases stay in their own thread (PgliteDatabase: templates, dumps and clones are theirs).
 // This module stays light (no PGlite import): main.ts loads it before everything else.
 import { Worker } from 'node:worker_threads';
-import type { Database, Queryable, Subscription } from './index.ts';
+import type { Database, Queryable, Subscription } from './database.ts';
 
 export interface ThreadRequest {
   id: number;
@@ -37,19 +37,13 @@ export interface ThreadReply {
  * Node 20 will not load as a worker's entry point even with tsx's loader in the worker's arguments, so a line
  * of JavaScript registers tsx in the thread and then imports it.
  */
-function threadScript(): { script: string | URL; eval?: boolean; execArgv: string[] } {
-  // The thread takes the process's Node options (memory limits, profiling) but not `--input-type`, which
-  // Node refuses for a thread started from a file (a script run with `node --input-type=module -e`).
-  const execArgv = process.execArgv.filter((option) => !option.startsWith('--input-type'));
-  if (!import.meta.url.endsWith('.ts'))
-    return { script: new URL('./pglite-thread.js', import.meta.url), execArgv };
+function threadScript(): { script: string | URL; eval?: boolean } {
+  // No execArgv of our own: given one, Node refuses process-wide options in it (--max-old-space-size…), while
+  // a thread that inherits the process's options tolerates them (and --input-type too).
+  if (!import.meta.url.endsWith('.ts')) return { script: new URL('./pglite-thread.js', import.meta.url) };
   const url = JSON.stringify(new URL('./pglite-thread.ts', import.meta.url).href);
   const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
-  return {
-    script: `import(${tsx}).then(({ register }) => (register(), import(${url})))`,
-    eval: true,
-    execArgv,
-  };
+  return { script: `import(${tsx}).then(({ register }) => (register(), import(${url})))`, eval: true };
 }
 
 /**
@@ -76,7 +70,10 @@ export class PgliteThreadDatabase implements Database {
     { resolve: (rows: unknown[]) => void; reject: (e: Error) => void }
   >();
   private readonly listeners = new Map<number, (payload?: string) => void>();
+  /** No more requests are taken: close() was called, or the thread failed. */
   private closed = false;
+  /** The thread has opened the database (its request 0 answered). */
+  private opened = false;
   /** Why the database is unusable, when it failed rather than closed. */
   private failure?: Error;
 
@@ -87,7 +84,12 @@ export class PgliteThreadDatabase implements Database {
     // The thread's open is request 0. Statements sent before it completes wait in the thread's port, so the
     // handle is usable at once and the boot overlaps whatever the caller does next; an open that fails fails
     // them all with its error.
-    this.pending.set(0, { resolve: () => {}, reject: (error) => this.fail(error) });
+    this.pending.set(0, {
+      resolve: () => {
+        this.opened = true;
+      },
+      reject: (error) => this.fail(error),
+    });
   }
 
   /** The thread for `dataDir`: the one `preopenPglite` started for it, or a new one. */
@@ -118,24 +120,44 @@ export class PgliteThreadDatabase implements Database {
     else waiting.resolve(reply.rows ?? []);
   }
 
-  /** The thread is gone, or never opened the database: whatever waited for it fails, and so does what follows. */
+  /**
+   * The thread is gone, or never opened the database: whatever waited for it fails, and so does what follows.
+   * A thread lost after it opened the database, and not by close(), ends the process as an uncaught error: in
+   * the main thread PGlite's fatal errors did, and a process whose database is gone must not go on answering
+   * (a supervisor restarts it; /health/live alone would not notice).
+   */
   private fail(error: Error): void {
-    if (this.closed) return;
+    if (this.failure) return;
+    const unexpected = this.opened && !this.closed;
     this.closed = true;
     this.failure = error;
+    this.rejectPending(error);
+    void this.worker.terminate();
+    if (unexpected) {
+      setImmediate(() => {
+        throw new Error(`the embedded database's thread was lost: ${error.message}`, { cause: error });
+      });
+    }
+  }
+
+  private rejectPending(error: Error): void {
     const waiting = [...this.pending.values()];
     this.pending.clear();
     for (const request of waiting) request.reject(error);
-    void this.worker.terminate();
   }
 
   private ask(request: Omit<ThreadRequest, 'id'>): Promise<unknown[]> {
     if (this.closed) return Promise.reject(this.failure ?? new Error('the database is closed'));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
+      try {
+        this.worker.postMessage({ ...request, id });
+      } catch (error) {
+        reject(error); // a value structured clone cannot copy: nothing was sent
+        return;
+      }
       if (this.pending.size === 0) this.worker.ref();
       this.pending.set(id, { resolve, reject });
-      this.worker.postMessage({ ...request, id });
     });
   }
 
@@ -184,8 +206,15 @@ export class PgliteThreadDatabase implements Database {
 
   async close(): Promise<void> {
     if (this.closed) return;
-    await this.ask({ op: 'close' });
-    this.closed = true;
-    await this.worker.terminate();
+    const closing = this.ask({ op: 'close' });
+    this.closed = true; // statements sent from now on are refused at once
+    try {
+      await closing;
+    } finally {
+      this.failure ??= new Error('the database is closed');
+      await this.worker.terminate();
+      // Statements PGlite had queued behind its close were answered with errors, or not at all: none waits.
+      this.rejectPending(this.failure);
+    }
   }
 }
