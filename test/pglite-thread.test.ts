@@ -203,4 +203,23 @@ describe('PGlite in its own thread', () => {
     assert.equal(run.status, 0, run.stderr);
     assert.deepEqual(JSON.parse(run.stdout.trim()), [{ n: 42 }]);
   });
+
+  test('a thread lost after the open ends the process with the error, rather than leaving it serving', () => {
+    const script = `
+      const { openDatabase } = await import(${JSON.stringify(new URL('../src/platform/db/index.ts', import.meta.url).href)});
+      const db = await openDatabase({ dataDir: 'memory://' });
+      await db.query('SELECT 1');
+      setInterval(() => {}, 1000); // a server's sockets would keep the process up
+      const waiting = db.query('SELECT pg_sleep(5)').catch((error) => console.log('refused: ' + error.message));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await db.worker.terminate(); // the thread dies under it (a crash of PGlite's would end it the same way)
+      await waiting;`;
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    assert.match(run.stdout, /refused: the database's thread exited/, 'the waiting statement failed');
+    assert.notEqual(run.status, 0, 'the process ended with an error');
+    assert.match(run.stderr, /the embedded database's thread was lost/);
+  });
 });
