@@ -1,11 +1,10 @@
 // One database layer, two engines: embedded PGlite (default) or a PostgreSQL server (DATABASE_URL).
 // Both speak the same dialect, run the same migrations and answer the same queries. Services write plain
 // parameterised SQL against `Queryable`, which is either the database or an open transaction.
-import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import type { Database, PoolUse, Queryable, Subscription } from './database.ts';
-import { pgliteOptions, WalBound } from './pglite-settings.ts';
+import { openPglite, pgliteOptions, WalBound } from './pglite-settings.ts';
 import { PgliteThreadDatabase } from './pglite-threaded.ts';
 
 export type { Database, PoolUse, Queryable, Subscription } from './database.ts';
@@ -38,8 +37,7 @@ export class PgliteDatabase implements Database {
   }
 
   static async open(dataDir: string): Promise<PgliteDatabase> {
-    if (!dataDir.startsWith('memory://')) mkdirSync(dataDir, { recursive: true });
-    return new PgliteDatabase(await PGlite.create(dataDir, pgliteOptions()));
+    return new PgliteDatabase(await openPglite(dataDir));
   }
 
   /** The whole database as one uncompressed tarball, to start others from (`fromDump`). */

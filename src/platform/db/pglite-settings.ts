@@ -1,5 +1,6 @@
 // How every PGlite instance is started and kept, in this thread (tests' databases) or in the database's own
 // thread (the server's: pglite-thread.ts).
+import { mkdirSync } from 'node:fs';
 import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
 
 /** How often, at most, a PGlite statement first looks at how much WAL the last checkpoint left behind it. */
@@ -23,6 +24,12 @@ export const pgliteOptions = () => ({
   parsers: { [pgliteTypes.INT8]: (value: string) => Number(value) },
   startParams: START_PARAMS,
 });
+
+/** Opens (or creates) the database in `dataDir` (`memory://` for one in memory) with the settings above. */
+export function openPglite(dataDir: string): Promise<PGlite> {
+  if (!dataDir.startsWith('memory://')) mkdirSync(dataDir, { recursive: true });
+  return PGlite.create(dataDir, pgliteOptions());
+}
 
 /**
  * PGlite runs PostgreSQL as a single-user backend, which never checkpoints by itself (the server's

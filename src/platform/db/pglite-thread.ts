@@ -9,8 +9,8 @@
 // one thread. Errors travel as plain objects with PostgreSQL's fields (code, constraint, detail…), which the
 // services read.
 import { parentPort, workerData } from 'node:worker_threads';
-import { PGlite, type Transaction } from '@electric-sql/pglite';
-import { pgliteOptions, WalBound } from './pglite-settings.ts';
+import type { PGlite, Transaction } from '@electric-sql/pglite';
+import { openPglite, WalBound } from './pglite-settings.ts';
 import type { ThreadReply, ThreadRequest } from './pglite-threaded.ts';
 
 const port = parentPort!;
@@ -58,14 +58,17 @@ function plainError(error: unknown): ThreadReply['error'] {
 
 const reply = (message: ThreadReply) => port.postMessage(message);
 
+/** Answers request `id` with what `work` gives (rows, or none), or with its error. */
+const answer = (id: number, work: Promise<unknown[] | undefined | void>) =>
+  work.then(
+    (rows) => reply({ id, rows: rows ?? [] }),
+    (error) => reply({ id, error: plainError(error) }),
+  );
+
 async function main(): Promise<void> {
   let client: PGlite;
   try {
-    if (!dataDir.startsWith('memory://')) {
-      const { mkdirSync } = await import('node:fs');
-      mkdirSync(dataDir, { recursive: true });
-    }
-    client = await PGlite.create(dataDir, pgliteOptions());
+    client = await openPglite(dataDir);
   } catch (error) {
     reply({ id: 0, error: plainError(error) });
     return;
@@ -131,41 +134,29 @@ async function main(): Promise<void> {
         return;
       case 'query':
       case 'exec':
-        wal
-          .check()
-          .then(() => statement(client, request))
-          .then(
-            (rows) => reply({ id: request.id, rows }),
-            (error) => reply({ id: request.id, error: plainError(error) }),
-          );
+        answer(
+          request.id,
+          wal.check().then(() => statement(client, request)),
+        );
         return;
-      case 'listen':
-        client
-          .listen(request.channel!, (payload) =>
-            reply({ id: -1, subscription: request.subscription, payload }),
-          )
-          .then(
-            (stop) => {
-              subscriptions.set(request.subscription!, stop);
-              reply({ id: request.id, rows: [] });
-            },
-            (error) => reply({ id: request.id, error: plainError(error) }),
-          );
-        return;
-      case 'unlisten': {
-        const stop = subscriptions.get(request.subscription!);
-        subscriptions.delete(request.subscription!);
-        Promise.resolve(client.closed ? undefined : stop?.()).then(
-          () => reply({ id: request.id, rows: [] }),
-          (error) => reply({ id: request.id, error: plainError(error) }),
+      case 'listen': {
+        const notify = (payload: string) => reply({ id: -1, subscription: request.subscription, payload });
+        answer(
+          request.id,
+          client.listen(request.channel!, notify).then((stop) => {
+            subscriptions.set(request.subscription!, stop);
+          }),
         );
         return;
       }
+      case 'unlisten': {
+        const stop = subscriptions.get(request.subscription!);
+        subscriptions.delete(request.subscription!);
+        answer(request.id, Promise.resolve(client.closed ? undefined : stop?.()));
+        return;
+      }
       case 'close':
-        Promise.resolve(client.closed ? undefined : client.close()).then(
-          () => reply({ id: request.id, rows: [] }),
-          (error) => reply({ id: request.id, error: plainError(error) }),
-        );
+        answer(request.id, Promise.resolve(client.closed ? undefined : client.close()));
         return;
       default:
         reply({ id: request.id, error: { message: `unknown request ${String(request.op)}` } });

@@ -70,11 +70,9 @@ export class PgliteThreadDatabase implements Database {
     { resolve: (rows: unknown[]) => void; reject: (e: Error) => void }
   >();
   private readonly listeners = new Map<number, (payload?: string) => void>();
-  /** No more requests are taken: close() was called, or the thread failed. */
-  private closed = false;
   /** The thread has opened the database (its request 0 answered). */
   private opened = false;
-  /** Why the database is unusable, when it failed rather than closed. */
+  /** Why no more requests are taken: close() was called, or the thread failed. */
   private failure?: Error;
 
   private constructor(private readonly worker: Worker) {
@@ -127,9 +125,8 @@ export class PgliteThreadDatabase implements Database {
    * (a supervisor restarts it; /health/live alone would not notice).
    */
   private fail(error: Error): void {
-    if (this.failure) return;
-    const unexpected = this.opened && !this.closed;
-    this.closed = true;
+    if (this.failure) return; // closed, or already failed
+    const unexpected = this.opened;
     this.failure = error;
     this.rejectPending(error);
     void this.worker.terminate();
@@ -147,7 +144,7 @@ export class PgliteThreadDatabase implements Database {
   }
 
   private ask(request: Omit<ThreadRequest, 'id'>): Promise<unknown[]> {
-    if (this.closed) return Promise.reject(this.failure ?? new Error('the database is closed'));
+    if (this.failure) return Promise.reject(this.failure);
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       try {
@@ -200,18 +197,17 @@ export class PgliteThreadDatabase implements Database {
     }
     return async () => {
       this.listeners.delete(subscription);
-      if (!this.closed) await this.ask({ op: 'unlisten', subscription });
+      if (!this.failure) await this.ask({ op: 'unlisten', subscription });
     };
   }
 
   async close(): Promise<void> {
-    if (this.closed) return;
+    if (this.failure) return;
     const closing = this.ask({ op: 'close' });
-    this.closed = true; // statements sent from now on are refused at once
+    this.failure = new Error('the database is closed'); // statements sent from now on are refused at once
     try {
       await closing;
     } finally {
-      this.failure ??= new Error('the database is closed');
       await this.worker.terminate();
       // Statements PGlite had queued behind its close were answered with errors, or not at all: none waits.
       this.rejectPending(this.failure);
