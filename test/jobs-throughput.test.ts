@@ -280,6 +280,57 @@ describe('slots', () => {
     }
   });
 
+  test('drain() goes on when jobs that end during a claim that found nothing enqueue more', async () => {
+    // The claim runs while the last job is still working; that job enqueues another and ends before the
+    // claim's answer arrives. The claim saw nothing, nothing is running any more, and yet work is due: a
+    // drain that stopped there left a webhook bench with most deliveries pending.
+    const database = await freshDatabase();
+    let claims = 0;
+    let openGate: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      openGate = resolve;
+    });
+    let slowEnded: () => void = () => {};
+    const slowEnd = new Promise<void>((resolve) => {
+      slowEnded = resolve;
+    });
+    const db: Database = Object.create(database.db);
+    db.query = async (sql, params) => {
+      const rows = await database.db.query(sql, params);
+      if (sql.includes('jobs_claim(') && ++claims === 2) {
+        // The second claim (after the quick job ended) has found nothing; let the slow job finish now.
+        assert.equal(rows.length, 0);
+        openGate();
+        await slowEnd;
+        for (let tick = 0; tick < 20; tick++) await new Promise((resolve) => setImmediate(resolve));
+      }
+      return rows as never;
+    };
+    const worker = new JobQueue(db, new Clock(true), { workerId: 'drain', concurrency: 2, ...NEVER_POLL });
+    const ran: string[] = [];
+    worker.register('test.first', async (payload: { name: string }) => {
+      if (payload.name === 'slow') {
+        await gate;
+        await worker.enqueue(database.db, 'test.then', { name: 'then' });
+      }
+      ran.push(payload.name);
+      if (payload.name === 'slow') setTimeout(slowEnded, 50);
+    });
+    worker.register('test.then', async (payload: { name: string }) => {
+      ran.push(payload.name);
+    });
+    try {
+      await worker.enqueue(database.db, 'test.first', { name: 'quick' });
+      await worker.enqueue(database.db, 'test.first', { name: 'slow' });
+      assert.equal(await worker.drain(), 3);
+      assert.deepEqual(ran.sort(), ['quick', 'slow', 'then']);
+      assert.ok(claims >= 3, `claims made: ${claims}`);
+    } finally {
+      await worker.stop();
+      await database.drop();
+    }
+  });
+
   test('WORKER_CONCURRENCY is validated', () => {
     assert.equal(loadConfig({ DATA_DIR: 'memory://' }).workerConcurrency, 16);
     assert.equal(loadConfig({ DATA_DIR: 'memory://', WORKER_CONCURRENCY: '64' }).workerConcurrency, 64);

@@ -375,6 +375,9 @@ export class JobQueue {
         quotas.reduce((sum, quota) => sum + quota.limit, 0),
       );
       let claimed = 0;
+      // Jobs that end while this claim is on its way may enqueue more (a dispatch its deliveries) and free
+      // their queue's slots, which the claim could not see: nothing found is only the end if nothing ran.
+      const runningAtClaim = runs.size;
       if (wanted > 0) {
         const jobs = await this.claim(quotas, wanted);
         claimed = jobs.length;
@@ -394,7 +397,10 @@ export class JobQueue {
           runs.add(run);
         }
       }
-      if (runs.size === 0) break;
+      if (runs.size === 0) {
+        if (claimed === 0 && runningAtClaim === 0) break;
+        continue;
+      }
       // A full claim leaves nothing free; a short one means nothing more is due until a running job ends.
       if (claimed < wanted || slots.free === 0 || wanted <= 0) {
         await Promise.race(runs);
