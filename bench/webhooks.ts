@@ -61,7 +61,8 @@ async function main() {
   const EVENTS = Number(process.env.BENCH_EVENTS ?? 2000);
   const ENDPOINTS = Number(process.env.BENCH_ENDPOINTS ?? 8);
   const config = loadConfig({ APP_ENV: 'test', DATA_DIR: 'memory://', ...process.env, LOG_LEVEL: 'silent' });
-  const CONCURRENCY = config.workerConcurrency; // the worker's slots (WORKER_CONCURRENCY), which drain() uses
+  // Deliveries in flight at once in the worker: their own slots (WEBHOOK_CONCURRENCY), which drain() fills.
+  const CONCURRENCY = config.webhookConcurrency;
 
   const receiver = fork(new URL(import.meta.url).pathname, ['--receiver'], { execArgv: process.execArgv });
   const [{ port }] = (await once(receiver, 'message')) as [{ port: number }];
@@ -148,7 +149,8 @@ async function main() {
   const maxCap = (delivery as Record<string, unknown>).MAX_ENDPOINT_CONCURRENCY ?? cap;
   const caps = await db.query<{ cap: number }>('SELECT cap FROM job_key_caps ORDER BY cap');
   console.log(
-    `\n${EVENTS} events to ${ENDPOINTS} endpoint(s), worker concurrency ${CONCURRENCY}, ` +
+    `\n${EVENTS} events to ${ENDPOINTS} endpoint(s), deliveries in flight at most ${CONCURRENCY} ` +
+      `(worker slots ${config.workerConcurrency}), ` +
       `per-endpoint cap ${cap} at first, up to ${maxCap} (at the end: ${caps.map((row) => row.cap).join(', ') || cap}), ` +
       `database: ${db.engine}\n`,
   );

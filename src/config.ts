@@ -55,6 +55,11 @@ export interface Config {
   liveHeartbeatSeconds: number;
   /** Jobs a worker runs at once (WORKER_CONCURRENCY): its slots, shared by every queue. */
   workerConcurrency: number;
+  /**
+   * Webhook deliveries a worker has in flight at once (WEBHOOK_CONCURRENCY, default 128), in slots of their
+   * own: a delivery waits on its receiver, not on the CPU (docs/webhooks.md, "Throughput").
+   */
+  webhookConcurrency: number;
   /** Connections in the PostgreSQL pool (DATABASE_POOL_SIZE); PGlite has one connection. */
   databasePoolSize: number;
   /** The SIP domain extensions register to (SIP_DOMAIN); shown with their credentials. Default `localhost`. */
@@ -209,6 +214,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push('WORKER_CONCURRENCY must be a whole number from 1 to 256');
   }
 
+  const webhookConcurrency = Number(env.WEBHOOK_CONCURRENCY || 128);
+  if (!Number.isInteger(webhookConcurrency) || webhookConcurrency < 1 || webhookConcurrency > 1024) {
+    problems.push('WEBHOOK_CONCURRENCY must be a whole number from 1 to 1024');
+  }
+
   // Each worker slot may hold a connection while the API serves requests beside it, so by default the pool
   // has room for both: 10 for the API (when it runs) plus one per slot (when the worker runs).
   const defaultPoolSize =
@@ -299,6 +309,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownGraceSeconds,
     liveHeartbeatSeconds,
     workerConcurrency,
+    webhookConcurrency,
     databasePoolSize,
     sipDomain: env.SIP_DOMAIN || 'localhost',
     sipPort,

@@ -74,10 +74,7 @@ export function createPlatform(
     db,
     clock: theClock,
     jobs,
-    // Half the slots at most: the rest stay free for message dispatch and the other queues.
-    events: new EventOutbox(db, jobs, theClock, {
-      dispatchConcurrency: Math.max(1, Math.ceil(config.workerConcurrency / 2)),
-    }),
+    events: new EventOutbox(db, jobs, theClock),
     rateLimiter: new RateLimiter(counters, theClock),
     pagination: new Paginator(config.jwtSecret, theClock),
     caches: new SharedCaches(createBroadcast(config.redisUrl, db), theClock, (error, what) =>

@@ -280,6 +280,53 @@ describe('slots', () => {
     }
   });
 
+  test('a queue with slots of its own runs beside the shared slots and takes none of them', async () => {
+    // Two shared slots; the waiting queue (a webhook delivery's kind) has five of its own. All five waiting
+    // jobs run at once, and the two others still get both shared slots while they wait.
+    const database = await freshDatabase();
+    const worker = new JobQueue(database.db, new Clock(true), {
+      workerId: 'own',
+      concurrency: 2,
+      ...NEVER_POLL,
+    });
+    const running = { waiting: 0, work: 0 };
+    const most = { waiting: 0, work: 0 };
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const track = (queue: 'waiting' | 'work') => async () => {
+      running[queue]++;
+      most[queue] = Math.max(most[queue], running[queue]);
+      await released;
+      running[queue]--;
+    };
+    worker.register('test.waiting', track('waiting'), { concurrency: 5, ownSlots: true });
+    worker.register('test.work', track('work'));
+    assert.throws(() => worker.register('test.unsized', async () => {}, { ownSlots: true }), /concurrency/);
+    try {
+      await database.db.transaction(async (tx) => {
+        for (let n = 0; n < 8; n++) await worker.enqueue(tx, 'test.waiting', { n });
+        for (let n = 0; n < 3; n++) await worker.enqueue(tx, 'test.work', { n });
+      });
+      worker.start();
+      await waitFor(() => running.waiting === 5 && running.work === 2);
+      release();
+      await waitFor(async () => {
+        const [waiting, work] = [
+          await statuses(database.db, 'test.waiting'),
+          await statuses(database.db, 'test.work'),
+        ];
+        return waiting.completed === 8 && work.completed === 3;
+      });
+      assert.equal(most.waiting, 5, 'the own slots, all of them and no more');
+      assert.equal(most.work, 2, 'the shared slots, untouched by the other queue');
+    } finally {
+      await worker.stop();
+      await database.drop();
+    }
+  });
+
   test('drain() goes on when jobs that end during a claim that found nothing enqueue more', async () => {
     // The claim runs while the last job is still working; that job enqueues another and ends before the
     // claim's answer arrives. The claim saw nothing, nothing is running any more, and yet work is due: a
@@ -338,6 +385,17 @@ describe('slots', () => {
       assert.throws(
         () => loadConfig({ DATA_DIR: 'memory://', WORKER_CONCURRENCY: bad }),
         /WORKER_CONCURRENCY/,
+      );
+    }
+  });
+
+  test('WEBHOOK_CONCURRENCY is validated', () => {
+    assert.equal(loadConfig({ DATA_DIR: 'memory://' }).webhookConcurrency, 128);
+    assert.equal(loadConfig({ DATA_DIR: 'memory://', WEBHOOK_CONCURRENCY: '512' }).webhookConcurrency, 512);
+    for (const bad of ['0', '-3', '1.5', 'lots', '1025']) {
+      assert.throws(
+        () => loadConfig({ DATA_DIR: 'memory://', WEBHOOK_CONCURRENCY: bad }),
+        /WEBHOOK_CONCURRENCY/,
       );
     }
   });

@@ -125,6 +125,7 @@ describe('webhook transport deadline', () => {
         events: undefined as never,
         service: undefined as never,
         transport: new WebhookTransport({ guarded: false, timeoutMs }),
+        concurrency: 16,
       });
     assert.throws(() => build(LEASE_SECONDS * 1000), /under half the job lease/);
     assert.doesNotThrow(() => build(15_000));
@@ -151,6 +152,7 @@ describe('a delivery whose attempt runs out of time', () => {
         timeoutMs: DEADLINE_MS,
         resolver: () => new Promise(() => {}),
       }),
+      concurrency: t.ctx.config.webhookConcurrency,
     });
     queue = new JobQueue(t.ctx.db, t.ctx.clock, { workerId: 'short-deadline' });
     queue.register(DELIVER_QUEUE, delivery.queue.handler, delivery.queue.options);
@@ -223,6 +225,7 @@ describe('a delivery whose attempt runs out of time', () => {
         events: t.ctx.events,
         service: () => t.ctx.webhooks,
         transport: new WebhookTransport({ guarded: false, timeoutMs: DEADLINE_MS }),
+        concurrency: t.ctx.config.webhookConcurrency,
       });
       const worker = new JobQueue(t.ctx.db, t.ctx.clock, { workerId: 'short-deadline-open' });
       worker.register(DELIVER_QUEUE, delivery.queue.handler, delivery.queue.options);

@@ -63,6 +63,13 @@ export interface QueueOptions<Payload = never> {
    */
   perKeyConcurrency?: number;
   /**
+   * The queue's `concurrency` is a pool of slots of its own, outside the worker's shared ones
+   * (WORKER_CONCURRENCY): for jobs that spend their time waiting on the network, not the CPU (a webhook
+   * delivery waits on its receiver), which would otherwise hold the slots the CPU's work needs and be held
+   * to that number themselves. Set `concurrency` with it.
+   */
+  ownSlots?: boolean;
+  /**
    * Called once when a job of the queue gives up (its last attempt failed; a RetryAt never gives up), with
    * the error of that attempt, in the transaction that marks the job dead, so the job's death and its
    * consequence commit together. Only the worker still holding the job calls it. If it throws, the job is
@@ -88,6 +95,7 @@ interface RegisteredQueue {
   leaseSeconds: number;
   concurrency: number;
   perKeyConcurrency?: number;
+  ownSlots?: boolean;
 }
 
 const DEFAULT_RETRY_DELAYS = [5, 30, 120, 600, 1800, 3600];
@@ -248,6 +256,9 @@ export class JobQueue {
 
   register<Payload>(queue: string, handler: JobHandler<Payload>, options: QueueOptions<Payload> = {}): void {
     if (this.queues.has(queue)) throw new Error(`Queue ${queue} already has a handler`);
+    if (options.ownSlots && options.concurrency === undefined) {
+      throw new Error(`Queue ${queue} has slots of its own: give their number (concurrency)`);
+    }
     const concurrency = options.concurrency ?? this.concurrency;
     if (!Number.isInteger(concurrency) || concurrency < 1) {
       throw new Error(`Queue ${queue} needs a concurrency of at least 1`);
@@ -264,6 +275,7 @@ export class JobQueue {
       leaseSeconds: options.leaseSeconds ?? DEFAULT_LEASE_SECONDS,
       concurrency,
       perKeyConcurrency,
+      ownSlots: options.ownSlots,
     });
   }
 
@@ -350,8 +362,8 @@ export class JobQueue {
    * at once.
    */
   async runDue(limit = this.concurrency): Promise<number> {
-    const slots = new Slots({ total: limit });
-    const jobs = await this.claim(slots.quotas(this.slotQueues()), limit);
+    const { quotas, total } = new Slots({ total: limit }).claimable(this.slotQueues());
+    const jobs = await this.claim(quotas, total);
     await Promise.all(jobs.map((job) => this.execute(job)));
     return jobs.length;
   }
@@ -368,12 +380,7 @@ export class JobQueue {
     let total = 0;
     let rounds = 0;
     while (rounds < maxRounds) {
-      const queues = this.slotQueues();
-      const quotas = slots.quotas(queues);
-      const wanted = Math.min(
-        slots.free,
-        quotas.reduce((sum, quota) => sum + quota.limit, 0),
-      );
+      const { quotas, total: wanted } = slots.claimable(this.slotQueues());
       let claimed = 0;
       // Jobs that end while this claim is on its way may enqueue more (a dispatch its deliveries) and free
       // their queue's slots, which the claim could not see: nothing found is only the end if nothing ran.
@@ -384,7 +391,8 @@ export class JobQueue {
         if (claimed > 0) rounds++;
         total += claimed;
         for (const job of jobs) {
-          slots.take(job.queue);
+          const queue = this.slotQueue(job.queue);
+          slots.take(queue);
           const run: Promise<void> = this.execute(job)
             .then(() => {})
             .catch((error) => {
@@ -392,7 +400,7 @@ export class JobQueue {
             })
             .finally(() => {
               runs.delete(run);
-              slots.release(job.queue, this.queues.get(job.queue)!.concurrency);
+              slots.release(queue);
             });
           runs.add(run);
         }
@@ -437,12 +445,18 @@ export class JobQueue {
   }
 
   private slotQueues(): SlotQueue[] {
-    return [...this.queues].map(([name, queue]) => ({
+    return [...this.queues.keys()].map((name) => this.slotQueue(name));
+  }
+
+  private slotQueue(name: string): SlotQueue {
+    const queue = this.queues.get(name)!;
+    return {
       name,
       concurrency: queue.concurrency,
       leaseSeconds: queue.leaseSeconds,
       perKeyConcurrency: queue.perKeyConcurrency,
-    }));
+      ownSlots: queue.ownSlots,
+    };
   }
 
   /** Runs one job to its recorded outcome; returns when it is to run again, if it was rescheduled. */

@@ -76,6 +76,7 @@ export class WebhookDelivery {
   private readonly transport: WebhookTransport;
   private readonly store = new WebhookStore();
   private readonly endpointConcurrency: number;
+  private readonly concurrency: number;
   private readonly pace: EndpointPace;
   private readonly batches: DeliveryBatches;
 
@@ -93,6 +94,8 @@ export class WebhookDelivery {
     transport: WebhookTransport;
     /** Attempts of one endpoint in flight at once (default ENDPOINT_CONCURRENCY). */
     endpointConcurrency?: number;
+    /** Attempts in flight at once in one worker, in slots of their own (WEBHOOK_CONCURRENCY). */
+    concurrency: number;
     /** Where the delivery metrics are declared (docs/operations.md). */
     meter?: Meter;
   }) {
@@ -103,6 +106,7 @@ export class WebhookDelivery {
     this.service = deps.service;
     this.transport = deps.transport;
     this.endpointConcurrency = deps.endpointConcurrency ?? ENDPOINT_CONCURRENCY;
+    this.concurrency = deps.concurrency;
     this.pace = new EndpointPace(this.jobs, DELIVER_QUEUE, this.endpointConcurrency);
     this.batches = new DeliveryBatches({
       db: this.db,
@@ -172,6 +176,11 @@ export class WebhookDelivery {
         retryDelaysSeconds: [5, 30, 120, 600],
         leaseSeconds: LEASE_SECONDS,
         perKeyConcurrency: this.endpointConcurrency,
+        // An attempt waits on its receiver (up to its deadline), not on the CPU: in the worker's shared slots,
+        // a few slow receivers would hold the slots of sends and dispatches, and every endpoint's deliveries
+        // would be held to that number together whatever the endpoints' own caps allowed.
+        concurrency: this.concurrency,
+        ownSlots: true,
         onDead: (tx, job, error) => this.gaveUp(tx, job, error),
       },
     };

@@ -31,6 +31,7 @@ export const webhooksModule = defineModule({
       events,
       service: () => webhooks!,
       transport: new WebhookTransport({ guarded: production }),
+      concurrency: config.webhookConcurrency,
       meter: platform.metrics,
     });
     webhooks = new WebhookService({

@@ -15,6 +15,8 @@ export interface SlotQueue {
   leaseSeconds: number;
   /** At most this many jobs of one concurrency key at once, across every worker. */
   perKeyConcurrency?: number;
+  /** Its `concurrency` is a pool of its own, outside the worker's shared slots (QueueOptions.ownSlots). */
+  ownSlots?: boolean;
 }
 
 /**
@@ -30,46 +32,62 @@ export const DEFAULT_SCHEDULE_STEP_MS = 50;
 // instant), look again this soon rather than at once, so two workers never spin on each other.
 const RECHECK_MS = 25;
 
-/** A worker's slots: how many jobs run, in all and per queue, and what a claim may take now. */
+/**
+ * A worker's slots: how many jobs run, in all and per queue, and what a claim may take now. A queue with
+ * slots of its own (`ownSlots`) counts only against its own `concurrency`, never against the shared total.
+ */
 export class Slots {
   readonly total: number;
   private readonly perQueue = new Map<string, number>();
+  /** Jobs running in the shared slots (those of queues with their own slots are not counted). */
   private running = 0;
 
   constructor(options: { total: number }) {
     this.total = options.total;
   }
 
+  /** Shared slots free. */
   get free(): number {
     return this.total - this.running;
   }
 
-  /** What a claim may take now: each queue's room, within the free slots. */
-  quotas(queues: SlotQueue[]): Quota[] {
+  /**
+   * What a claim may take now: each queue's room (within the free shared slots, unless it has its own), and
+   * the most the claim may take in all.
+   */
+  claimable(queues: SlotQueue[]): { quotas: Quota[]; total: number } {
     const free = this.free;
-    if (free <= 0) return [];
-    return queues
-      .map((queue) => ({
+    let shared = 0;
+    let own = 0;
+    const quotas: Quota[] = [];
+    for (const queue of queues) {
+      const room = queue.concurrency - (this.perQueue.get(queue.name) ?? 0);
+      const limit = queue.ownSlots ? room : Math.min(free, room);
+      if (limit <= 0) continue;
+      if (queue.ownSlots) own += limit;
+      else shared += limit;
+      quotas.push({
         queue: queue.name,
-        limit: Math.min(free, queue.concurrency - (this.perQueue.get(queue.name) ?? 0)),
+        limit,
         leaseSeconds: queue.leaseSeconds,
         perKeyConcurrency: queue.perKeyConcurrency,
-      }))
-      .filter((quota) => quota.limit > 0);
+      });
+    }
+    return { quotas, total: own + Math.min(free, shared) };
   }
 
-  take(queue: string): void {
-    this.running++;
-    this.perQueue.set(queue, (this.perQueue.get(queue) ?? 0) + 1);
+  take(queue: SlotQueue): void {
+    if (!queue.ownSlots) this.running++;
+    this.perQueue.set(queue.name, (this.perQueue.get(queue.name) ?? 0) + 1);
   }
 
-  /** Gives a slot back; true when the queue was at its `limit` (so the last claim may have left it out). */
-  release(queue: string, limit: number): boolean {
-    const count = this.perQueue.get(queue) ?? 0;
-    this.running--;
-    if (count <= 1) this.perQueue.delete(queue);
-    else this.perQueue.set(queue, count - 1);
-    return count >= limit;
+  /** Gives a slot back; true when the queue was at its `concurrency` (so the last claim may have left it out). */
+  release(queue: SlotQueue): boolean {
+    const count = this.perQueue.get(queue.name) ?? 0;
+    if (!queue.ownSlots) this.running--;
+    if (count <= 1) this.perQueue.delete(queue.name);
+    else this.perQueue.set(queue.name, count - 1);
+    return count >= queue.concurrency;
   }
 }
 
@@ -188,11 +206,7 @@ export class JobWorker {
     try {
       while (this.running) {
         const queues = this.options.queues();
-        const quotas = this.slots.quotas(queues);
-        const wanted = Math.min(
-          this.slots.free,
-          quotas.reduce((sum, quota) => sum + quota.limit, 0),
-        );
+        const { quotas, total: wanted } = this.slots.claimable(queues);
         // Every slot (or every queue's share) is taken: a finishing job calls again.
         if (wanted <= 0) break;
         const jobs = await this.options.claim(quotas, wanted);
@@ -200,7 +214,7 @@ export class JobWorker {
         if (jobs.length === wanted) continue;
         // Short: nothing more is due in the queues that had room. Sleep until the next of them falls due.
         this.idle = true;
-        const next = await this.options.nextRunAt(this.slots.quotas(queues));
+        const next = await this.options.nextRunAt(this.slots.claimable(queues).quotas);
         if (next) {
           const inMs = next.getTime() - clock.nowMs();
           const at = Date.now() + (inMs > 0 ? inMs + 1 : RECHECK_MS);
@@ -221,7 +235,13 @@ export class JobWorker {
   }
 
   private launch(job: Job, queues: SlotQueue[]): void {
-    this.slots.take(job.queue);
+    // A queue registered after the claim cannot hold the job; its shared slot is counted all the same.
+    const queue = queues.find((candidate) => candidate.name === job.queue) ?? {
+      name: job.queue,
+      concurrency: this.slots.total,
+      leaseSeconds: 0,
+    };
+    this.slots.take(queue);
     const run: Promise<void> = this.options
       .run(job)
       .then(
@@ -233,8 +253,7 @@ export class JobWorker {
       )
       .finally(() => {
         this.runs.delete(run);
-        const limit = queues.find((queue) => queue.name === job.queue)?.concurrency ?? this.slots.total;
-        const wasAtLimit = this.slots.release(job.queue, limit);
+        const wasAtLimit = this.slots.release(queue);
         // The freed slot is filled at once, unless the last claim found nothing more due; a queue that was
         // at its own limit may have due jobs that claim left out, and so may the key of a job that ends.
         if (!this.idle || wasAtLimit || job.concurrencyKey !== null) this.wake();
