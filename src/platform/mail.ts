@@ -1,7 +1,7 @@
 // Outgoing e-mail (password reset). With SMTP_URL set, mail goes out through that SMTP server (nodemailer);
 // without it, the message is written to the log so a developer can follow the link. One mailer for the app.
 import type { FastifyBaseLogger } from 'fastify';
-import nodemailer, { type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 
 export interface MailMessage {
   to: string;
@@ -36,26 +36,31 @@ export function createMailer(
     };
   }
   const url = new URL(smtpUrl);
-  const transporter: Transporter = nodemailer.createTransport({
-    host: url.hostname,
-    port: Number(url.port || (url.protocol === 'smtps:' ? 465 : 587)),
-    // smtps:// is TLS from the first byte; smtp:// upgrades with STARTTLS when the server offers it.
-    secure: url.protocol === 'smtps:',
-    // `?ignoreTLS=true` for a local mail catcher that speaks plain SMTP only.
-    ignoreTLS: url.searchParams.get('ignoreTLS') === 'true',
-    auth: url.username
-      ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) }
-      : undefined,
-    connectionTimeout: 10_000,
-    greetingTimeout: 10_000,
-    socketTimeout: 20_000,
-  });
+  // nodemailer (about 300 KB of the bundle) is loaded with the first mail, not at every start.
+  let transporter: Promise<Transporter> | undefined;
+  const open = () =>
+    (transporter ??= import('nodemailer').then(({ default: nodemailer }) =>
+      nodemailer.createTransport({
+        host: url.hostname,
+        port: Number(url.port || (url.protocol === 'smtps:' ? 465 : 587)),
+        // smtps:// is TLS from the first byte; smtp:// upgrades with STARTTLS when the server offers it.
+        secure: url.protocol === 'smtps:',
+        // `?ignoreTLS=true` for a local mail catcher that speaks plain SMTP only.
+        ignoreTLS: url.searchParams.get('ignoreTLS') === 'true',
+        auth: url.username
+          ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) }
+          : undefined,
+        connectionTimeout: 10_000,
+        greetingTimeout: 10_000,
+        socketTimeout: 20_000,
+      }),
+    ));
   return {
     async send(message) {
-      await transporter.sendMail({ from: MAIL_FROM, ...message });
+      await (await open()).sendMail({ from: MAIL_FROM, ...message });
     },
     close() {
-      transporter.close();
+      void transporter?.then((opened) => opened.close());
     },
   };
 }

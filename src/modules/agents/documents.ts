@@ -3,8 +3,6 @@
 // HTML (scripts, styles and navigation dropped; links and tables kept as text), unpdf (PDF.js built to run
 // without a browser or native code) for PDF, csv-parse for CSV, whose rows become "column: value" sentences so
 // that a question about a price finds the row that names it.
-import { parse as parseCsv } from 'csv-parse/sync';
-import { convert as htmlToText } from 'html-to-text';
 import { extractText, getDocumentProxy } from 'unpdf';
 import { ApiError } from '../../platform/errors.ts';
 
@@ -73,7 +71,9 @@ export async function extractDocumentText(file: Buffer, source: DocumentSource):
   } catch {
     throw unreadable(`The ${source} file is not UTF-8 text`);
   }
+  // The HTML and CSV readers are loaded with the first such document, not at every start.
   if (source === 'html') {
+    const { convert: htmlToText } = await import('html-to-text');
     return htmlToText(decoded, {
       wordwrap: false,
       selectors: [
@@ -87,12 +87,12 @@ export async function extractDocumentText(file: Buffer, source: DocumentSource):
       ],
     });
   }
-  if (source === 'csv') return csvAsText(decoded);
+  if (source === 'csv') return csvAsText(decoded, (await import('csv-parse/sync')).parse);
   return decoded;
 }
 
 /** A CSV as one sentence per row: "service: Cleaning; price: $120." (the header names each value). */
-function csvAsText(csv: string): string {
+function csvAsText(csv: string, parseCsv: typeof import('csv-parse/sync').parse): string {
   let rows: string[][];
   try {
     rows = parseCsv(csv, { bom: true, skip_empty_lines: true, relax_column_count: true, trim: true });

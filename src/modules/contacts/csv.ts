@@ -3,7 +3,6 @@
 // thousand of them: a promise per record (the parser's async iterator) cost more than parsing the record.
 import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import { parse } from 'csv-parse';
 import { ApiError } from '../../platform/errors.ts';
 
 /**
@@ -24,6 +23,8 @@ export async function* csvRecords(stream: Readable): AsyncGenerator<string[][]> 
     headText += chunk.toString('utf8');
     if (headText.length > 1_000_000) break;
   }
+  // The parser is loaded with the first import, not at every start.
+  const { parse } = await import('csv-parse');
   const parser = parse({
     bom: true,
     delimiter: sniffDelimiter(headText.split('\n')[0] ?? ''),

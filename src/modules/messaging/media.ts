@@ -4,7 +4,6 @@
 // Nothing is transcoded or relabelled: the exact decoded bytes go to the carrier. Checks run from the
 // cheapest and most fundamental to the costliest, so a request with several faults hears about the one to
 // fix first and we never decode or sniff what will be refused anyway (docs/messaging.md lists the order).
-import { fileTypeFromBuffer } from 'file-type';
 import { ApiError } from '../../platform/errors.ts';
 
 export const MAXIMUM_MEDIA_PARTS = 10;
@@ -99,7 +98,7 @@ export async function validateMedia(input: MediaInput): Promise<ValidatedMedia> 
   const uploads: MediaUpload[] = [];
   for (const draft of drafts) {
     const bytes = Buffer.from(draft.base64, 'base64');
-    const detected = await fileTypeFromBuffer(bytes);
+    const detected = await sniff(bytes);
     if (!detected || !DETECTED_AS[draft.contentType].includes(detected.mime)) {
       const found = detected ? `${detected.mime} data` : 'data of no recognised image type';
       throw refuse(
@@ -115,6 +114,12 @@ export async function validateMedia(input: MediaInput): Promise<ValidatedMedia> 
   }
 
   return { urls: hostedUrls, files: uploads, count, totalBytes };
+}
+
+/** The file's type from its first bytes; the sniffer is loaded with the first upload, not at every start. */
+async function sniff(bytes: Buffer) {
+  const { fileTypeFromBuffer } = await import('file-type');
+  return fileTypeFromBuffer(bytes);
 }
 
 function hasControlCharacter(text: string): boolean {
