@@ -5,6 +5,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { TRUST_TIERS, type TrustTier } from './carriers/carrier.ts';
+import { DEFAULT_DATA_DIR } from './data-dir.ts';
 import { type EncryptionKey, encryptionKeyId } from './platform/crypto.ts';
 
 export type AppEnv = 'production' | 'development' | 'test';
@@ -149,7 +150,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const smtpUrl = env.SMTP_URL || undefined;
   if (smtpUrl && !/^smtps?:\/\//.test(smtpUrl)) problems.push('SMTP_URL must start with smtp:// or smtps://');
 
-  const dataDir = env.DATA_DIR || './data';
+  const dataDir = env.DATA_DIR || DEFAULT_DATA_DIR;
 
   const carrierTrustTier = (env.CARRIER_10DLC_TIER || 'basic') as TrustTier;
   if (!TRUST_TIERS.includes(carrierTrustTier)) {

@@ -7,9 +7,12 @@ import module from 'node:module';
 
 (module as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 // The embedded database boots in its own thread while this one loads the server (pglite-threaded.ts); serve.ts
-// takes that thread when its configuration names the same data directory (config.ts's default is ./data).
+// takes that thread when its configuration names the same data directory.
 if (!process.env.DATABASE_URL) {
-  const { preopenPglite } = await import('./platform/db/pglite-threaded.ts');
-  preopenPglite(process.env.DATA_DIR || './data');
+  const [{ preopenPglite }, { DEFAULT_DATA_DIR }] = await Promise.all([
+    import('./platform/db/pglite-threaded.ts'),
+    import('./data-dir.ts'),
+  ]);
+  preopenPglite(process.env.DATA_DIR || DEFAULT_DATA_DIR);
 }
 await import('./serve.ts');

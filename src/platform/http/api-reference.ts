@@ -37,6 +37,11 @@ export function registerApiReference(app: FastifyInstance, openApiUrl: string): 
     }
     return reply.code(answer.statusCode).send(answer.rawPayload);
   };
+  // The small Fastify closes with the app (it holds nothing but its routes, yet a closed app leaves nothing open).
+  app.addHook('onClose', async () => {
+    const loaded = await inner?.catch(() => undefined);
+    await loaded?.close();
+  });
   const hidden = { schema: { hide: true } };
   for (const url of [PREFIX, `${PREFIX}/`, `${PREFIX}/${SCRIPT}`]) app.get(url, hidden, forward);
 }
