@@ -378,25 +378,29 @@ describe('slots', () => {
     }
   });
 
-  test('WORKER_CONCURRENCY is validated', () => {
-    assert.equal(loadConfig({ DATA_DIR: 'memory://' }).workerConcurrency, 16);
-    assert.equal(loadConfig({ DATA_DIR: 'memory://', WORKER_CONCURRENCY: '64' }).workerConcurrency, 64);
-    for (const bad of ['0', '-1', '2.5', 'many', '257']) {
-      assert.throws(
-        () => loadConfig({ DATA_DIR: 'memory://', WORKER_CONCURRENCY: bad }),
-        /WORKER_CONCURRENCY/,
-      );
-    }
-  });
-
-  test('WEBHOOK_CONCURRENCY is validated', () => {
-    assert.equal(loadConfig({ DATA_DIR: 'memory://' }).webhookConcurrency, 128);
-    assert.equal(loadConfig({ DATA_DIR: 'memory://', WEBHOOK_CONCURRENCY: '512' }).webhookConcurrency, 512);
-    for (const bad of ['0', '-3', '1.5', 'lots', '1025']) {
-      assert.throws(
-        () => loadConfig({ DATA_DIR: 'memory://', WEBHOOK_CONCURRENCY: bad }),
-        /WEBHOOK_CONCURRENCY/,
-      );
-    }
-  });
+  const slotSettings = [
+    {
+      name: 'WORKER_CONCURRENCY',
+      field: 'workerConcurrency',
+      byDefault: 16,
+      good: 64,
+      bad: ['0', '-1', '2.5', 'many', '257'],
+    },
+    {
+      name: 'WEBHOOK_CONCURRENCY',
+      field: 'webhookConcurrency',
+      byDefault: 128,
+      good: 512,
+      bad: ['0', '-3', '1.5', 'lots', '1025'],
+    },
+  ] as const;
+  for (const { name, field, byDefault, good, bad } of slotSettings) {
+    test(`${name} is validated`, () => {
+      assert.equal(loadConfig({ DATA_DIR: 'memory://' })[field], byDefault);
+      assert.equal(loadConfig({ DATA_DIR: 'memory://', [name]: String(good) })[field], good);
+      for (const value of bad) {
+        assert.throws(() => loadConfig({ DATA_DIR: 'memory://', [name]: value }), new RegExp(name));
+      }
+    });
+  }
 });
