@@ -327,6 +327,57 @@ describe('slots', () => {
     }
   });
 
+  test('a claim that also takes jobs of a queue with its own slots takes no more shared jobs than slots are free', async () => {
+    // Two shared slots and two queues that share them, each with three due jobs: each queue's quota is two
+    // (the free slots), four together; the one claim that also fills the waiting queue's own slots must still
+    // take only two of them.
+    const database = await freshDatabase();
+    const worker = new JobQueue(database.db, new Clock(true), {
+      workerId: 'mixed',
+      concurrency: 2,
+      ...NEVER_POLL,
+    });
+    let shared = 0;
+    let mostShared = 0;
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const work = async () => {
+      shared++;
+      mostShared = Math.max(mostShared, shared);
+      await released;
+      shared--;
+    };
+    worker.register('test.work-a', work);
+    worker.register('test.work-b', work);
+    worker.register('test.waiting', async () => {}, { concurrency: 5, ownSlots: true });
+    try {
+      await database.db.transaction(async (tx) => {
+        for (let n = 0; n < 3; n++) await worker.enqueue(tx, 'test.work-a', { n });
+        for (let n = 0; n < 3; n++) await worker.enqueue(tx, 'test.work-b', { n });
+        await worker.enqueue(tx, 'test.waiting', {});
+      });
+      worker.start();
+      await waitFor(
+        async () => (await statuses(database.db, 'test.waiting')).completed === 1 && shared >= 2,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(mostShared, 2, 'two shared slots, two shared jobs at once');
+      release();
+      await waitFor(
+        async () =>
+          (await statuses(database.db, 'test.work-a')).completed === 3 &&
+          (await statuses(database.db, 'test.work-b')).completed === 3,
+      );
+      assert.equal(mostShared, 2);
+    } finally {
+      release();
+      await worker.stop();
+      await database.drop();
+    }
+  });
+
   test('drain() goes on when jobs that end during a claim that found nothing enqueue more', async () => {
     // The claim runs while the last job is still working; that job enqueues another and ends before the
     // claim's answer arrives. The claim saw nothing, nothing is running any more, and yet work is due: a

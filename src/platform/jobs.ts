@@ -16,6 +16,7 @@ import { GroupBatch } from './db/group-batch.ts';
 import type { Database, Queryable } from './db/index.ts';
 import { newId } from './ids.ts';
 import {
+  type Claim,
   deleteKeyCap,
   insertJob,
   insertSelectedJobs,
@@ -23,7 +24,6 @@ import {
   JobStore,
   type KeyCapChange,
   type OpenJobs,
-  type Quota,
   type SelectedJobs,
 } from './jobs/store.ts';
 import { DEFAULT_SCHEDULE_STEP_MS, JobWorker, type SlotQueue, Slots } from './jobs/worker.ts';
@@ -174,7 +174,7 @@ export class JobQueue {
       pollIntervalMs: this.pollIntervalMs,
       scheduleStepMs: options.scheduleStepMs ?? DEFAULT_SCHEDULE_STEP_MS,
       queues: () => this.slotQueues(),
-      claim: (quotas, total) => this.claim(quotas, total),
+      claim: (claim) => this.claim(claim),
       nextRunAt: (quotas) => this.store.nextRunAt(quotas, this.clock.now()),
       run: (job) => this.execute(job),
       onError: (error, job) => this.onError(error, job ?? ({ id: '-', queue: '-' } as Job)),
@@ -245,8 +245,8 @@ export class JobQueue {
   }
 
   /** One claim; when tracing, with each job's traceparent (telemetry). */
-  private async claim(quotas: Quota[], total: number): Promise<Job[]> {
-    const jobs = await this.store.claim(quotas, total, this.clock.now());
+  private async claim(claim: Claim): Promise<Job[]> {
+    const jobs = await this.store.claim(claim, this.clock.now());
     if (tracingEnabled() && jobs.length > 0) {
       const traceparents = await this.store.traceparents(jobs.map((job) => job.id));
       for (const job of jobs) job.traceparent = traceparents.get(job.id) ?? null;
@@ -362,8 +362,7 @@ export class JobQueue {
    * at once.
    */
   async runDue(limit = this.concurrency): Promise<number> {
-    const { quotas, total } = new Slots({ total: limit }).claimable(this.slotQueues());
-    const jobs = await this.claim(quotas, total);
+    const jobs = await this.claim(new Slots({ total: limit }).claimable(this.slotQueues()));
     await Promise.all(jobs.map((job) => this.execute(job)));
     return jobs.length;
   }
@@ -380,13 +379,14 @@ export class JobQueue {
     let total = 0;
     let rounds = 0;
     while (rounds < maxRounds) {
-      const { quotas, total: wanted } = slots.claimable(this.slotQueues());
+      const claim = slots.claimable(this.slotQueues());
+      const wanted = claim.total;
       let claimed = 0;
       // Jobs that end while this claim is on its way may enqueue more (a dispatch its deliveries) and free
       // their queue's slots, which the claim could not see: nothing found is only the end if nothing ran.
       const runningAtClaim = runs.size;
       if (wanted > 0) {
-        const jobs = await this.claim(quotas, wanted);
+        const jobs = await this.claim(claim);
         claimed = jobs.length;
         if (claimed > 0) rounds++;
         total += claimed;

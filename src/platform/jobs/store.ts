@@ -32,6 +32,16 @@ export interface Quota {
   leaseSeconds: number;
   /** At most this many jobs of one concurrency key of the queue run at once, across every worker. */
   perKeyConcurrency?: number;
+  /** The queue's jobs take slots of its own, not the worker's shared ones (QueueOptions.ownSlots). */
+  ownSlots?: boolean;
+}
+
+/** What one claim may take: each queue's quota, at most `total` jobs, of which at most `sharedTotal` shared. */
+export interface Claim {
+  quotas: Quota[];
+  total: number;
+  /** Jobs of queues without slots of their own, together (the worker's free shared slots). */
+  sharedTotal: number;
 }
 
 export interface NewJob {
@@ -200,20 +210,26 @@ export class JobStore {
    * `perKeyConcurrency` a job of a key that has that many jobs running under a live lease is passed over,
    * and one claim takes no more of a key than its room.
    */
-  async claim(quotas: Quota[], total: number, now: Date): Promise<Job[]> {
+  async claim({ quotas, total, sharedTotal }: Claim, now: Date): Promise<Job[]> {
     if (quotas.length === 0 || total <= 0) return [];
-    const { jobs, blockedHeads } = await this.claimOldest(quotas, total, now);
+    const { jobs, blockedHeads } = await this.claimOldest(quotas, total, sharedTotal, now);
     // A capped queue whose oldest due jobs were all read and could not fill the claim may hold due jobs of
     // other keys past them: those are found key by key.
+    const shared = new Set(quotas.filter((quota) => !quota.ownSlots).map((quota) => quota.queue));
     let wanted = total - jobs.length;
+    let sharedWanted = sharedTotal - jobs.filter((job) => shared.has(job.queue)).length;
     for (const quota of quotas) {
       if (wanted <= 0) break;
       if (!blockedHeads.has(quota.queue)) continue;
-      const room = quota.limit - jobs.filter((job) => job.queue === quota.queue).length;
+      const room = Math.min(
+        quota.limit - jobs.filter((job) => job.queue === quota.queue).length,
+        quota.ownSlots ? wanted : sharedWanted,
+      );
       if (room <= 0) continue;
       const found = await this.claimKeyByKey(quota, Math.min(room, wanted), now);
       jobs.push(...found);
       wanted -= found.length;
+      if (!quota.ownSlots) sharedWanted -= found.length;
     }
     // The UPDATE returns rows in no promised order; handlers start oldest first.
     return jobs.sort(
@@ -230,6 +246,7 @@ export class JobStore {
   private async claimOldest(
     quotas: Quota[],
     total: number,
+    sharedTotal: number,
     now: Date,
   ): Promise<{ jobs: Job[]; blockedHeads: Set<string> }> {
     const plain = quotas.filter((quota) => !quota.perKeyConcurrency);
@@ -238,13 +255,14 @@ export class JobStore {
       .filter((quota) => quota.perKeyConcurrency)
       .sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0));
     const rows = await this.db.query<JobRow & { blocked_head: boolean | null }>(
-      'SELECT * FROM jobs_claim($1::jsonb, $2::jsonb, $3, $4, $5)',
+      'SELECT * FROM jobs_claim($1::jsonb, $2::jsonb, $3, $4, $5, $6)',
       [
         JSON.stringify(
           plain.map((quota) => ({
             queue: quota.queue,
             size: quota.limit,
             lease_seconds: quota.leaseSeconds,
+            shared: !quota.ownSlots,
           })),
         ),
         JSON.stringify(
@@ -254,11 +272,13 @@ export class JobStore {
             lease_seconds: quota.leaseSeconds,
             per_key: quota.perKeyConcurrency,
             head_rows: headRows(quota.limit),
+            shared: !quota.ownSlots,
           })),
         ),
         now,
         total,
         this.workerId,
+        sharedTotal,
       ],
     );
     const jobs = rows.filter((row) => row.id !== null).map(toJob);

@@ -5,7 +5,7 @@
 // or the fallback poll (a lost notification, a dead worker's lease running out, another process's clock).
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/index.ts';
-import { JOBS_CHANNEL, type Job, type Quota } from './store.ts';
+import { type Claim, JOBS_CHANNEL, type Job, type Quota } from './store.ts';
 
 /** What the worker needs to know of a registered queue. */
 export interface SlotQueue {
@@ -52,10 +52,10 @@ export class Slots {
   }
 
   /**
-   * What a claim may take now: each queue's room (within the free shared slots, unless it has its own), and
-   * the most the claim may take in all.
+   * What a claim may take now: each queue's room (within the free shared slots, unless it has its own), the
+   * most it may take in all, and of the queues that share the slots together.
    */
-  claimable(queues: SlotQueue[]): { quotas: Quota[]; total: number } {
+  claimable(queues: SlotQueue[]): Claim {
     const free = this.free;
     let shared = 0;
     let own = 0;
@@ -71,9 +71,11 @@ export class Slots {
         limit,
         leaseSeconds: queue.leaseSeconds,
         perKeyConcurrency: queue.perKeyConcurrency,
+        ownSlots: queue.ownSlots,
       });
     }
-    return { quotas, total: own + Math.min(free, shared) };
+    const sharedTotal = Math.min(free, shared);
+    return { quotas, total: own + sharedTotal, sharedTotal };
   }
 
   take(queue: SlotQueue): void {
@@ -100,7 +102,7 @@ export interface JobWorkerOptions {
   scheduleStepMs: number;
   /** The registered queues, read at each claim (a queue may be registered after start). */
   queues: () => SlotQueue[];
-  claim: (quotas: Quota[], total: number) => Promise<Job[]>;
+  claim: (claim: Claim) => Promise<Job[]>;
   nextRunAt: (quotas: Quota[]) => Promise<Date | undefined>;
   /** Runs one job to its recorded outcome; returns when it is to run again, if it was rescheduled. */
   run: (job: Job) => Promise<Date | undefined>;
@@ -117,8 +119,12 @@ export class JobWorker {
   private wanted = false;
   private pumping = false;
   private pump?: Promise<void>;
-  /** The last claim came back short: until a wake-up says otherwise, nothing more is due. */
-  private idle = false;
+  /**
+   * The last claim came back short, for the shared slots and for the queues with slots of their own apart:
+   * until a wake-up says otherwise, nothing more is due in that kind of queue with room. (A claim may fill
+   * the shared slots and come back short for the others; a shared slot that frees must then claim again.)
+   */
+  private short = { shared: false, own: false };
   private timer?: NodeJS.Timeout;
   private timerAt = Number.POSITIVE_INFINITY;
   private listening?: Promise<(() => Promise<void>) | undefined>;
@@ -134,7 +140,7 @@ export class JobWorker {
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.idle = false;
+    this.short = { shared: false, own: false };
     this.lastTurnAt = Date.now();
     this.listening = this.listen();
     this.stopWatchingClock = this.options.clock.onMove(() => this.wake());
@@ -178,7 +184,7 @@ export class JobWorker {
   private wake(): void {
     if (!this.running) return;
     this.wanted = true;
-    this.idle = false;
+    this.short = { shared: false, own: false };
     if (this.pumping) return;
     this.pumping = true;
     // After this turn: the jobs whose outcomes one statement wrote end together, and their slots go to
@@ -206,14 +212,20 @@ export class JobWorker {
     try {
       while (this.running) {
         const queues = this.options.queues();
-        const { quotas, total: wanted } = this.slots.claimable(queues);
+        const claim = this.slots.claimable(queues);
+        const wanted = claim.total;
         // Every slot (or every queue's share) is taken: a finishing job calls again.
         if (wanted <= 0) break;
-        const jobs = await this.options.claim(quotas, wanted);
+        const jobs = await this.options.claim(claim);
         for (const job of jobs) this.launch(job, queues);
         if (jobs.length === wanted) continue;
         // Short: nothing more is due in the queues that had room. Sleep until the next of them falls due.
-        this.idle = true;
+        const own = new Set(queues.filter((queue) => queue.ownSlots).map((queue) => queue.name));
+        const ownTaken = jobs.filter((job) => own.has(job.queue)).length;
+        this.short = {
+          shared: jobs.length - ownTaken < claim.sharedTotal,
+          own: ownTaken < wanted - claim.sharedTotal,
+        };
         const next = await this.options.nextRunAt(this.slots.claimable(queues).quotas);
         if (next) {
           const inMs = next.getTime() - clock.nowMs();
@@ -256,7 +268,8 @@ export class JobWorker {
         const wasAtLimit = this.slots.release(queue);
         // The freed slot is filled at once, unless the last claim found nothing more due; a queue that was
         // at its own limit may have due jobs that claim left out, and so may the key of a job that ends.
-        if (!this.idle || wasAtLimit || job.concurrencyKey !== null) this.wake();
+        const short = queue.ownSlots ? this.short.own : this.short.shared;
+        if (!short || wasAtLimit || job.concurrencyKey !== null) this.wake();
       });
     this.runs.set(run, job);
   }
