@@ -359,9 +359,7 @@ describe('slots', () => {
         await worker.enqueue(tx, 'test.waiting', {});
       });
       worker.start();
-      await waitFor(
-        async () => (await statuses(database.db, 'test.waiting')).completed === 1 && shared >= 2,
-      );
+      await waitFor(async () => (await statuses(database.db, 'test.waiting')).completed === 1 && shared >= 2);
       await new Promise((resolve) => setTimeout(resolve, 100));
       assert.equal(mostShared, 2, 'two shared slots, two shared jobs at once');
       release();
