@@ -304,6 +304,17 @@ describe('slots', () => {
     worker.register('test.waiting', track('waiting'), { concurrency: 5, ownSlots: true });
     worker.register('test.work', track('work'));
     assert.throws(() => worker.register('test.unsized', async () => {}, { ownSlots: true }), /concurrency/);
+    // runDue's limit holds for the queue's own slots too.
+    const once = new JobQueue(database.db, new Clock(true), {
+      workerId: 'once',
+      concurrency: 2,
+      ...NEVER_POLL,
+    });
+    let ranOnce = 0;
+    once.register('test.once', async () => void ranOnce++, { concurrency: 5, ownSlots: true });
+    for (let n = 0; n < 3; n++) await once.enqueue(database.db, 'test.once', { n });
+    assert.equal(await once.runDue(1), 1);
+    assert.equal(ranOnce, 1);
     try {
       await database.db.transaction(async (tx) => {
         for (let n = 0; n < 8; n++) await worker.enqueue(tx, 'test.waiting', { n });

@@ -362,7 +362,9 @@ export class JobQueue {
    * at once.
    */
   async runDue(limit = this.concurrency): Promise<number> {
-    const jobs = await this.claim(new Slots({ total: limit }).claimable(this.slotQueues()));
+    const claim = new Slots({ total: limit }).claimable(this.slotQueues());
+    // `limit` bounds the queues with slots of their own too: at most that many jobs in all.
+    const jobs = await this.claim({ ...claim, total: Math.min(claim.total, limit) });
     await Promise.all(jobs.map((job) => this.execute(job)));
     return jobs.length;
   }
