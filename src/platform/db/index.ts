@@ -6,12 +6,15 @@ import pg from 'pg';
 import type { Database, PoolUse, Queryable, Subscription } from './database.ts';
 import { openPglite, pgliteOptions, WalBound } from './pglite-settings.ts';
 import { PgliteThreadDatabase } from './pglite-threaded.ts';
+import { installTimestampParser } from './timestamps.ts';
 
 export type { Database, PoolUse, Queryable, Subscription } from './database.ts';
 
 // int8 (count(*), bigserial) arrives as a number on both engines; our counts stay far below 2^53.
 const INT8_OID = 20;
 pg.types.setTypeParser(INT8_OID, (value: string) => Number(value));
+// timestamptz: UTC values read from their characters, the rest by node-postgres's own parser (timestamps.ts).
+installTimestampParser();
 
 /** The longest a chain of PGlite statements may keep the event loop from timers and sockets. */
 const PGLITE_YIELD_EVERY_MS = 10;
