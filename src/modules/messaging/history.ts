@@ -9,7 +9,7 @@ import { hourlyBuckets, parseInstant, timeWindow } from '../../platform/time-win
 import type { Region } from '../organizations/index.ts';
 import { toMessage } from './message.ts';
 import type { Direction, Message, MessageHourly, MessageStats, MessageStatus } from './schemas.ts';
-import type { MessageRow, MessageStore } from './store.ts';
+import type { MessageStore, MessageViewRow } from './store.ts';
 
 export interface MessageFilters {
   direction?: Direction;
@@ -64,7 +64,7 @@ export class MessageHistory {
       organizationId,
       filters,
       ...this.store.historyQuery(organizationId, filters),
-      map: (row: MessageRow) => toMessage(row, now),
+      map: (row: MessageViewRow) => toMessage(row, now),
     });
   }
 

@@ -1,7 +1,7 @@
 // A stored message as the API and the message events show it. The receipt state is derived from the clock
 // at the moment of reading, never stored, so a message moves to "no receipt" without a write.
 import type { Message, ReceiptState } from './schemas.ts';
-import type { MessageRow } from './store.ts';
+import type { MessageRow, MessageViewRow } from './store.ts';
 
 export const RECEIPT_WAIT_MS = 72 * 60 * 60 * 1000;
 
@@ -14,7 +14,7 @@ export function receiptState(row: Pick<MessageRow, 'status' | 'sent_at'>, now: D
   return now.getTime() - row.sent_at.getTime() < RECEIPT_WAIT_MS ? 'awaiting_receipt' : 'no_receipt';
 }
 
-export function toMessage(row: MessageRow, now: Date): Message {
+export function toMessage(row: MessageViewRow, now: Date): Message {
   return {
     id: row.id,
     direction: row.direction,
