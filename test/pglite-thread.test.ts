@@ -11,7 +11,7 @@ import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { isUniqueViolation, openDatabase, type Queryable } from '../src/platform/db/index.ts';
 import { migrate } from '../src/platform/db/migrate.ts';
-import { PgliteThreadDatabase, preopenPglite } from '../src/platform/db/pglite-threaded.ts';
+import { compactParams, PgliteThreadDatabase, preopenPglite } from '../src/platform/db/pglite-threaded.ts';
 import { createRuntime } from '../src/runtime.ts';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'pglite-thread-'));
@@ -170,6 +170,34 @@ describe('PGlite in its own thread', () => {
     assert.deepEqual(sent, []);
     await app.close();
     await db.close();
+  });
+
+  test('a parameter viewing part of a larger buffer crosses as its own bytes, not the whole buffer', async () => {
+    // A file's bytes cut out of an upload of 8 MiB: the clone of the view alone would copy all 8 MiB.
+    const upload = Buffer.alloc(8 * 1024 * 1024, 7);
+    upload.write('the file', 4096);
+    const file = upload.subarray(4096, 4104);
+    const [sent] = compactParams([file]) as Uint8Array[];
+    assert.equal(sent!.buffer.byteLength, 8, 'only the viewed bytes are copied');
+    assert.deepEqual(Buffer.from(sent!).toString(), 'the file');
+    const untouched = [1, 'text', new Uint8Array(4)];
+    assert.equal(compactParams(untouched), untouched, 'nothing to compact: the same array');
+
+    const db = await openDatabase({ dataDir: 'memory://' });
+    try {
+      const [row] = await db.query<{ data: Uint8Array; length: number }>(
+        'SELECT $1::bytea AS data, length($1::bytea) AS length',
+        [file],
+      );
+      assert.equal(row!.length, 8);
+      assert.equal(Buffer.from(row!.data).toString(), 'the file');
+      await db.transaction(async (tx) => {
+        const [inTx] = await tx.query<{ data: Uint8Array }>('SELECT $1::bytea AS data', [file]);
+        assert.equal(Buffer.from(inTx!.data).toString(), 'the file');
+      });
+    } finally {
+      await db.close();
+    }
   });
 
   test('nothing sent waits forever: after its transaction, with a value that cannot cross, while closing', async () => {

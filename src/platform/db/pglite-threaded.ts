@@ -23,6 +23,23 @@ export interface ThreadRequest {
   subscription?: number;
 }
 
+/**
+ * Parameters as the thread should receive them. A structured clone copies a typed array's whole backing
+ * ArrayBuffer, not just the bytes it views: a Buffer from Node's pool views 8 KiB, and a file's bytes cut out
+ * of a larger upload view all of it, every byte of which would be copied to the thread for each statement. A
+ * view of part of its buffer is sent as a copy of just its bytes (the thread reads a Uint8Array either way).
+ */
+export function compactParams(params: unknown[]): unknown[] {
+  let compacted: unknown[] | undefined;
+  for (let i = 0; i < params.length; i++) {
+    const value = params[i];
+    if (!ArrayBuffer.isView(value) || value.byteLength === value.buffer.byteLength) continue;
+    compacted ??= [...params];
+    compacted[i] = new Uint8Array(value.buffer, value.byteOffset, value.byteLength).slice();
+  }
+  return compacted ?? params;
+}
+
 export interface ThreadReply {
   /** The request answered; 0 is the thread's open (or its failure); -1 a notification. */
   id: number;
@@ -35,12 +52,19 @@ export interface ThreadReply {
 /**
  * The thread's script beside this module: JavaScript in dist/; under tsx (tests, development) TypeScript, which
  * Node 20 will not load as a worker's entry point even with tsx's loader in the worker's arguments, so a line
- * of JavaScript registers tsx in the thread and then imports it.
+ * of JavaScript registers tsx in the thread and then imports it. Either way the thread starts from a line of
+ * code, not from a file: a thread inherits the process's options, and one started from a file refuses
+ * `--input-type` (a process run as `node --input-type=module -e …` could not open the database).
  */
-function threadScript(): { script: string | URL; eval?: boolean } {
+function threadScript(): { script: string; eval: true } {
   // No execArgv of our own: given one, Node refuses process-wide options in it (--max-old-space-size…), while
-  // a thread that inherits the process's options tolerates them (and --input-type too).
-  if (!import.meta.url.endsWith('.ts')) return { script: new URL('./pglite-thread.js', import.meta.url) };
+  // a thread that inherits the process's options tolerates them.
+  if (!import.meta.url.endsWith('.ts')) {
+    return {
+      script: `import(${JSON.stringify(new URL('./pglite-thread.js', import.meta.url).href)})`,
+      eval: true,
+    };
+  }
   const url = JSON.stringify(new URL('./pglite-thread.ts', import.meta.url).href);
   const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
   return { script: `import(${tsx}).then(({ register }) => (register(), import(${url})))`, eval: true };
@@ -148,7 +172,8 @@ export class PgliteThreadDatabase implements Database {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       try {
-        this.worker.postMessage({ ...request, id });
+        const params = request.params && compactParams(request.params);
+        this.worker.postMessage({ ...request, params, id });
       } catch (error) {
         reject(error); // a value structured clone cannot copy: nothing was sent
         return;
