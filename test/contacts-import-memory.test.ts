@@ -7,7 +7,7 @@
 // row takes (both engines).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { ContactImportStore, type StagedRow } from '../src/modules/contacts/import-store.ts';
+import { ContactImportStore, type StagedRow, stagedRow } from '../src/modules/contacts/import-store.ts';
 import { newId } from '../src/platform/ids.ts';
 import { createOrganization, startTestApp, type TestApp } from './helpers/app.ts';
 import { uploadFile } from './helpers/upload.ts';
@@ -37,21 +37,25 @@ describe('memory under a large contact import', () => {
     const store = new ContactImportStore();
     const importId = newId('imp');
     const now = new Date();
-    const rows: StagedRow[] = Array.from({ length: 2_000 }, (_, i) => ({
-      phone: `+1202555${String(i).padStart(4, '0')}`,
-      firstName: `First${i}`,
-      lastName: `Last${i}`,
-      email: null,
-      company: null,
-      customFields: {},
-      timezone: null,
-      consentStatus: null,
-      consentDate: null,
-      consentMethod: null,
-      position: i + 2,
-      contactId: newId('ct'),
-      consentEventId: null,
-    }));
+    const rows: StagedRow[] = Array.from({ length: 2_000 }, (_, i) =>
+      stagedRow(
+        {
+          phone: `+1202555${String(i).padStart(4, '0')}`,
+          firstName: `First${i}`,
+          lastName: `Last${i}`,
+          email: null,
+          company: null,
+          customFields: {},
+          timezone: null,
+          consentStatus: null,
+          consentDate: null,
+          consentMethod: null,
+        },
+        i + 2,
+        newId('ct'),
+        null,
+      ),
+    );
     await store.stage(t.ctx.db, importId, rows, now);
     try {
       const [size] = await t.ctx.db.query<{ bytes: number; rows: number }>(

@@ -7,47 +7,48 @@ import { isUniqueViolation, type Queryable } from '../../platform/db/index.ts';
 import type { ImportedContact } from './store.ts';
 
 /**
- * A valid row as staged: its position in the file, and the ids its contact and its consent event get if the
- * apply creates them (made here, by the one id maker, so the apply needs nothing from Node).
+ * A valid row as it is staged: its phone and its position in the file in columns of their own, and in `row`
+ * only the fields that have a value (the apply reads a missing one as null), with the ids its contact and its
+ * consent event get if the apply creates them (made here, by the one id maker, so the apply needs nothing from
+ * Node). A whole file is staged before any of it is applied, so a staged row's size is the import's memory on
+ * PGlite in memory: every field of every row, nulls and names included and phone and position twice, took 388
+ * bytes a row; 184 now (issue 31, finding 10). Built once per row, straight from the validated contact: the
+ * copies made on the way there were a fifth of reading a file (docs/performance.md).
  */
-export interface StagedRow extends ImportedContact {
+export interface StagedRow {
+  phone: string;
   position: number;
-  contactId: string;
-  consentEventId: string | null;
+  row: Partial<Record<StoredField, unknown>>;
 }
+
+type StoredField = Exclude<keyof ImportedContact, 'phone'> | 'contactId' | 'consentEventId';
 
 const STAGE = 'INSERT INTO contact_import_rows (import_id, phone, position, row, created_at)';
 const STAGED_VALUES = `$1, staged->>'phone', (staged->>'position')::int, staged->'row', $3
   FROM jsonb_array_elements($2::jsonb) AS staged`;
 
-/** The fields of a staged row kept in its `row` document, each only when it has a value. */
-const STORED_FIELDS = [
-  'contactId',
-  'firstName',
-  'lastName',
-  'email',
-  'company',
-  'timezone',
-  'consentStatus',
-  'consentDate',
-  'consentMethod',
-  'consentEventId',
-] as const satisfies readonly (keyof StagedRow)[];
-
-/**
- * A staged row as it travels and is stored: phone and position in columns of their own, and in `row` only the
- * fields that have a value (the apply reads a missing one as null). A whole file is staged before any of it is
- * applied, so a staged row's size is the import's memory on PGlite in memory: every field of every row, nulls
- * and names included and phone and position twice, took 388 bytes a row; 184 now (issue 31, finding 10).
- */
-function stagedDocument(row: StagedRow) {
-  const stored: Partial<Record<(typeof STORED_FIELDS)[number] | 'customFields', unknown>> = {};
-  for (const field of STORED_FIELDS) if (row[field] !== null) stored[field] = row[field];
-  for (const _ in row.customFields) {
-    stored.customFields = row.customFields;
+/** A validated contact as it is staged, at `position` in the file, with the ids the apply may give it. */
+export function stagedRow(
+  contact: ImportedContact,
+  position: number,
+  contactId: string,
+  consentEventId: string | null,
+): StagedRow {
+  const row: StagedRow['row'] = { contactId };
+  if (contact.firstName !== null) row.firstName = contact.firstName;
+  if (contact.lastName !== null) row.lastName = contact.lastName;
+  if (contact.email !== null) row.email = contact.email;
+  if (contact.company !== null) row.company = contact.company;
+  if (contact.timezone !== null) row.timezone = contact.timezone;
+  if (contact.consentStatus !== null) row.consentStatus = contact.consentStatus;
+  if (contact.consentDate !== null) row.consentDate = contact.consentDate;
+  if (contact.consentMethod !== null) row.consentMethod = contact.consentMethod;
+  if (consentEventId !== null) row.consentEventId = consentEventId;
+  for (const _ in contact.customFields) {
+    row.customFields = contact.customFields;
     break;
   }
-  return { phone: row.phone, position: row.position, row: stored };
+  return { phone: contact.phone, position, row };
 }
 
 export interface AppliedCounts {
@@ -62,7 +63,7 @@ export class ContactImportStore {
    * parameter per column cost a string escape per value.
    */
   async stage(db: Queryable, importId: string, rows: StagedRow[], now: Date): Promise<void> {
-    const params = [importId, JSON.stringify(rows.map(stagedDocument)), now];
+    const params = [importId, JSON.stringify(rows), now];
     // A plain insert first: a phone repeated across batches is rare, and ON CONFLICT's speculative insertion
     // made staging a quarter slower on both engines. The staged rows are this import's alone, so a conflict
     // can only be a repeat in the file, and the statement failing whole changes nothing.

@@ -29,7 +29,7 @@ import { newId } from '../../platform/ids.ts';
 import { csvRecords } from './csv.ts';
 import { ContactsImported } from './events.ts';
 import { type ColumnMap, mapColumns, validateRow } from './import-rows.ts';
-import { ContactImportStore, type StagedRow } from './import-store.ts';
+import { ContactImportStore, type StagedRow, stagedRow } from './import-store.ts';
 import type { ImportResult } from './schemas.ts';
 
 export const MAX_REPORTED_ERRORS = 20;
@@ -233,12 +233,15 @@ export class ContactImporter {
             row.consentStatus !== null || row.consentDate !== null || row.consentMethod !== null;
           // A phone twice in one batch: the later row wins (one statement cannot touch one row twice).
           batch.delete(row.phone);
-          batch.set(row.phone, {
-            ...row,
-            position: rowNumber,
-            contactId: newId('ct', now.getTime()),
-            consentEventId: givesConsent ? newId('cev', now.getTime()) : null,
-          });
+          batch.set(
+            row.phone,
+            stagedRow(
+              row,
+              rowNumber,
+              newId('ct', now.getTime()),
+              givesConsent ? newId('cev', now.getTime()) : null,
+            ),
+          );
           if (batch.size >= this.batchRows) await flush();
         }
       }
