@@ -111,9 +111,12 @@ const DISPATCH_QUEUE = 'events.dispatch';
 /**
  * Dispatches one worker runs at once. With 8 (half the 16 shared slots it once had) the webhook bench's
  * deliveries were held to the fan-out's pace: 333-353 events/s, 494/s with 16, 1,087/s with 64
- * (docs/performance.md, "Webhooks that keep up").
+ * (docs/performance.md, "Webhooks that keep up"). At 64 they still were: the dispatches of one claim make one
+ * fan-out batch, so deliveries became due 64 at a time, each wave waiting for the last; 256 took a sustained
+ * run from 2,506-2,727 to 3,526-3,554 events/s on PostgreSQL, and 512 was no better (docs/performance.md,
+ * twelfth session). A dispatch holds no connection of its own: its reads and writes are batched.
  */
-export const DISPATCH_CONCURRENCY = 64;
+export const DISPATCH_CONCURRENCY = 256;
 
 /**
  * Recording an event NOTIFYs this channel with its organization's id, at commit (live-events.ts: what the
