@@ -8,7 +8,11 @@ import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { ContactOptedOut } from '../src/modules/contacts/events.ts';
 import { ENDPOINT_CONCURRENCY } from '../src/modules/webhooks/delivery.ts';
-import { EndpointPace, SLOW_ANSWER_MS } from '../src/modules/webhooks/endpoint-pace.ts';
+import {
+  EndpointPace,
+  MAX_ENDPOINT_CONCURRENCY,
+  SLOW_ANSWER_MS,
+} from '../src/modules/webhooks/endpoint-pace.ts';
 import { WebhookTransport } from '../src/modules/webhooks/transport.ts';
 import { GroupBatch } from '../src/platform/db/group-batch.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
@@ -286,6 +290,37 @@ describe('webhook throughput', () => {
       t.ctx.clock.thaw();
       await receiver.close();
     }
+  });
+
+  test('a cap doubles while the endpoint was never halved (slow start), then grows by one', async () => {
+    const pace = new EndpointPace(t.ctx.jobs, 'webhooks.deliver', ENDPOINT_CONCURRENCY);
+    const endpointId = `wh_pace_${phoneCounter++}`;
+    const answer = (statusCode: number, durationMs = 20) => ({
+      statusCode,
+      durationMs,
+      error: null,
+      responseExcerpt: null,
+      retryAfter: null,
+    });
+    const now = t.ctx.clock.nowMs();
+    /** `count` quick successes in a row, then the cap stored for the endpoint. */
+    const quick = async (count: number) => {
+      for (let i = 0; i < count; i++)
+        await pace.observe(endpointId, pace.roundOf(endpointId), answer(200), now);
+      return (await capOf(endpointId))?.cap;
+    };
+    assert.equal(ENDPOINT_CONCURRENCY, 4);
+    assert.equal(MAX_ENDPOINT_CONCURRENCY, 32);
+    assert.equal(await quick(3), undefined, 'three quick successes of a cap of 4 move nothing');
+    assert.equal(await quick(1), 8, "the cap's worth doubles it");
+    assert.equal(await quick(8), 16);
+    assert.equal(await quick(16), 32);
+    assert.equal(await quick(32), 32, 'never past the top');
+    await pace.observe(endpointId, pace.roundOf(endpointId), answer(503), now);
+    assert.equal((await capOf(endpointId))!.cap, 16, 'a 503 halves it');
+    assert.equal(await quick(15), 16);
+    assert.equal(await quick(1), 17, 'after a halving it grows by one, as TCP does past its slow start');
+    assert.equal(await quick(17), 18);
   });
 
   test('slowness halves the cap once per round: a slow 2xx, then a timeout in the next round; a 2xx under 5 s holds it', async () => {

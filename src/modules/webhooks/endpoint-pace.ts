@@ -1,9 +1,11 @@
-// How many attempts one endpoint may have in flight, moved by how its receiver answers (AIMD, as TCP moves its
-// window): an endpoint starts at ENDPOINT_CONCURRENCY; after as many quick successes in a row as its cap, the
-// cap grows by one, up to MAX_ENDPOINT_CONCURRENCY; a 429 or 503, a timeout or an answer slower than
-// SLOW_ANSWER_MS halves it (at least 1), once per round of attempts (answers to attempts started before the
-// last halving do not halve it again), and a 429 or 503 with Retry-After also starts no attempt to that
-// endpoint until then (at most MAX_PAUSE_SECONDS). The cap lives with the job queue (job_key_caps), which
+// How many attempts one endpoint may have in flight, moved by how its receiver answers (as TCP moves its window:
+// slow start, then AIMD, RFC 5681): an endpoint starts at ENDPOINT_CONCURRENCY; after as many quick successes in
+// a row as its cap, the cap doubles while the endpoint has never been halved (slow start: a burst to a receiver
+// that keeps up reaches the top in three steps, not twenty-eight; a webhook run of 2,000 events spent most of
+// itself climbing by ones) and grows by one after that, up to MAX_ENDPOINT_CONCURRENCY; a 429 or 503, a timeout
+// or an answer slower than SLOW_ANSWER_MS halves it (at least 1), once per round of attempts (answers to
+// attempts started before the last halving do not halve it again), and a 429 or 503 with Retry-After also
+// starts no attempt to that endpoint until then (at most MAX_PAUSE_SECONDS). The cap lives with the job queue (job_key_caps), which
 // holds it across every worker; this only decides when to move it. Each worker counts its own run of
 // successes, so with several workers a fast receiver's cap grows sooner; a halving is shared at once.
 import type { JobQueue } from '../../platform/jobs.ts';
@@ -95,8 +97,10 @@ export class EndpointPace {
     pace.quick = 0;
     pace.moving = true;
     try {
+      // Slow start until the first halving this worker has seen (round 0), one at a time after it.
+      const by = pace.round === 0 ? pace.cap : 1;
       pace.cap = await this.jobs.adjustKeyCap(this.queue, endpointId, {
-        grow: { max: MAX_ENDPOINT_CONCURRENCY },
+        grow: { max: MAX_ENDPOINT_CONCURRENCY, by },
       });
     } finally {
       pace.moving = false;

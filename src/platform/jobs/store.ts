@@ -71,9 +71,12 @@ export interface SelectedJobs {
   params: unknown[];
 }
 
-/** How to move a key's cap: one more (up to `max`), half (and a pause if asked for), or a pause alone. */
+/**
+ * How to move a key's cap: `by` more (one unless given; up to `max`), half (and a pause if asked for), or a pause
+ * alone.
+ */
 export type KeyCapChange =
-  | { grow: { max: number } }
+  | { grow: { max: number; by?: number } }
   | { halve: { pausedUntil?: Date } }
   | { pause: { until: Date } };
 
@@ -407,9 +410,10 @@ export class JobStore {
 
   /**
    * Moves one key's own cap (job_key_caps, migration 048), starting from `defaultCap` (its queue's
-   * perKeyConcurrency) when it has none: `grow` adds one up to `max`; `halve` halves it (at least 1); either
-   * of `halve` and `pause` with a `pausedUntil` starts no job of the key before then (a later pause already set
-   * stays). Relative to the stored cap, so workers moving one key at once each move it once. Returns the cap.
+   * perKeyConcurrency) when it has none: `grow` adds `by` (one unless given) up to `max`; `halve` halves it
+   * (at least 1); either of `halve` and `pause` with a `pausedUntil` starts no job of the key before then (a
+   * later pause already set stays). Relative to the stored cap, so workers moving one key at once each move it
+   * once. Returns the cap.
    */
   async adjustKeyCap(
     queue: string,
@@ -418,10 +422,14 @@ export class JobStore {
     defaultCap: number,
     now: Date,
   ): Promise<number> {
-    // $4 is the pause (or null), $5 the bound of growth (named in RETURNING so that every form types it).
+    // $4 is the pause (or null), $5 the bound of growth and $7 its step (both named in RETURNING so that every
+    // form types them).
     const [first, next] =
       'grow' in change
-        ? ['LEAST($3::integer + 1, $5::integer)', 'LEAST(job_key_caps.cap + 1, $5::integer)']
+        ? [
+            'LEAST($3::integer + $7::integer, $5::integer)',
+            'LEAST(job_key_caps.cap + $7::integer, $5::integer)',
+          ]
         : 'halve' in change
           ? ['GREATEST($3::integer / 2, 1)', 'GREATEST(job_key_caps.cap / 2, 1)']
           : ['$3::integer', 'job_key_caps.cap'];
@@ -433,8 +441,16 @@ export class JobStore {
        ON CONFLICT (queue, concurrency_key)
        DO UPDATE SET cap = ${next}, paused_until = GREATEST(job_key_caps.paused_until, $4::timestamptz),
                      updated_at = $6
-       RETURNING cap, $5::integer AS bound`,
-      [queue, key, defaultCap, pausedUntil, 'grow' in change ? change.grow.max : defaultCap, now],
+       RETURNING cap, $5::integer AS bound, $7::integer AS step`,
+      [
+        queue,
+        key,
+        defaultCap,
+        pausedUntil,
+        'grow' in change ? change.grow.max : defaultCap,
+        now,
+        'grow' in change ? Math.max(1, Math.floor(change.grow.by ?? 1)) : 0,
+      ],
     );
     return row!.cap;
   }
