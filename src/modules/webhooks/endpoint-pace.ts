@@ -5,9 +5,10 @@
 // itself climbing by ones) and grows by one after that, up to MAX_ENDPOINT_CONCURRENCY; a 429 or 503, a timeout
 // or an answer slower than SLOW_ANSWER_MS halves it (at least 1), once per round of attempts (answers to
 // attempts started before the last halving do not halve it again), and a 429 or 503 with Retry-After also
-// starts no attempt to that endpoint until then (at most MAX_PAUSE_SECONDS). The cap lives with the job queue (job_key_caps), which
-// holds it across every worker; this only decides when to move it. Each worker counts its own run of
-// successes, so with several workers a fast receiver's cap grows sooner; a halving is shared at once.
+// starts no attempt to that endpoint until then (at most MAX_PAUSE_SECONDS). The cap lives with the job queue
+// (job_key_caps), which holds it across every worker; this only decides when to move it. Each worker counts its
+// own run of successes, so with several workers a fast receiver's cap grows sooner; a halving is shared at once
+// (and a worker that has seen none still doubles: slow start is judged by what this worker has seen).
 import type { JobQueue } from '../../platform/jobs.ts';
 import type { PostResult } from './transport.ts';
 import { retryAfterSeconds } from './transport.ts';
