@@ -323,6 +323,32 @@ describe('webhook throughput', () => {
     assert.equal(await quick(17), 18);
   });
 
+  test('a halving by one worker ends the ramp for every worker', async () => {
+    // Two workers' paces for one endpoint: each counts its own successes, the cap and its ramp are shared.
+    const first = new EndpointPace(t.ctx.jobs, 'webhooks.deliver', ENDPOINT_CONCURRENCY);
+    const second = new EndpointPace(t.ctx.jobs, 'webhooks.deliver', ENDPOINT_CONCURRENCY);
+    const endpointId = `wh_pace_${phoneCounter++}`;
+    const answer = (statusCode: number) => ({
+      statusCode,
+      durationMs: 20,
+      error: null,
+      responseExcerpt: null,
+      retryAfter: null,
+    });
+    const now = t.ctx.clock.nowMs();
+    const quick = async (pace: EndpointPace, count: number) => {
+      for (let i = 0; i < count; i++)
+        await pace.observe(endpointId, pace.roundOf(endpointId), answer(200), now);
+      return (await capOf(endpointId))?.cap;
+    };
+    assert.equal(await quick(first, 4), 8, 'the first worker doubles it');
+    assert.equal(await quick(second, 4), 16, 'the second, which saw no halving either, doubles it too');
+    await first.observe(endpointId, first.roundOf(endpointId), answer(429), now);
+    assert.equal((await capOf(endpointId))!.cap, 8);
+    // The second worker has seen no 429 (its view of the cap is still 16), but the ramp is over for the key.
+    assert.equal(await quick(second, 16), 9, 'one more, not twice as many');
+  });
+
   test('slowness halves the cap once per round: a slow 2xx, then a timeout in the next round; a 2xx under 5 s holds it', async () => {
     const pace = new EndpointPace(t.ctx.jobs, 'webhooks.deliver', ENDPOINT_CONCURRENCY);
     const endpointId = `wh_pace_${phoneCounter++}`;

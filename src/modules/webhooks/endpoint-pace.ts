@@ -6,9 +6,9 @@
 // or an answer slower than SLOW_ANSWER_MS halves it (at least 1), once per round of attempts (answers to
 // attempts started before the last halving do not halve it again), and a 429 or 503 with Retry-After also
 // starts no attempt to that endpoint until then (at most MAX_PAUSE_SECONDS). The cap lives with the job queue
-// (job_key_caps), which holds it across every worker; this only decides when to move it. Each worker counts its
-// own run of successes, so with several workers a fast receiver's cap grows sooner; a halving is shared at once
-// (and a worker that has seen none still doubles: slow start is judged by what this worker has seen).
+// (job_key_caps), which holds it across every worker, with whether it still ramps up; this only decides when to
+// move it. Each worker counts its own run of successes, so with several workers a fast receiver's cap grows
+// sooner; a halving, and the end of the ramp it brings, is shared at once.
 import type { JobQueue } from '../../platform/jobs.ts';
 import type { PostResult } from './transport.ts';
 import { retryAfterSeconds } from './transport.ts';
@@ -98,10 +98,9 @@ export class EndpointPace {
     pace.quick = 0;
     pace.moving = true;
     try {
-      // Slow start until the first halving this worker has seen (round 0), one at a time after it.
-      const by = pace.round === 0 ? pace.cap : 1;
+      // Doubled while the endpoint ramps up, one more after its first halving: the job queue keeps which.
       pace.cap = await this.jobs.adjustKeyCap(this.queue, endpointId, {
-        grow: { max: MAX_ENDPOINT_CONCURRENCY, by },
+        grow: { max: MAX_ENDPOINT_CONCURRENCY },
       });
     } finally {
       pace.moving = false;

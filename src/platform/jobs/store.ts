@@ -72,11 +72,11 @@ export interface SelectedJobs {
 }
 
 /**
- * How to move a key's cap: `by` more (one unless given; up to `max`), half (and a pause if asked for), or a pause
- * alone.
+ * How to move a key's cap: grow it (up to `max`: twice as large while it is still ramping up, one more after),
+ * halve it (and pause if asked for), or pause alone.
  */
 export type KeyCapChange =
-  | { grow: { max: number; by?: number } }
+  | { grow: { max: number } }
   | { halve: { pausedUntil?: Date } }
   | { pause: { until: Date } };
 
@@ -410,10 +410,11 @@ export class JobStore {
 
   /**
    * Moves one key's own cap (job_key_caps, migration 048), starting from `defaultCap` (its queue's
-   * perKeyConcurrency) when it has none: `grow` adds `by` (one unless given) up to `max`; `halve` halves it
-   * (at least 1); either of `halve` and `pause` with a `pausedUntil` starts no job of the key before then (a
-   * later pause already set stays). Relative to the stored cap, so workers moving one key at once each move it
-   * once. Returns the cap.
+   * perKeyConcurrency) when it has none: `grow` doubles it while the key is ramping up (slow start: until its
+   * first halving, migration 053) and adds one after, up to `max`; `halve` halves it (at least 1) and ends the
+   * ramp; either of `halve` and `pause` with a `pausedUntil` starts no job of the key before then (a later
+   * pause already set stays). Relative to the stored cap, so workers moving one key at once each move it once,
+   * and a halving by one worker ends the ramp for all. Returns the cap.
    */
   async adjustKeyCap(
     queue: string,
@@ -422,35 +423,29 @@ export class JobStore {
     defaultCap: number,
     now: Date,
   ): Promise<number> {
-    // $4 is the pause (or null), $5 the bound of growth and $7 its step (both named in RETURNING so that every
-    // form types them).
+    // $4 is the pause (or null), $5 the bound of growth (named in RETURNING so that every form types it). A key
+    // without a row is ramping (the column's default) unless this move halves it.
     const [first, next] =
       'grow' in change
         ? [
-            'LEAST($3::integer + $7::integer, $5::integer)',
-            'LEAST(job_key_caps.cap + $7::integer, $5::integer)',
+            'LEAST($3::integer * 2, $5::integer)',
+            `LEAST(CASE WHEN job_key_caps.ramping THEN job_key_caps.cap * 2 ELSE job_key_caps.cap + 1 END,
+                   $5::integer)`,
           ]
         : 'halve' in change
           ? ['GREATEST($3::integer / 2, 1)', 'GREATEST(job_key_caps.cap / 2, 1)']
           : ['$3::integer', 'job_key_caps.cap'];
+    const ramping = 'halve' in change ? ['false', 'false'] : ['true', 'job_key_caps.ramping'];
     const pausedUntil =
       'halve' in change ? (change.halve.pausedUntil ?? null) : 'pause' in change ? change.pause.until : null;
     const [row] = await this.db.query<{ cap: number }>(
-      `INSERT INTO job_key_caps (queue, concurrency_key, cap, paused_until, updated_at)
-       VALUES ($1, $2, ${first}, $4::timestamptz, $6)
+      `INSERT INTO job_key_caps (queue, concurrency_key, cap, paused_until, updated_at, ramping)
+       VALUES ($1, $2, ${first}, $4::timestamptz, $6, ${ramping[0]})
        ON CONFLICT (queue, concurrency_key)
        DO UPDATE SET cap = ${next}, paused_until = GREATEST(job_key_caps.paused_until, $4::timestamptz),
-                     updated_at = $6
-       RETURNING cap, $5::integer AS bound, $7::integer AS step`,
-      [
-        queue,
-        key,
-        defaultCap,
-        pausedUntil,
-        'grow' in change ? change.grow.max : defaultCap,
-        now,
-        'grow' in change ? Math.max(1, Math.floor(change.grow.by ?? 1)) : 0,
-      ],
+                     updated_at = $6, ramping = ${ramping[1]}
+       RETURNING cap, $5::integer AS bound`,
+      [queue, key, defaultCap, pausedUntil, 'grow' in change ? change.grow.max : defaultCap, now],
     );
     return row!.cap;
   }
