@@ -6,11 +6,10 @@
 // of the same process before). BENCH_NODE=/path/to/node measures another Node binary (npm run sets NODE itself).
 // Run: npm run bench:startup (needs `npm run build` first).
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pathToFileURL } from 'node:url';
 
 const NODE = process.env.BENCH_NODE || process.execPath;
 const RESTARTS = Number(process.env.RESTARTS ?? 5);
@@ -96,8 +95,8 @@ for (const [name, args] of Object.entries(WAYS)) {
 const probe = `
   const rss = () => Math.round(process.memoryUsage().rss / 1048576);
   const before = rss();
-  const { openDatabase } = await import(${JSON.stringify(pathToFileURL(resolve('dist/platform/db/index.js')).href)});
-  const { migrate } = await import(${JSON.stringify(pathToFileURL(resolve('dist/platform/db/migrate.js')).href)});
+  const { openDatabase } = await import('./dist/platform/db/index.js');
+  const { migrate } = await import('./dist/platform/db/migrate.js');
   const loaded = rss();
   const db = await openDatabase({ dataDir: process.env.DATA_DIR });
   await migrate(db);
@@ -106,13 +105,9 @@ const probe = `
   await db.close();
 `;
 const dataDir = mkdtempSync(join(tmpdir(), 'bench-startup-'));
-// A file rather than \`-e\`: the database opens in a worker thread, which inherits the parent's flags, and a
-// worker started from a file refuses \`--input-type\`.
-const probeFile = join(dataDir, '..', `${dataDir.split('/').at(-1)}-probe.mjs`);
-writeFileSync(probeFile, probe);
 try {
   const run = (label: string) => {
-    const out = execFileSync(NODE, [probeFile], {
+    const out = execFileSync(NODE, ['--input-type=module', '-e', probe], {
       env: { ...process.env, DATA_DIR: dataDir },
       encoding: 'utf8',
     });
@@ -126,5 +121,4 @@ try {
   run('existing database');
 } finally {
   rmSync(dataDir, { recursive: true, force: true });
-  rmSync(probeFile, { force: true });
 }
