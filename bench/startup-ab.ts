@@ -3,11 +3,10 @@
 // then ROUNDS rounds of one restart each, timed from spawn to the first 200 from GET /health (bench/startup.ts's
 // method). Use it to tell a change in the code from a change in the machine.
 // Run: node --import tsx bench/startup-ab.ts /path/to/old/checkout /path/to/new/checkout
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { startUntilReady, stop } from './server-start.ts';
 
 const NODE = process.env.BENCH_NODE || process.execPath;
 const ROUNDS = Number(process.env.ROUNDS ?? 5);
@@ -18,33 +17,14 @@ if (builds.length < 2) throw new Error('name two or more checkouts, each built')
 const dataDirs = builds.map(() => mkdtempSync(join(tmpdir(), 'bench-startup-ab-')));
 
 async function startOnce(index: number): Promise<number> {
-  const started = performance.now();
-  const child = spawn(NODE, ['dist/main.js'], {
+  const { child, ms } = await startUntilReady({
+    node: NODE,
+    args: ['dist/main.js'],
+    dataDir: dataDirs[index]!,
+    port: PORT,
     cwd: builds[index],
-    env: {
-      ...process.env,
-      DATA_DIR: dataDirs[index],
-      PORT: String(PORT),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
   });
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`${builds[index]} exited with ${child.exitCode}`);
-    if (
-      await fetch(`http://127.0.0.1:${PORT}/health`).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      break;
-    await sleep(5);
-  }
-  const ms = Math.round(performance.now() - started);
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await exited;
+  await stop(child);
   return ms;
 }
 

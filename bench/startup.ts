@@ -5,11 +5,12 @@
 // The embedded database's share is PGlite opened and migrated alone in a process of its own (its RSS minus that
 // of the same process before). BENCH_NODE=/path/to/node measures another Node binary (npm run sets NODE itself).
 // Run: npm run bench:startup (needs `npm run build` first).
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { startUntilReady as startServer, stop } from './server-start.ts';
 
 const NODE = process.env.BENCH_NODE || process.execPath;
 const RESTARTS = Number(process.env.RESTARTS ?? 5);
@@ -20,43 +21,14 @@ const WAYS: Record<string, string[]> = {
   'compiled (npm start)': ['dist/main.js'],
 };
 
-/** CPU time (user + system) the process has used, in ms: less bent than wall time by other work on the machine. */
-function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  // utime and stime, fields 14 and 15 of stat (11 and 12 after the command), in clock ticks of 10 ms.
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
 function rssMb(pid: number): number {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+) kB/);
   return Math.round(Number(line![1]) / 1024);
 }
 
-async function startUntilReady(
-  args: string[],
-  dataDir: string,
-): Promise<{ child: ChildProcess; ms: number; cpu: number }> {
-  const started = performance.now();
-  const child = spawn(NODE, args, {
-    env: { ...process.env, DATA_DIR: dataDir, PORT: String(PORT), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
-    const ok = await fetch(`http://127.0.0.1:${PORT}/health`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) return { child, ms: Math.round(performance.now() - started), cpu: cpuMs(child.pid!) };
-    await sleep(5);
-  }
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await exited;
-}
+/** One start of `args` on `dataDir`, by this bench's Node and port. */
+const startUntilReady = (args: string[], dataDir: string) =>
+  startServer({ node: NODE, args, dataDir, port: PORT });
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
