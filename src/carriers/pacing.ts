@@ -29,11 +29,15 @@ export class CarrierPacing {
     return booked!.slot;
   }
 
-  /** bookSlot() as SQL returning the one `slot`, for a statement that writes more with it. */
-  slotBooking(sender: PacedNumber, now: Date): SqlFragment {
+  /**
+   * bookSlot() as SQL returning the one `slot`, for a statement that writes more with it; with `after`, a CTE
+   * of that statement, booked for each row it has (none or one), and only once it has them.
+   */
+  slotBooking(sender: PacedNumber, now: Date, after?: string): SqlFragment {
     const intervalMs = Math.ceil(1000 / this.carrier.messagesPerSecond(sender.type));
+    const row = '$1, $2::timestamptz + make_interval(secs => $3)';
     return {
-      text: `INSERT INTO carrier_pacing (number, next_free_at) VALUES ($1, $2::timestamptz + make_interval(secs => $3))
+      text: `INSERT INTO carrier_pacing (number, next_free_at) ${after ? `SELECT ${row} FROM ${after}` : `VALUES (${row})`}
        ON CONFLICT (number) DO UPDATE
          SET next_free_at = GREATEST(carrier_pacing.next_free_at, $2::timestamptz) + make_interval(secs => $3)
        RETURNING next_free_at - make_interval(secs => $3) AS slot`,

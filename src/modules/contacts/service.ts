@@ -294,6 +294,11 @@ export class ContactService {
     return this.store.recipientRead(organizationId, phone);
   }
 
+  /** Whether `phone` opted out, as SQL for another module's statement: one row, `recipient_opted_out`. */
+  optOutRead(organizationId: string, phone: string): SqlFragment {
+    return this.store.optOutRead(organizationId, phone);
+  }
+
   recipientOf(row: Record<string, unknown>): { optedOut: boolean; contact: Contact | undefined } {
     const { optedOut, row: contact } = recipientOfRow(row);
     return { optedOut, contact: contact && toContact(contact) };

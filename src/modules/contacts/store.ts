@@ -300,6 +300,14 @@ export class ContactStore {
     };
   }
 
+  /** Whether the phone opted out, as one row with `recipient_opted_out`, for a statement of another module. */
+  optOutRead(organizationId: string, phone: string): SqlFragment {
+    return {
+      text: 'SELECT EXISTS (SELECT 1 FROM opt_outs WHERE organization_id = $1 AND phone = $2) AS recipient_opted_out',
+      params: [organizationId, phone],
+    };
+  }
+
   async isOptedOut(db: Queryable, organizationId: string, phone: string): Promise<boolean> {
     const rows = await db.query('SELECT 1 FROM opt_outs WHERE organization_id = $1 AND phone = $2', [
       organizationId,

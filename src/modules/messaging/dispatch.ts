@@ -130,25 +130,32 @@ export class MessageDispatcher {
   /**
    * schedule() for a message not yet written, in one statement with its insert (`message`, an INSERT …
    * RETURNING id of MessageStore.outboundInsert): the message, its slot and its dispatch job in one round trip.
+   * With `gate`, CTEs written first whose last, `gate.after`, the message's insert reads from (outboundInsert's
+   * `after`): the slot is booked and the job added only if the message was written. Returns whether it was.
    */
   async insertAndSchedule(
     tx: Queryable,
     message: SqlFragment,
     messageId: string,
     sender: PacedNumber,
-  ): Promise<void> {
-    const slot = this.pacing.slotBooking(sender, this.clock.now());
-    const before = message.params.length;
+    gate?: { ctes: SqlFragment; after: string },
+  ): Promise<boolean> {
+    const gated = gate?.ctes.params.length ?? 0;
+    const slot = this.pacing.slotBooking(sender, this.clock.now(), gate && 'queued_message');
+    const before = gated + message.params.length;
     const dedupe = before + slot.params.length + 1;
-    await this.jobs.enqueueSelected(tx, DISPATCH_QUEUE, {
-      with: `queued_message AS (${message.text}), booked_slot AS (${placedAfter(slot, before)})`,
+    const added = await this.jobs.enqueueSelected(tx, DISPATCH_QUEUE, {
+      with: `${gate ? `${gate.ctes.text}, ` : ''}queued_message AS (${placedAfter(message, gated)}),
+             booked_slot AS (${placedAfter(slot, before)})`,
       rows: `SELECT jsonb_build_object('messageId', queued_message.id) AS payload, NULL::text AS concurrency_key,
                     booked_slot.slot AS run_at, $${dedupe}::text AS dedupe_key
                FROM queued_message CROSS JOIN booked_slot`,
-      params: [...message.params, ...slot.params, dispatchKey(messageId)],
+      params: [...(gate?.ctes.params ?? []), ...message.params, ...slot.params, dispatchKey(messageId)],
       timed: true,
     });
+    if (added === 0) return false;
     this.countMessages('queued');
+    return true;
   }
 
   /** Books slots for a batch of messages in order, up to the first after `until` (CarrierPacing.bookSlots). */

@@ -5,13 +5,18 @@
 // limit. The checks run in CONTRACT order and the first that fails answers. If the counters cannot be read
 // or locked in time (a lock timeout, a statement timeout, a lost connection), the limit cannot be checked:
 // 503, TRIAL_LIMIT_REACHED for trial organizations, no code for the others, with a short Retry-After.
-// The counters' SQL is in store.ts; the order of the checks and what each refusal says are here.
+// The counters' SQL is in limits-store.ts; the order of the checks and what each refusal says are here.
 import type { Clock } from '../../platform/clock.ts';
 import type { SqlFragment } from '../../platform/db/fragment.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import { accountPolicyRefusal, type Organization, type OrganizationService } from '../organizations/index.ts';
-import type { MessageStore, WaitSettings } from './store.ts';
+import {
+  PLAIN_SEND_UNCOUNTED,
+  type PlainSendTerms,
+  SendLimitStore,
+  type WaitSettings,
+} from './limits-store.ts';
 
 export const TRIAL_BURST_MESSAGES = 50;
 export const TRIAL_BURST_WINDOW_SECONDS = 10 * 60;
@@ -69,18 +74,16 @@ function isUncheckable(error: unknown): boolean {
 export class SendLimits {
   private readonly clock: Clock;
   private readonly organizations: OrganizationService;
-  private readonly store: MessageStore;
+  private readonly store = new SendLimitStore();
   readonly options: SendLimitOptions;
 
   constructor(deps: {
     clock: Clock;
     organizations: OrganizationService;
-    store: MessageStore;
     options: SendLimitOptions;
   }) {
     this.clock = deps.clock;
     this.organizations = deps.organizations;
-    this.store = deps.store;
     this.options = deps.options;
   }
 
@@ -141,12 +144,48 @@ export class SendLimits {
       await this.check(tx, org, usage, now, locked.sessionWaits);
       return org;
     } catch (error) {
-      if (error instanceof ApiError || !isUncheckable(error)) throw error;
-      throw new ApiError(503, 'The send limit could not be checked right now; retry shortly', {
-        ...(trial ? { code: 'TRIAL_LIMIT_REACHED' } : {}),
-        headers: { 'Retry-After': String(UNCHECKED_RETRY_AFTER_SECONDS) },
-      });
+      throw uncheckedRefusal(error, trial);
     }
+  }
+
+  /**
+   * The terms on which a send of one message of `segments` from `known` (the organization as the request
+   * knew it) is plainly within every limit, for the one statement that checks, counts and writes it
+   * (SendLimitStore.plainSendGate): the daily limit, and the monthly ceiling or, when the account state does
+   * not allow going beyond it, the allowance. Undefined when only the full checks can judge: a trial, or an
+   * organization still in its first 72 hours. The statement goes on only while the organization's row still
+   * says what these terms were made from.
+   */
+  plainTerms(known: Organization, segments: number): PlainSendTerms | undefined {
+    const now = this.clock.now();
+    const createdBy = new Date(now.getTime() - VELOCITY_WINDOW_SECONDS * 1000);
+    if (known.subscriptionState === 'trial' || known.createdAt > createdBy) return undefined;
+    const ceiling = MONTHLY_ABSOLUTE_MULTIPLE * known.monthlyAllowanceSegments;
+    const mayGoBeyond = accountPolicyRefusal(known, 'send_beyond_allowance') === undefined;
+    return {
+      organizationId: known.id,
+      now,
+      lockMs: Math.max(1, Math.round(this.options.lockTimeoutMs)),
+      segments,
+      standing: {
+        subscriptionState: known.subscriptionState,
+        cardVerified: known.cardVerified,
+        suspended: known.suspended,
+        monthlyAllowanceSegments: known.monthlyAllowanceSegments,
+        dailyLimitSegments: known.dailyLimitSegments,
+      },
+      createdBy,
+      day: { start: utcDay(now).start, limit: known.dailyLimitSegments },
+      month: {
+        start: utcMonth(now).start,
+        limit: mayGoBeyond ? ceiling : Math.min(ceiling, known.monthlyAllowanceSegments),
+      },
+    };
+  }
+
+  /** plainTerms' checks as CTEs (SendLimitStore.plainSendGate), the recipient's opt-out read among them. */
+  plainGate(terms: PlainSendTerms, optedOut: SqlFragment): SqlFragment {
+    return this.store.plainSendGate(terms, optedOut);
   }
 
   private async check(
@@ -224,6 +263,24 @@ export class SendLimits {
     const beyond = beyondAllowanceRefusal(org, usedThisMonth, 'This send');
     if (beyond) throw beyond;
   }
+}
+
+/**
+ * What to throw for `error`, thrown while the limits were checked: a refusal as it is; a database failure that
+ * means the limit could not be checked now, 503 (TRIAL_LIMIT_REACHED for a trial) with a short Retry-After;
+ * anything else as it is.
+ */
+export function uncheckedRefusal(error: unknown, trial: boolean): unknown {
+  if (error instanceof ApiError || !isUncheckable(error)) return error;
+  return new ApiError(503, 'The send limit could not be checked right now; retry shortly', {
+    ...(trial ? { code: 'TRIAL_LIMIT_REACHED' } : {}),
+    headers: { 'Retry-After': String(UNCHECKED_RETRY_AFTER_SECONDS) },
+  });
+}
+
+/** Whether `error` is the plain send's statement counting one usage period and not the other. */
+export function isPlainSendUncounted(error: unknown): boolean {
+  return (error as { code?: unknown })?.code === PLAIN_SEND_UNCOUNTED;
 }
 
 /**

@@ -4,6 +4,7 @@
 // stored as scheduled instead and counted against the limits only when it leaves (scheduled.ts). With
 // `trackLinks`, its links are shortened to tracked links before it is counted, so it is charged as sent.
 import type { Clock } from '../../platform/clock.ts';
+import type { Database } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
 import type { Idempotency } from '../../platform/idempotency.ts';
 import { newId } from '../../platform/ids.ts';
@@ -14,7 +15,7 @@ import type { LinkService } from '../links/index.ts';
 import type { NumberService, Sender } from '../numbers/index.ts';
 import type { Organization } from '../organizations/index.ts';
 import type { MessageDispatcher } from './dispatch.ts';
-import type { SendLimits } from './limits.ts';
+import { isPlainSendUncounted, type SendLimits, uncheckedRefusal } from './limits.ts';
 import { validateMedia } from './media.ts';
 import { render, unsupportedMergeVariables } from './merge-variables.ts';
 import { quietOpening, type ScheduledMessages, scheduledTime } from './scheduled.ts';
@@ -23,6 +24,7 @@ import { chargeableSegments, countSegments } from './segments.ts';
 import type { MessageStore } from './store.ts';
 
 export class MessageSender {
+  private readonly db: Database;
   private readonly clock: Clock;
   private readonly idempotency: Idempotency;
   private readonly numbers: NumberService;
@@ -34,6 +36,7 @@ export class MessageSender {
   private readonly links: LinkService;
 
   constructor(deps: {
+    db: Database;
     clock: Clock;
     idempotency: Idempotency;
     numbers: NumberService;
@@ -44,6 +47,7 @@ export class MessageSender {
     scheduled: ScheduledMessages;
     links: LinkService;
   }) {
+    this.db = deps.db;
     this.links = deps.links;
     this.scheduled = deps.scheduled;
     this.clock = deps.clock;
@@ -85,6 +89,17 @@ export class MessageSender {
     const requestedAt =
       input.sendAt === undefined ? undefined : scheduledTime(input.sendAt, this.clock.now());
     const quiet = quietHoursWindow(input.quietHours);
+    const plain =
+      requestedAt === undefined &&
+      quiet === undefined &&
+      media.count === 0 &&
+      !input.trackLinks &&
+      idempotencyKey === undefined &&
+      !text.includes('{{');
+    if (plain) {
+      const result = await this.sendPlainly(organization, sender, to, text, origin);
+      if (result) return { result, replayed: false };
+    }
 
     const write = {
       organizationId: organization.id,
@@ -171,20 +186,58 @@ export class MessageSender {
       await this.links.save(tx, [{ owner, links }]);
       if (sendAt) await this.scheduled.schedule(tx, id, sendAt);
 
-      const result: SendResult = {
-        id,
-        status: sendAt ? 'scheduled' : 'queued',
-        from: sender.number,
-        to,
-        body,
-        segments,
-        encoding: count.encoding,
-        mediaCount: media.count,
-        createdAt: now.toISOString(),
-        ...(sendAt && { sendAt: sendAt.toISOString() }),
-      };
+      const result = sendResult(message, sender, count.encoding, media.count, sendAt);
       return result;
     });
+  }
+
+  /**
+   * A plain send (due now; no merge variables, media, tracked links or idempotency key) of a paid organization
+   * past its first 72 hours, as one statement without a transaction around it: the limit checks with the
+   * recipient's opt-out (SendLimits.plainTerms), the message, its paced slot and its dispatch job
+   * (docs/messaging.md, "A plain send in one statement"). Undefined when that statement wrote nothing (a
+   * limit reached, the recipient opted out, the organization changed since the request read it): the full
+   * path then judges the send and answers as it always did.
+   */
+  private async sendPlainly(
+    organization: Organization,
+    sender: Sender,
+    to: string,
+    text: string,
+    origin: 'api' | 'portal',
+  ): Promise<SendResult | undefined> {
+    const count = countSegments(text);
+    const segments = chargeableSegments(count.segments, 0);
+    const terms = this.limits.plainTerms(organization, segments);
+    if (!terms) return undefined;
+    const id = newId('msg', terms.now.getTime());
+    const message = {
+      id,
+      organizationId: organization.id,
+      origin,
+      from: sender.number,
+      to,
+      body: text,
+      segments,
+      encoding: count.encoding,
+      mediaUrls: [],
+      mediaFiles: [],
+      mediaCount: 0,
+      idempotencyKey: null,
+      now: terms.now,
+    };
+    const gate = {
+      ctes: this.limits.plainGate(terms, this.contacts.optOutRead(organization.id, to)),
+      after: 'plain_send',
+    };
+    try {
+      const insert = this.store.outboundInsert(message, gate.after);
+      if (!(await this.dispatcher.insertAndSchedule(this.db, insert, id, sender, gate))) return undefined;
+    } catch (error) {
+      if (isPlainSendUncounted(error)) return undefined;
+      throw uncheckedRefusal(error, false);
+    }
+    return sendResult(message, sender, count.encoding, 0, undefined);
   }
 
   private async pickSender(organization: Organization, from: string | undefined): Promise<Sender> {
@@ -204,4 +257,26 @@ export class MessageSender {
     }
     return match;
   }
+}
+
+/** What a send answers for the message it wrote. */
+function sendResult(
+  message: { id: string; to: string; body: string; segments: number; now: Date },
+  sender: Sender,
+  encoding: SendResult['encoding'],
+  mediaCount: number,
+  sendAt: Date | undefined,
+): SendResult {
+  return {
+    id: message.id,
+    status: sendAt ? 'scheduled' : 'queued',
+    from: sender.number,
+    to: message.to,
+    body: message.body,
+    segments: message.segments,
+    encoding,
+    mediaCount,
+    createdAt: message.now.toISOString(),
+    ...(sendAt && { sendAt: sendAt.toISOString() }),
+  };
 }

@@ -99,7 +99,6 @@ export class MessagingService {
     this.limits = new SendLimits({
       clock,
       organizations,
-      store,
       options: { lockTimeoutMs: deps.options.lockTimeoutMs ?? 3000 },
     });
     this.dispatcher = new MessageDispatcher({
@@ -134,6 +133,7 @@ export class MessagingService {
       countMessages,
     });
     this.sender = new MessageSender({
+      db,
       scheduled: this.scheduled,
       clock,
       idempotency: deps.idempotency,

@@ -1,7 +1,7 @@
 // The messaging module's SQL: its messages, their media, and the counters of the send limits. Every method
 // takes the Queryable to run on, so the services decide what shares a transaction; the rules stay with them.
 import type { ReceiptStatus } from '../../carriers/carrier.ts';
-import { placedAfter, type SqlFragment } from '../../platform/db/fragment.ts';
+import type { SqlFragment } from '../../platform/db/fragment.ts';
 import type { Queryable } from '../../platform/db/index.ts';
 import { type ListQuery, listCounterTotal } from '../../platform/pagination.ts';
 import { hourIndexSql } from '../../platform/time-window.ts';
@@ -100,14 +100,18 @@ export class MessageStore {
     await tx.query(text, params);
   }
 
-  /** The insert of an outbound message, `RETURNING id`, for a statement that writes more with it. */
-  outboundInsert(values: OutboundValues): SqlFragment {
+  /**
+   * The insert of an outbound message, `RETURNING id`, for a statement that writes more with it; with `after`,
+   * a CTE of that statement, inserted for each row it has (none or one).
+   */
+  outboundInsert(values: OutboundValues, after?: string): SqlFragment {
+    const row = `$1, $2, 'outbound', $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11,
+               CASE WHEN $14::timestamptz IS NULL THEN 'queued' ELSE 'scheduled' END, $12, $13, $13, $14, $15, $16`;
     return {
       text: `INSERT INTO messages (id, organization_id, direction, origin, from_number, to_number, body, segments,
                              encoding, media_urls, media_files, media_count, status, idempotency_key,
                              status_updated_at, created_at, send_at, quiet_start, quiet_end)
-       VALUES ($1, $2, 'outbound', $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11,
-               CASE WHEN $14::timestamptz IS NULL THEN 'queued' ELSE 'scheduled' END, $12, $13, $13, $14, $15, $16)
+       ${after ? `SELECT ${row} FROM ${after}` : `VALUES (${row})`}
        RETURNING id`,
       params: [
         values.id,
@@ -397,186 +401,6 @@ export class MessageStore {
       [organizationId, since, until],
     );
   }
-
-  // -------------------------------------------------------------------------------------------------------
-  // Send limits (limits.ts)
-
-  /**
-   * Takes the organization's account row for the rest of `tx`, creating it on its first send, waiting at most
-   * `lockMs` for another send of the organization to release it, and returns the organization's row (as
-   * `to_jsonb(organizations)`, for OrganizationService.fromRecord) and the session's own wait settings. The
-   * statements after it are bounded too, until addUsage restores those settings.
-   *
-   * One statement. The session's settings are read in a subquery that OFFSET 0 keeps from being merged into
-   * the one that sets the bounds, so they are read before they are changed; the bounds are set (local to
-   * `tx`) in the upsert's source, before the upsert waits for the row lock, which a no-op DO UPDATE takes.
-   *
-   * The organization is read from the statement's snapshot, which READ COMMITTED takes when the statement
-   * starts: before any wait for the lock, so a change to the organization committed during that wait is not
-   * seen. That is no weaker than reading it after the lock: changes to an organization do not take the
-   * account lock, so a change and a send running at the same time were never ordered (one committed just
-   * after a read under the lock was missed as well); a change committed before the send's statement began
-   * applies. The lock serializes the counters, and each counter is read by a later statement, with a fresh
-   * snapshot taken while the lock is held.
-   */
-  async lockAccount(
-    tx: Queryable,
-    organizationId: string,
-    now: Date,
-    lockMs: number,
-    alongside?: SqlFragment,
-  ): Promise<{ organization: unknown; sessionWaits: WaitSettings; alongside?: Record<string, unknown> }> {
-    // `alongside`: another read of exactly one row, in this statement's snapshot, its columns returned beside
-    // ours (whose names are chosen not to meet a table's), so a send reads its recipient in this round trip.
-    const [row] = await tx.query<
-      {
-        locked_organization: unknown;
-        session_lock_timeout: string;
-        session_statement_timeout: string;
-      } & Record<string, unknown>
-    >(
-      `WITH bounded AS (
-         SELECT session.lock_timeout, session.statement_timeout,
-                set_config('lock_timeout', $3, true), set_config('statement_timeout', $4, true)
-           FROM (SELECT current_setting('lock_timeout') AS lock_timeout,
-                        current_setting('statement_timeout') AS statement_timeout
-                 OFFSET 0) AS session
-       ), locked AS (
-         INSERT INTO send_limit_accounts (organization_id, updated_at)
-         SELECT $1, $2 FROM bounded
-         ON CONFLICT (organization_id) DO UPDATE SET updated_at = send_limit_accounts.updated_at
-         RETURNING organization_id
-       )
-       SELECT to_jsonb(organizations) AS locked_organization, bounded.lock_timeout AS session_lock_timeout,
-              bounded.statement_timeout AS session_statement_timeout${alongside ? ', alongside.*' : ''}
-         FROM locked
-         LEFT JOIN organizations ON organizations.id = locked.organization_id
-         CROSS JOIN bounded
-         ${alongside ? `CROSS JOIN (${placedAfter(alongside, 4)}) AS alongside` : ''}`,
-      [organizationId, now, `${lockMs}ms`, `${lockMs + 2000}ms`, ...(alongside?.params ?? [])],
-    );
-    // The upsert always returns its one row (DO UPDATE has no condition); the organization's may be null.
-    const { locked_organization, session_lock_timeout, session_statement_timeout, ...rest } = row!;
-    return {
-      organization: locked_organization,
-      sessionWaits: { lockTimeout: session_lock_timeout, statementTimeout: session_statement_timeout },
-      ...(alongside && { alongside: rest }),
-    };
-  }
-
-  /** Counts `messages` more trial messages unless that passes `limit`; false when it would. */
-  async countTrialMessages(
-    tx: Queryable,
-    organizationId: string,
-    messages: number,
-    limit: number,
-    now: Date,
-  ): Promise<boolean> {
-    const counted = await tx.query(
-      `UPDATE send_limit_accounts SET trial_messages = trial_messages + $4, updated_at = $3
-        WHERE organization_id = $1 AND trial_messages + $4 <= $2 RETURNING trial_messages`,
-      [organizationId, limit, now, messages],
-    );
-    return counted.length > 0;
-  }
-
-  /**
-   * Outbound messages the organization itself sent after `since`; automatic replies are not its own. A
-   * scheduled message counts from when it was due (send_at), once it has left the schedule: still scheduled,
-   * or cancelled there (no error code), it was never sent.
-   */
-  async countRecentSends(tx: Queryable, organizationId: string, since: Date): Promise<number> {
-    const [{ recent }] = await tx.query<{ recent: number }>(
-      `SELECT (SELECT count(*) FROM messages
-                WHERE organization_id = $1 AND created_at > $2 AND direction = 'outbound'
-                  AND origin <> 'auto_reply' AND send_at IS NULL)::int
-            + (SELECT count(*) FROM messages
-                WHERE organization_id = $1 AND send_at > $2 AND send_at IS NOT NULL
-                  AND status <> 'scheduled' AND NOT (status = 'cancelled' AND error_code IS NULL))::int
-              AS recent`,
-      [organizationId, since],
-    );
-    return recent;
-  }
-
-  /** Counts `segments` towards the new-account allowance unless that passes `limit`; false when it would. */
-  async countNewAccountSegments(
-    tx: Queryable,
-    organizationId: string,
-    segments: number,
-    limit: number,
-    now: Date,
-  ): Promise<boolean> {
-    const counted = await tx.query(
-      `UPDATE send_limit_accounts SET first_72h_segments = first_72h_segments + $2, updated_at = $4
-        WHERE organization_id = $1 AND first_72h_segments + $2 <= $3 RETURNING first_72h_segments`,
-      [organizationId, segments, limit, now],
-    );
-    return counted.length > 0;
-  }
-
-  /**
-   * Counts `usage` (messages and their segments) in the organization's usage of the day and of the month, each only
-   * while that keeps it within its `limit` (a guarded insert and update, so no counter ever passes its limit,
-   * even without the account lock), in one statement. Returns each period's new total, or undefined for a
-   * period that was not counted because it would have passed its limit.
-   *
-   * This is the last statement of the limit checks, so it also sets the wait settings back to `restore` (the
-   * session's own, from lockAccount), so the writes after the checks are not cut short by the bounds. They
-   * are set only after both periods were counted (the aggregate reads every row the upsert returns first),
-   * so the upsert's own waits stay bounded; a changed statement_timeout takes effect from the next statement.
-   */
-  async addUsage(
-    tx: Queryable,
-    organizationId: string,
-    usage: { messages: number; segments: number },
-    periods: { day: UsagePeriod; month: UsagePeriod },
-    restore: WaitSettings,
-  ): Promise<{ day?: number; month?: number }> {
-    const [row] = await tx.query<{ day: number | null; month: number | null }>(
-      `WITH counted AS (
-         INSERT INTO send_usage (organization_id, period, period_start, messages, segments)
-         SELECT $1, wanted.period, wanted.period_start, $9::int, $2::int
-           FROM (VALUES ('day', $3::timestamptz, $4::bigint), ('month', $5::timestamptz, $6::bigint))
-                AS wanted(period, period_start, segment_limit)
-          WHERE $2::int <= wanted.segment_limit
-         ON CONFLICT (organization_id, period, period_start) DO UPDATE
-           SET segments = send_usage.segments + EXCLUDED.segments, messages = send_usage.messages + EXCLUDED.messages
-           WHERE send_usage.segments + EXCLUDED.segments
-                 <= CASE send_usage.period WHEN 'day' THEN $4::bigint ELSE $6::bigint END
-         RETURNING period, segments
-       )
-       SELECT totals.day, totals.month,
-              set_config('lock_timeout', $7, true), set_config('statement_timeout', $8, true)
-         FROM (SELECT max(segments) FILTER (WHERE period = 'day') AS day,
-                      max(segments) FILTER (WHERE period = 'month') AS month
-                 FROM counted) AS totals`,
-      [
-        organizationId,
-        usage.segments,
-        periods.day.start,
-        periods.day.limit,
-        periods.month.start,
-        periods.month.limit,
-        restore.lockTimeout,
-        restore.statementTimeout,
-        usage.messages,
-      ],
-    );
-    return { day: row?.day ?? undefined, month: row?.month ?? undefined };
-  }
-}
-
-/** The session's lock_timeout and statement_timeout, as current_setting() gives them. */
-export interface WaitSettings {
-  lockTimeout: string;
-  statementTimeout: string;
-}
-
-/** A usage period, from its start, and the most segments it may count. */
-export interface UsagePeriod {
-  start: Date;
-  limit: number;
 }
 
 function textParams(values: TextValues): unknown[] {
