@@ -15,6 +15,7 @@ import type { Clock } from './clock.ts';
 import { GroupBatch } from './db/group-batch.ts';
 import type { Database, Queryable } from './db/index.ts';
 import { newId } from './ids.ts';
+import { ANNOUNCE_INTERVAL_MS, JobAnnouncer } from './jobs/announcer.ts';
 import {
   type Claim,
   deleteKeyCap,
@@ -22,7 +23,9 @@ import {
   insertSelectedJobs,
   type Job,
   JobStore,
+  type JobWakeUp,
   type KeyCapChange,
+  notifyWorkers,
   type OpenJobs,
   type SelectedJobs,
 } from './jobs/store.ts';
@@ -145,6 +148,7 @@ export class JobQueue {
    */
   private readonly completions: GroupBatch<string>;
   private readonly worker: JobWorker;
+  private readonly announcer: JobAnnouncer;
   private readonly pollIntervalMs: number;
   private readonly metrics?: JobMetrics;
 
@@ -178,6 +182,12 @@ export class JobQueue {
       nextRunAt: (quotas) => this.store.nextRunAt(quotas, this.clock.now()),
       run: (job) => this.execute(job),
       onError: (error, job) => this.onError(error, job ?? ({ id: '-', queue: '-' } as Job)),
+    });
+    this.announcer = new JobAnnouncer({
+      wakeLocal: (queue) => this.worker.nudge(queue),
+      notify: (queue) => notifyWorkers(db, queue),
+      onError: (error) => this.onError(error, { id: '-', queue: '-' } as Job),
+      intervalMs: ANNOUNCE_INTERVAL_MS,
     });
     if (options.meter) this.metrics = this.declareMetrics(options.meter);
   }
@@ -319,18 +329,33 @@ export class JobQueue {
   ): Promise<string> {
     const now = this.clock.now();
     const id = newId('job', now.getTime());
-    const inserted = await insertJob(q, {
-      id,
-      queue,
-      payload,
-      runAt: options.runAt ?? now,
-      maxAttempts: options.maxAttempts ?? this.queues.get(queue)?.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
-      dedupeKey: options.dedupeKey ?? null,
-      concurrencyKey: concurrencyKey(options.concurrencyKey),
-      createdAt: now,
-      traceparent: currentTraceparent(),
-    });
+    const wakeUp = this.wakeUpFor(q);
+    const inserted = await insertJob(
+      q,
+      {
+        id,
+        queue,
+        payload,
+        runAt: options.runAt ?? now,
+        maxAttempts: options.maxAttempts ?? this.queues.get(queue)?.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+        dedupeKey: options.dedupeKey ?? null,
+        concurrencyKey: concurrencyKey(options.concurrencyKey),
+        createdAt: now,
+        traceparent: currentTraceparent(),
+      },
+      wakeUp,
+    );
+    if (wakeUp === 'none' && inserted !== undefined) this.announcer.announce(queue);
     return inserted ?? id;
+  }
+
+  /**
+   * How an enqueue in `q` wakes the workers: in a transaction, by its NOTIFY at commit; as a statement of its
+   * own on the database (committed when it returns), by the announcer afterwards, which spares the statement
+   * PostgreSQL's commit lock of notifying transactions (jobs/announcer.ts).
+   */
+  private wakeUpFor(q: Queryable): JobWakeUp {
+    return q === this.db ? 'none' : 'commit';
   }
 
   /**
@@ -346,14 +371,22 @@ export class JobQueue {
     options: Pick<EnqueueOptions, 'runAt' | 'maxAttempts'> = {},
   ): Promise<number> {
     const now = this.clock.now();
-    return insertSelectedJobs(q, selected, {
-      queue,
-      idPrefix: newId('job', now.getTime()).slice(0, -16),
-      runAt: options.runAt ?? now,
-      maxAttempts: options.maxAttempts ?? this.queues.get(queue)?.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
-      createdAt: now,
-      traceparent: currentTraceparent(),
-    });
+    const wakeUp = this.wakeUpFor(q);
+    const added = await insertSelectedJobs(
+      q,
+      selected,
+      {
+        queue,
+        idPrefix: newId('job', now.getTime()).slice(0, -16),
+        runAt: options.runAt ?? now,
+        maxAttempts: options.maxAttempts ?? this.queues.get(queue)?.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+        createdAt: now,
+        traceparent: currentTraceparent(),
+      },
+      wakeUp,
+    );
+    if (wakeUp === 'none' && added > 0) this.announcer.announce(queue);
+    return added;
   }
 
   /**
@@ -443,6 +476,7 @@ export class JobQueue {
    */
   async stop(options: { finishWithinMs?: number } = {}): Promise<{ handedBack: number }> {
     const unfinished = await this.worker.stop(options.finishWithinMs);
+    await this.announcer.flush();
     return { handedBack: await this.store.handBack(unfinished.map((job) => job.id)) };
   }
 

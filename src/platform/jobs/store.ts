@@ -99,15 +99,30 @@ interface JobRow {
   concurrency_key: string | null;
 }
 
+/**
+ * How an insert of jobs wakes the workers: `commit`, pg_notify in its statement, which PostgreSQL delivers when
+ * the transaction commits (never if it rolls back) and folds into one per queue and transaction; `none`, for
+ * an insert that is a statement of its own, whose caller announces its jobs once it returned (JobAnnouncer).
+ */
+export type JobWakeUp = 'commit' | 'none';
+
+/** NOTIFY of the workers of `queue`, as a statement of its own (JobAnnouncer). */
+export async function notifyWorkers(db: Queryable, queue: string): Promise<void> {
+  await db.query('SELECT pg_notify($1, $2)', [JOBS_CHANNEL, queue]);
+}
+
 /** Inserts a job in `q`'s transaction; returns its id, or undefined when its dedupe key is taken. */
-export async function insertJob(q: Queryable, job: NewJob): Promise<string | undefined> {
-  // pg_notify in the same statement: PostgreSQL delivers it when the transaction commits (never if it rolls
-  // back), and folds the notifications of one transaction with the same payload into one. A duplicate
-  // (dedupe key taken) notifies too: one needless look by the workers, cheaper than a second statement.
+export async function insertJob(
+  q: Queryable,
+  job: NewJob,
+  wakeUp: JobWakeUp = 'commit',
+): Promise<string | undefined> {
+  // A duplicate (dedupe key taken) notifies too: one needless look by the workers, cheaper than a second
+  // statement.
   const rows = await q.query<{ id: string }>(
     `INSERT INTO jobs (id, queue, payload, run_at, max_attempts, dedupe_key, concurrency_key, created_at,
                        traceparent)
-     SELECT $1, $2, $3::jsonb, $4, $5, $6, $7, $8, $10 FROM pg_notify($9, $2)
+     SELECT $1, $2, $3::jsonb, $4, $5, $6, $7, $8, $9${wakeUp === 'commit' ? ' FROM pg_notify($10, $2)' : ''}
      ON CONFLICT (dedupe_key) DO NOTHING
      RETURNING id`,
     [
@@ -119,8 +134,8 @@ export async function insertJob(q: Queryable, job: NewJob): Promise<string | und
       job.dedupeKey,
       job.concurrencyKey,
       job.createdAt,
-      JOBS_CHANNEL,
       job.traceparent,
+      ...(wakeUp === 'commit' ? [JOBS_CHANNEL] : []),
     ],
   );
   return rows[0]?.id;
@@ -128,9 +143,9 @@ export async function insertJob(q: Queryable, job: NewJob): Promise<string | und
 
 /**
  * Inserts one job of `queue` per row of `selected`, in the same statement as the caller's own CTEs (so rows it
- * inserts and their jobs are written at once), and notifies the workers at commit; returns how many (a row
- * whose dedupe key is taken adds none). Each id
- * is `idPrefix` (a newId() head: prefix and time) followed by random_id_tail() (migration 013).
+ * inserts and their jobs are written at once), waking the workers as `wakeUp` says; returns how many (a row
+ * whose dedupe key is taken adds none). Each id is `idPrefix` (a newId() head: prefix and time) followed by
+ * random_id_tail() (migration 013).
  */
 export async function insertSelectedJobs(
   q: Queryable,
@@ -143,6 +158,7 @@ export async function insertSelectedJobs(
     createdAt: Date;
     traceparent: string | null;
   },
+  wakeUp: JobWakeUp = 'commit',
 ): Promise<number> {
   const n = selected.params.length;
   const rows = await q.query(
@@ -153,8 +169,8 @@ export async function insertSelectedJobs(
      SELECT $${n + 1} || random_id_tail(), $${n + 2}, selected_job.payload,
             ${selected.timed ? `COALESCE(selected_job.run_at, $${n + 3}::timestamptz)` : `$${n + 3}::timestamptz`}, $${n + 4},
             ${selected.timed ? 'selected_job.dedupe_key' : 'NULL'}, selected_job.concurrency_key, $${n + 5},
-            $${n + 7}::text
-       FROM selected_job CROSS JOIN pg_notify($${n + 6}, $${n + 2})
+            $${n + 6}::text
+       FROM selected_job${wakeUp === 'commit' ? ` CROSS JOIN pg_notify($${n + 7}, $${n + 2})` : ''}
      ON CONFLICT (dedupe_key) DO NOTHING
      RETURNING 1`,
     [
@@ -164,8 +180,8 @@ export async function insertSelectedJobs(
       job.runAt,
       job.maxAttempts,
       job.createdAt,
-      JOBS_CHANNEL,
       job.traceparent,
+      ...(wakeUp === 'commit' ? [JOBS_CHANNEL] : []),
     ],
   );
   return rows.length;

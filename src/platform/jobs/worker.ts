@@ -181,6 +181,11 @@ export class JobWorker {
   }
 
   /** Asks for a claim as soon as the one under way (if any) is done. */
+  /** Wakes the worker for jobs of `queue` just committed, if it works that queue (an announcement). */
+  nudge(queue: string): void {
+    if (this.options.queues().some((known) => known.name === queue)) this.wake();
+  }
+
   private wake(): void {
     if (!this.running) return;
     this.wanted = true;
