@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Clock } from '../src/platform/clock.ts';
-import { JobQueue } from '../src/platform/jobs.ts';
 import { JobAnnouncer } from '../src/platform/jobs/announcer.ts';
+import { JobQueue } from '../src/platform/jobs.ts';
 import { freshDatabase } from './helpers/app.ts';
 
 const NEVER_POLL = { pollIntervalMs: 60_000 };

@@ -21,7 +21,7 @@ import { render, unsupportedMergeVariables } from './merge-variables.ts';
 import { quietOpening, type ScheduledMessages, scheduledTime } from './scheduled.ts';
 import type { SendInput, SendResult } from './schemas.ts';
 import { chargeableSegments, countSegments } from './segments.ts';
-import type { MessageStore } from './store.ts';
+import type { MessageStore, OutboundValues } from './store.ts';
 
 export class MessageSender {
   private readonly db: Database;
@@ -153,7 +153,6 @@ export class MessageSender {
       const { body, links, count, segments } = composed!;
       const now = this.clock.now();
 
-      const id = newId('msg', now.getTime());
       const files = media.files.map((file, position) => ({
         id: newId('med', now.getTime()),
         position,
@@ -162,22 +161,27 @@ export class MessageSender {
         filename: file.filename ?? null,
         bytes: file.bytes,
       }));
-      const message = {
-        id,
-        organizationId: organization.id,
+      const message = outbound(
+        organization,
         origin,
-        from: sender.number,
+        sender,
         to,
-        body,
-        segments,
-        encoding: count.encoding,
-        mediaUrls: media.urls,
-        mediaFiles: files.map(({ id, contentType, size, filename }) => ({ id, contentType, size, filename })),
-        mediaCount: media.count,
-        idempotencyKey: idempotencyKey ?? null,
+        { body, segments, encoding: count.encoding },
         now,
-        schedule: sendAt && { sendAt, quietHours: input.quietHours ?? null },
-      };
+        {
+          mediaUrls: media.urls,
+          mediaFiles: files.map(({ id, contentType, size, filename }) => ({
+            id,
+            contentType,
+            size,
+            filename,
+          })),
+          mediaCount: media.count,
+          idempotencyKey: idempotencyKey ?? null,
+          schedule: sendAt && { sendAt, quietHours: input.quietHours ?? null },
+        },
+      );
+      const { id } = message;
       // Due now: the message, its paced slot and its dispatch job in one statement.
       if (sendAt) await this.store.insertOutbound(tx, message);
       else await this.dispatcher.insertAndSchedule(tx, this.store.outboundInsert(message), id, sender);
@@ -210,29 +214,22 @@ export class MessageSender {
     const segments = chargeableSegments(count.segments, 0);
     const terms = this.limits.plainTerms(organization, segments);
     if (!terms) return undefined;
-    const id = newId('msg', terms.now.getTime());
-    const message = {
-      id,
-      organizationId: organization.id,
+    const message = outbound(
+      organization,
       origin,
-      from: sender.number,
+      sender,
       to,
-      body: text,
-      segments,
-      encoding: count.encoding,
-      mediaUrls: [],
-      mediaFiles: [],
-      mediaCount: 0,
-      idempotencyKey: null,
-      now: terms.now,
-    };
+      { body: text, segments, encoding: count.encoding },
+      terms.now,
+    );
     const gate = {
       ctes: this.limits.plainGate(terms, this.contacts.optOutRead(organization.id, to)),
       after: 'plain_send',
     };
     try {
       const insert = this.store.outboundInsert(message, gate.after);
-      if (!(await this.dispatcher.insertAndSchedule(this.db, insert, id, sender, gate))) return undefined;
+      if (!(await this.dispatcher.insertAndSchedule(this.db, insert, message.id, sender, gate)))
+        return undefined;
     } catch (error) {
       if (isPlainSendUncounted(error)) return undefined;
       throw uncheckedRefusal(error, false);
@@ -257,6 +254,34 @@ export class MessageSender {
     }
     return match;
   }
+}
+
+/** The row of a message of `organization` from `sender` to `to`, without media or key unless `more` gives them. */
+function outbound(
+  organization: Organization,
+  origin: 'api' | 'portal',
+  sender: Sender,
+  to: string,
+  text: Pick<OutboundValues, 'body' | 'segments' | 'encoding'>,
+  now: Date,
+  more: Partial<
+    Pick<OutboundValues, 'mediaUrls' | 'mediaFiles' | 'mediaCount' | 'idempotencyKey' | 'schedule'>
+  > = {},
+): OutboundValues {
+  return {
+    id: newId('msg', now.getTime()),
+    organizationId: organization.id,
+    origin,
+    from: sender.number,
+    to,
+    ...text,
+    mediaUrls: [],
+    mediaFiles: [],
+    mediaCount: 0,
+    idempotencyKey: null,
+    now,
+    ...more,
+  };
 }
 
 /** What a send answers for the message it wrote. */
