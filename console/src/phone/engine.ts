@@ -178,8 +178,20 @@ export class PhoneEngine {
     await (manager.isHeld(session) ? manager.unhold(session) : manager.hold(session));
   }
 
-  /** A key pressed during the call: RFC 4733 (telephone-event) through the peer connection. */
-  sendKey = (id: string, key: string) => this.ready().sendDTMF(this.session(id), key);
+  /**
+   * A key pressed during the call: RFC 4733 (telephone-event) through the peer connection. The call is
+   * answered (SIP) a moment before its audio is connected (DTLS), and until then the sender cannot take
+   * tones: a key pressed in that moment waits for it (5 s at most) rather than being lost. The key is added
+   * to the tones still queued, since handing the sender a new set replaces them (a fast "123" lost the 2).
+   */
+  async sendKey(id: string, key: string): Promise<void> {
+    this.ready();
+    const connection = this.peerConnection(id);
+    const dtmf = connection?.getSenders().find((sender) => sender.dtmf)?.dtmf;
+    if (!connection || !dtmf) return;
+    if (!dtmf.canInsertDTMF) await audioConnected(connection, dtmf, KEY_WAIT_MS);
+    if (dtmf.canInsertDTMF) dtmf.insertDTMF(dtmf.toneBuffer + key);
+  }
 
   /** Blind transfer: the other side is sent to `target` (REFER) and this call ends. */
   transfer = (id: string, target: string) =>
@@ -189,12 +201,16 @@ export class PhoneEngine {
   completeTransfer = (id: string, consultId: string) =>
     this.ready().transfer(this.session(id), this.session(consultId));
 
-  /** Packets received and sent on the call's audio so far, and the level heard now (0 to 1). */
-  async audioStats(id: string): Promise<{ received: number; sent: number; level: number } | undefined> {
+  private peerConnection(id: string): RTCPeerConnection | undefined {
     const handler = this.sessions.get(id)?.sessionDescriptionHandler as
       | { peerConnection?: RTCPeerConnection }
       | undefined;
-    const stats = await handler?.peerConnection?.getStats();
+    return handler?.peerConnection;
+  }
+
+  /** Packets received and sent on the call's audio so far, and the level heard now (0 to 1). */
+  async audioStats(id: string): Promise<{ received: number; sent: number; level: number } | undefined> {
+    const stats = await this.peerConnection(id)?.getStats();
     if (!stats) return undefined;
     const totals = { received: 0, sent: 0, level: 0 };
     stats.forEach(
@@ -326,4 +342,19 @@ export class PhoneEngine {
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** How long a key pressed before the call's audio is connected waits for it (ms). */
+const KEY_WAIT_MS = 5000;
+
+/**
+ * Resolves when `dtmf` can take tones, the connection fails or closes, or after `ms`. Looked at every 50 ms:
+ * no event says when the sender can take tones (the connection's own state may change before it).
+ */
+async function audioConnected(connection: RTCPeerConnection, dtmf: RTCDTMFSender, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!dtmf.canInsertDTMF && Date.now() < deadline) {
+    if (connection.connectionState === 'failed' || connection.connectionState === 'closed') return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
