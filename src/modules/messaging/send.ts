@@ -3,6 +3,8 @@
 // refused or replayed send leaves nothing behind. A send with `sendAt` (or its own quiet hours, closed now) is
 // stored as scheduled instead and counted against the limits only when it leaves (scheduled.ts). With
 // `trackLinks`, its links are shortened to tracked links before it is counted, so it is charged as sent.
+// A plain send (due now, none of those, no idempotency key) is first tried as one statement without a
+// transaction (sendPlainly); whatever that statement cannot send, it leaves untouched for the path above.
 import type { Clock } from '../../platform/clock.ts';
 import type { Database } from '../../platform/db/index.ts';
 import { ApiError } from '../../platform/errors.ts';
