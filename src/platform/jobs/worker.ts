@@ -180,12 +180,12 @@ export class JobWorker {
     return [...this.runs.values()];
   }
 
-  /** Asks for a claim as soon as the one under way (if any) is done. */
   /** Wakes the worker for jobs of `queue` just committed, if it works that queue (an announcement). */
   nudge(queue: string): void {
     if (this.options.queues().some((known) => known.name === queue)) this.wake();
   }
 
+  /** Asks for a claim as soon as the one under way (if any) is done. */
   private wake(): void {
     if (!this.running) return;
     this.wanted = true;
