@@ -122,6 +122,9 @@ const CHANGE_COLUMNS: [keyof ContactChanges, string][] = [
   ['consentMethod', 'consent_method'],
 ];
 
+/** Whether the phone $2 opted out of organization $1's messages, as an SQL expression. */
+const OPTED_OUT = 'EXISTS (SELECT 1 FROM opt_outs WHERE organization_id = $1 AND phone = $2)';
+
 export class ContactStore {
   // -------------------------------------------------------------------------------------------------------
   // Contacts
@@ -291,8 +294,7 @@ export class ContactStore {
   /** findRecipient()'s read, one row always, for a statement of another module to run beside its own. */
   recipientRead(organizationId: string, phone: string): SqlFragment {
     return {
-      text: `SELECT EXISTS (SELECT 1 FROM opt_outs WHERE organization_id = $1 AND phone = $2) AS recipient_opted_out,
-              contact.*
+      text: `SELECT ${OPTED_OUT} AS recipient_opted_out, contact.*
          FROM (SELECT 1) AS one
          LEFT JOIN LATERAL (SELECT ${CONTACT_SELECT} FROM ${CONTACT_FROM}
                              WHERE c.organization_id = $1 AND c.phone = $2) AS contact ON true`,
@@ -303,7 +305,7 @@ export class ContactStore {
   /** Whether the phone opted out, as one row with `recipient_opted_out`, for a statement of another module. */
   optOutRead(organizationId: string, phone: string): SqlFragment {
     return {
-      text: 'SELECT EXISTS (SELECT 1 FROM opt_outs WHERE organization_id = $1 AND phone = $2) AS recipient_opted_out',
+      text: `SELECT ${OPTED_OUT} AS recipient_opted_out`,
       params: [organizationId, phone],
     };
   }

@@ -134,7 +134,7 @@ export class SendLimits {
       // a send that cannot get its turn, or whose counters do not answer, quickly answers 503 rather than
       // hanging. Both settings end with the limit checks (the last of them, addUsage, sets the session's own
       // back; a refusal ends them with the transaction), so the writes that follow are not cut short by them.
-      const lockMs = Math.max(1, Math.round(this.options.lockTimeoutMs));
+      const lockMs = this.lockMs();
       // Read again with the lock, in its statement: a plan or state changed a moment ago applies to this send
       // (store.ts, lockAccount, says which moment and why that is enough).
       const locked = await this.store.lockAccount(tx, organizationId, now, lockMs, read);
@@ -160,12 +160,12 @@ export class SendLimits {
     const now = this.clock.now();
     const createdBy = new Date(now.getTime() - VELOCITY_WINDOW_SECONDS * 1000);
     if (known.subscriptionState === 'trial' || known.createdAt > createdBy) return undefined;
-    const ceiling = MONTHLY_ABSOLUTE_MULTIPLE * known.monthlyAllowanceSegments;
+    const { day, month } = usagePeriods(known, now);
     const mayGoBeyond = accountPolicyRefusal(known, 'send_beyond_allowance') === undefined;
     return {
       organizationId: known.id,
       now,
-      lockMs: Math.max(1, Math.round(this.options.lockTimeoutMs)),
+      lockMs: this.lockMs(),
       segments,
       standing: {
         subscriptionState: known.subscriptionState,
@@ -175,12 +175,17 @@ export class SendLimits {
         dailyLimitSegments: known.dailyLimitSegments,
       },
       createdBy,
-      day: { start: utcDay(now).start, limit: known.dailyLimitSegments },
+      day,
       month: {
-        start: utcMonth(now).start,
-        limit: mayGoBeyond ? ceiling : Math.min(ceiling, known.monthlyAllowanceSegments),
+        start: month.start,
+        limit: mayGoBeyond ? month.limit : Math.min(month.limit, known.monthlyAllowanceSegments),
       },
     };
+  }
+
+  /** How long a send waits for its organization's account row, in whole milliseconds (at least 1). */
+  private lockMs(): number {
+    return Math.max(1, Math.round(this.options.lockTimeoutMs));
   }
 
   /** plainTerms' checks as CTEs (SendLimitStore.plainSendGate), the recipient's opt-out read among them. */
@@ -235,14 +240,8 @@ export class SendLimits {
     // 4 and 5. Daily (dailyLimitSegments per UTC day) and monthly absolute (three times the allowance per pool,
     // the UTC calendar month), counted together in one statement and judged in that order. The last statement
     // of the checks: it also lifts the wait bounds.
-    const day = utcDay(now);
-    const month = utcMonth(now);
-    const ceiling = MONTHLY_ABSOLUTE_MULTIPLE * org.monthlyAllowanceSegments;
-    const periods = {
-      day: { start: day.start, limit: org.dailyLimitSegments },
-      month: { start: month.start, limit: ceiling },
-    };
-    const used = await this.store.addUsage(tx, id, usage, periods, sessionWaits);
+    const { day, month } = usagePeriods(org, now);
+    const used = await this.store.addUsage(tx, id, usage, { day, month }, sessionWaits);
     if (used.day === undefined) {
       throw paidLimit(
         'daily',
@@ -254,7 +253,7 @@ export class SendLimits {
     if (usedThisMonth === undefined) {
       throw paidLimit(
         'monthly_absolute',
-        `The monthly ceiling of ${ceiling} segments (3 times the allowance) has been reached`,
+        `The monthly ceiling of ${month.limit} segments (3 times the allowance) has been reached`,
         secondsUntil(month.next, now),
       );
     }
@@ -263,6 +262,17 @@ export class SendLimits {
     const beyond = beyondAllowanceRefusal(org, usedThisMonth, 'This send');
     if (beyond) throw beyond;
   }
+}
+
+/**
+ * The usage periods a send at `now` counts in, each with its limit: the UTC day (the daily limit) and the
+ * monthly pool (its absolute ceiling, three times the allowance), with when each resets.
+ */
+function usagePeriods(org: Organization, now: Date) {
+  return {
+    day: { ...utcDay(now), limit: org.dailyLimitSegments },
+    month: { ...utcMonth(now), limit: MONTHLY_ABSOLUTE_MULTIPLE * org.monthlyAllowanceSegments },
+  };
 }
 
 /**

@@ -117,8 +117,8 @@ export async function insertJob(
   job: NewJob,
   wakeUp: JobWakeUp = 'commit',
 ): Promise<string | undefined> {
-  // A duplicate (dedupe key taken) notifies too: one needless look by the workers, cheaper than a second
-  // statement.
+  // With `commit`, a duplicate (dedupe key taken) notifies too: one needless look by the workers, cheaper than
+  // a second statement.
   const rows = await q.query<{ id: string }>(
     `INSERT INTO jobs (id, queue, payload, run_at, max_attempts, dedupe_key, concurrency_key, created_at,
                        traceparent)

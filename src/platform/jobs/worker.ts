@@ -302,7 +302,8 @@ export class JobWorker {
         channel: JOBS_CHANNEL,
         // Without a payload: the connection was made again and notifications may have been lost.
         onNotify: (queue) => {
-          if (queue === undefined || this.options.queues().some((known) => known.name === queue)) this.wake();
+          if (queue === undefined) this.wake();
+          else this.nudge(queue);
         },
         onError: (error) => onError(error),
       });
