@@ -18,10 +18,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { pino } from 'pino';
-import { Webhook } from 'standardwebhooks';
 import { loadConfig } from '../src/config.ts';
 import { ContactOptedOut } from '../src/modules/contacts/events.ts';
 import * as delivery from '../src/modules/webhooks/delivery.ts';
+import { signedHeaders } from '../src/modules/webhooks/signature.ts';
 import { WebhookTransport } from '../src/modules/webhooks/transport.ts';
 import { type Database, openDatabase, type Queryable } from '../src/platform/db/index.ts';
 import { migrate } from '../src/platform/db/migrate.ts';
@@ -70,7 +70,7 @@ async function main() {
 
   // Baseline: signed POSTs straight to the receiver.
   const transport = new WebhookTransport({ guarded: false });
-  const signer = new Webhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`);
+  const secret = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;
   const body = JSON.stringify({
     type: 'contact.opted_out',
     timestamp: new Date().toISOString(),
@@ -81,17 +81,8 @@ async function main() {
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
       while (next < EVENTS) {
-        const id = `evt_${next++}`;
-        const now = new Date();
-        await transport.post(
-          receiverUrl,
-          {
-            'webhook-id': id,
-            'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-            'webhook-signature': signer.sign(id, now, body),
-          },
-          body,
-        );
+        // Signed by the product's own signer, so the two differ only in the pipeline.
+        await transport.post(receiverUrl, signedHeaders(`evt_${next++}`, new Date(), body, [secret]), body);
       }
     }),
   );
