@@ -167,9 +167,13 @@ export class EventOutbox {
     private readonly clock: Clock,
     options: { dispatchConcurrency?: number } = {},
   ) {
+    const concurrency = options.dispatchConcurrency ?? DISPATCH_CONCURRENCY;
     jobs.register<{ eventId: string }>(DISPATCH_QUEUE, (payload) => this.dispatch(payload.eventId), {
-      concurrency: options.dispatchConcurrency ?? DISPATCH_CONCURRENCY,
+      concurrency,
       ownSlots: true,
+      // The dispatches of one claim end together (their marks are one statement): the next claim's are in
+      // hand by then (docs/performance.md, fourteenth session).
+      claimAhead: concurrency,
     });
   }
 

@@ -16,6 +16,7 @@ import { GroupBatch } from './db/group-batch.ts';
 import type { Database, Queryable } from './db/index.ts';
 import { newId } from './ids.ts';
 import { ANNOUNCE_INTERVAL_MS, JobAnnouncer } from './jobs/announcer.ts';
+import { type SlotQueue, Slots } from './jobs/slots.ts';
 import {
   type Claim,
   deleteKeyCap,
@@ -29,7 +30,7 @@ import {
   type OpenJobs,
   type SelectedJobs,
 } from './jobs/store.ts';
-import { DEFAULT_SCHEDULE_STEP_MS, JobWorker, type SlotQueue, Slots } from './jobs/worker.ts';
+import { DEFAULT_SCHEDULE_STEP_MS, JobWorker } from './jobs/worker.ts';
 import type { CounterMetric, HistogramMetric, Meter } from './metrics/index.ts';
 import { currentTraceparent, inJobSpan, tracingEnabled } from './telemetry/index.ts';
 
@@ -73,6 +74,13 @@ export interface QueueOptions<Payload = never> {
    */
   ownSlots?: boolean;
   /**
+   * With `ownSlots`: this many jobs more than its slots are claimed and held, each started the moment a slot
+   * frees instead of after the next claim's round trip (jobs/slots.ts). A held job is claimed: its lease runs
+   * and it counts against its key's room; one held for a quarter of its lease is handed back, not started.
+   * For queues whose jobs end in bursts and are claimed in numbers (event dispatch, webhook deliveries).
+   */
+  claimAhead?: number;
+  /**
    * Called once when a job of the queue gives up (its last attempt failed; a RetryAt never gives up), with
    * the error of that attempt, in the transaction that marks the job dead, so the job's death and its
    * consequence commit together. Only the worker still holding the job calls it. If it throws, the job is
@@ -99,6 +107,7 @@ interface RegisteredQueue {
   concurrency: number;
   perKeyConcurrency?: number;
   ownSlots?: boolean;
+  claimAhead?: number;
 }
 
 const DEFAULT_RETRY_DELAYS = [5, 30, 120, 600, 1800, 3600];
@@ -181,6 +190,7 @@ export class JobQueue {
       claim: (claim) => this.claim(claim),
       nextRunAt: (quotas) => this.store.nextRunAt(quotas, this.clock.now()),
       run: (job) => this.execute(job),
+      handBack: (ids) => this.store.handBack(ids),
       onError: (error, job) => this.onError(error, job ?? ({ id: '-', queue: '-' } as Job)),
     });
     this.announcer = new JobAnnouncer({
@@ -273,7 +283,10 @@ export class JobQueue {
     if (!Number.isInteger(concurrency) || concurrency < 1) {
       throw new Error(`Queue ${queue} needs a concurrency of at least 1`);
     }
-    const { perKeyConcurrency } = options;
+    const { perKeyConcurrency, claimAhead } = options;
+    if (claimAhead !== undefined && (!Number.isInteger(claimAhead) || claimAhead < 0 || !options.ownSlots)) {
+      throw new Error(`Queue ${queue} may claim ahead only with slots of its own, by a whole number of jobs`);
+    }
     if (perKeyConcurrency !== undefined && (!Number.isInteger(perKeyConcurrency) || perKeyConcurrency < 1)) {
       throw new Error(`Queue ${queue} needs a perKeyConcurrency of at least 1`);
     }
@@ -286,6 +299,7 @@ export class JobQueue {
       concurrency,
       perKeyConcurrency,
       ownSlots: options.ownSlots,
+      claimAhead,
     });
   }
 
@@ -395,7 +409,8 @@ export class JobQueue {
    * at once.
    */
   async runDue(limit = this.concurrency): Promise<number> {
-    const claim = new Slots({ total: limit }).claimable(this.slotQueues());
+    // Every job claimed here runs now: none is claimed ahead.
+    const claim = new Slots({ total: limit }).claimable(this.slotQueues(), { ahead: false });
     // `limit` bounds the queues with slots of their own too: at most that many jobs in all.
     const jobs = await this.claim({ ...claim, total: Math.min(claim.total, limit) });
     await Promise.all(jobs.map((job) => this.execute(job)));
@@ -411,6 +426,27 @@ export class JobQueue {
     const slots = new Slots({ total: this.concurrency });
     const runs = new Set<Promise<void>>();
     let failure: { error: unknown } | undefined;
+    const handedBack: Promise<unknown>[] = [];
+    const launch = (job: Job, queue: SlotQueue): void => {
+      slots.take(queue);
+      const run: Promise<void> = this.execute(job)
+        .then(() => {})
+        .catch((error) => {
+          failure ??= { error };
+        })
+        .finally(() => {
+          runs.delete(run);
+          slots.release(queue);
+          // A job claimed ahead takes the freed slot at once (held too long, it is handed back instead).
+          const { job: next, stale } = slots.nextHeld(queue, this.clock.nowMs());
+          if (stale.length > 0) {
+            total -= stale.length; // claimed again later, and counted then
+            handedBack.push(this.store.handBack(stale.map((held) => held.id)));
+          }
+          if (next) launch(next, queue);
+        });
+      runs.add(run);
+    };
     let total = 0;
     let rounds = 0;
     while (rounds < maxRounds) {
@@ -427,20 +463,16 @@ export class JobQueue {
         total += claimed;
         for (const job of jobs) {
           const queue = this.slotQueue(job.queue);
-          slots.take(queue);
-          const run: Promise<void> = this.execute(job)
-            .then(() => {})
-            .catch((error) => {
-              failure ??= { error };
-            })
-            .finally(() => {
-              runs.delete(run);
-              slots.release(queue);
-            });
-          runs.add(run);
+          if (slots.canStart(queue)) launch(job, queue);
+          else slots.hold(queue, job, this.clock.nowMs());
         }
       }
       if (runs.size === 0) {
+        // Jobs handed back are pending again: the next claim takes them.
+        if (handedBack.length > 0) {
+          await Promise.all(handedBack.splice(0));
+          continue;
+        }
         if (claimed === 0 && runningAtClaim === 0) break;
         continue;
       }
@@ -452,6 +484,7 @@ export class JobQueue {
       }
     }
     await Promise.all(runs);
+    await Promise.all(handedBack);
     if (failure) throw failure.error;
     return total;
   }
@@ -492,6 +525,7 @@ export class JobQueue {
       leaseSeconds: queue.leaseSeconds,
       perKeyConcurrency: queue.perKeyConcurrency,
       ownSlots: queue.ownSlots,
+      claimAhead: queue.claimAhead,
     };
   }
 

@@ -1,23 +1,13 @@
 // The background worker of a JobQueue: keeps its slots busy and sleeps only while nothing is due. It claims
-// as many jobs as it has free slots in one statement, claims again the moment a slot frees, and when a
+// as many jobs as it has free slots in one statement (and, for a queue that claims ahead, that many more,
+// held until a slot frees: slots.ts), claims again the moment a slot frees, and when a
 // claim comes back short (nothing more is due) sleeps until the first of: a NOTIFY from an enqueue (the
 // `jobs` channel; PGlite and PostgreSQL alike), the next pending job's `run_at`, a move of the test clock,
 // or the fallback poll (a lost notification, a dead worker's lease running out, another process's clock).
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/index.ts';
+import { type SlotQueue, Slots } from './slots.ts';
 import { type Claim, JOBS_CHANNEL, type Job, type Quota } from './store.ts';
-
-/** What the worker needs to know of a registered queue. */
-export interface SlotQueue {
-  name: string;
-  /** At most this many of its jobs at once in one worker. */
-  concurrency: number;
-  leaseSeconds: number;
-  /** At most this many jobs of one concurrency key at once, across every worker. */
-  perKeyConcurrency?: number;
-  /** Its `concurrency` is a pool of its own, outside the worker's shared slots (QueueOptions.ownSlots). */
-  ownSlots?: boolean;
-}
 
 /**
  * A worker that sleeps until the next scheduled job wakes on this grid of real time (ms), not at the job's
@@ -32,67 +22,6 @@ export const DEFAULT_SCHEDULE_STEP_MS = 50;
 // instant), look again this soon rather than at once, so two workers never spin on each other.
 const RECHECK_MS = 25;
 
-/**
- * A worker's slots: how many jobs run, in all and per queue, and what a claim may take now. A queue with
- * slots of its own (`ownSlots`) counts only against its own `concurrency`, never against the shared total.
- */
-export class Slots {
-  readonly total: number;
-  private readonly perQueue = new Map<string, number>();
-  /** Jobs running in the shared slots (those of queues with their own slots are not counted). */
-  private running = 0;
-
-  constructor(options: { total: number }) {
-    this.total = options.total;
-  }
-
-  /** Shared slots free. */
-  get free(): number {
-    return this.total - this.running;
-  }
-
-  /**
-   * What a claim may take now: each queue's room (within the free shared slots, unless it has its own), the
-   * most it may take in all, and of the queues that share the slots together.
-   */
-  claimable(queues: SlotQueue[]): Claim {
-    const free = this.free;
-    let shared = 0;
-    let own = 0;
-    const quotas: Quota[] = [];
-    for (const queue of queues) {
-      const room = queue.concurrency - (this.perQueue.get(queue.name) ?? 0);
-      const limit = queue.ownSlots ? room : Math.min(free, room);
-      if (limit <= 0) continue;
-      if (queue.ownSlots) own += limit;
-      else shared += limit;
-      quotas.push({
-        queue: queue.name,
-        limit,
-        leaseSeconds: queue.leaseSeconds,
-        perKeyConcurrency: queue.perKeyConcurrency,
-        ownSlots: queue.ownSlots,
-      });
-    }
-    const sharedTotal = Math.min(free, shared);
-    return { quotas, total: own + sharedTotal, sharedTotal };
-  }
-
-  take(queue: SlotQueue): void {
-    if (!queue.ownSlots) this.running++;
-    this.perQueue.set(queue.name, (this.perQueue.get(queue.name) ?? 0) + 1);
-  }
-
-  /** Gives a slot back; true when the queue was at its `concurrency` (so the last claim may have left it out). */
-  release(queue: SlotQueue): boolean {
-    const count = this.perQueue.get(queue.name) ?? 0;
-    if (!queue.ownSlots) this.running--;
-    if (count <= 1) this.perQueue.delete(queue.name);
-    else this.perQueue.set(queue.name, count - 1);
-    return count >= queue.concurrency;
-  }
-}
-
 export interface JobWorkerOptions {
   db: Database;
   clock: Clock;
@@ -106,6 +35,8 @@ export interface JobWorkerOptions {
   nextRunAt: (quotas: Quota[]) => Promise<Date | undefined>;
   /** Runs one job to its recorded outcome; returns when it is to run again, if it was rescheduled. */
   run: (job: Job) => Promise<Date | undefined>;
+  /** Makes claimed jobs that were never started pending again (held too long: Slots). */
+  handBack: (ids: string[]) => Promise<unknown>;
   onError: (error: unknown, job?: Job) => void;
 }
 
@@ -149,7 +80,8 @@ export class JobWorker {
 
   /**
    * Stops claiming, then waits for the jobs in hand to be finished and recorded: all of them, or with
-   * `finishWithinMs` no longer than that. Returns the jobs still running then (for the caller to hand back).
+   * `finishWithinMs` no longer than that. Returns the jobs still running then and those claimed ahead and
+   * never started (for the caller to hand back).
    */
   async stop(finishWithinMs = Number.POSITIVE_INFINITY): Promise<Job[]> {
     this.running = false;
@@ -164,6 +96,9 @@ export class JobWorker {
     const unlisten = await listening;
     await unlisten?.().catch((error) => this.options.onError(error));
     await this.pump;
+    // Jobs claimed ahead (the last claim's among them) never start now: they are returned with the unfinished
+    // ones, for the caller to hand back. (A slot freed from here on starts none: the worker is not running.)
+    const held = this.slots.releaseHeld();
     const finished = Promise.allSettled([...this.runs.keys()]);
     if (Number.isFinite(finishWithinMs)) {
       let timer: NodeJS.Timeout | undefined;
@@ -177,7 +112,7 @@ export class JobWorker {
     } else {
       await finished;
     }
-    return [...this.runs.values()];
+    return [...this.runs.values(), ...held];
   }
 
   /** Wakes the worker for jobs of `queue` just committed, if it works that queue (an announcement). */
@@ -214,6 +149,7 @@ export class JobWorker {
     const { clock, pollIntervalMs } = this.options;
     let nextLook = Date.now() + pollIntervalMs;
     this.lastTurnAt = Date.now();
+    this.handBack(this.slots.takeStale(clock.nowMs()));
     try {
       while (this.running) {
         const queues = this.options.queues();
@@ -222,7 +158,7 @@ export class JobWorker {
         // Every slot (or every queue's share) is taken: a finishing job calls again.
         if (wanted <= 0) break;
         const jobs = await this.options.claim(claim);
-        for (const job of jobs) this.launch(job, queues);
+        for (const job of jobs) this.accept(job, queues);
         if (jobs.length === wanted) continue;
         // Short: nothing more is due in the queues that had room. Sleep until the next of them falls due.
         const own = new Set(queues.filter((queue) => queue.ownSlots).map((queue) => queue.name));
@@ -251,13 +187,19 @@ export class JobWorker {
     return step > 0 ? Math.ceil(at / step) * step : at;
   }
 
-  private launch(job: Job, queues: SlotQueue[]): void {
+  /** Starts a claimed job, or holds it until a slot of its queue frees (claimed ahead). */
+  private accept(job: Job, queues: SlotQueue[]): void {
     // A queue registered after the claim cannot hold the job; its shared slot is counted all the same.
     const queue = queues.find((candidate) => candidate.name === job.queue) ?? {
       name: job.queue,
       concurrency: this.slots.total,
       leaseSeconds: 0,
     };
+    if (this.slots.canStart(queue)) this.launch(job, queue);
+    else this.slots.hold(queue, job, this.options.clock.nowMs());
+  }
+
+  private launch(job: Job, queue: SlotQueue): void {
     this.slots.take(queue);
     const run: Promise<void> = this.options
       .run(job)
@@ -271,12 +213,27 @@ export class JobWorker {
       .finally(() => {
         this.runs.delete(run);
         const wasAtLimit = this.slots.release(queue);
+        // A job claimed ahead takes the slot at once; the claim that tops the hand up comes after.
+        if (this.running) {
+          const { job: next, stale } = this.slots.nextHeld(queue, this.options.clock.nowMs());
+          this.handBack(stale);
+          if (next) this.launch(next, queue);
+        }
         // The freed slot is filled at once, unless the last claim found nothing more due; a queue that was
         // at its own limit may have due jobs that claim left out, and so may the key of a job that ends.
         const short = queue.ownSlots ? this.short.own : this.short.shared;
         if (!short || wasAtLimit || job.concurrencyKey !== null) this.wake();
       });
     this.runs.set(run, job);
+  }
+
+  /** Hands back jobs held too long to start (their claim is undone; any worker may take them again). */
+  private handBack(jobs: Job[]): void {
+    if (jobs.length === 0) return;
+    this.options.handBack(jobs.map((job) => job.id)).then(
+      () => this.wake(),
+      (error) => this.options.onError(error),
+    );
   }
 
   /** Wakes the worker at `at` (a Date.now() time), unless an earlier wake-up is already set. */
