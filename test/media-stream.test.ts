@@ -3,12 +3,15 @@
 // SSRF rules, at save time and at connect time), the RTP session's µ-law for a PCMA caller, and a flow's
 // stream on the simulated PBX through the HTTP API and the test controls: a silent caller, keys from the test
 // control as `dtmf`, the app closing (the flow goes on), the caller hanging up (`stop`), an app that cannot be
-// reached (the flow goes on), and a url with credentials refused when the flow is saved.
+// reached (the flow goes on), and a url with credentials refused when the flow is saved. The socket's upgrade
+// request is signed with the flow app secret (Standard Webhooks headers over the body `{}`).
 import assert from 'node:assert/strict';
 import { createSocket } from 'node:dgram';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import g711 from 'alawmulaw';
+import { Webhook } from 'standardwebhooks';
+import { Webhook as SvixWebhook } from 'svix';
 import { WebSocketServer } from 'ws';
 import { RtpSession } from '../src/modules/voice/sip/rtp.ts';
 import { MAX_QUEUED_SECONDS, StreamPlayback } from '../src/modules/voice/stream-playback.ts';
@@ -165,7 +168,13 @@ describe('a media stream on the simulated PBX', () => {
   let numberId: string;
   let server: WebSocketServer;
   let appUrl: string;
-  type App = { messages: Record<string, any>[]; socket: import('ws').WebSocket; closed: Promise<void> };
+  type App = {
+    messages: Record<string, any>[];
+    socket: import('ws').WebSocket;
+    closed: Promise<void>;
+    /** The upgrade request's headers. */
+    headers: Record<string, string>;
+  };
   let connected: (app: App) => void = () => {};
 
   before(async () => {
@@ -175,11 +184,16 @@ describe('a media stream on the simulated PBX', () => {
     server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
     await new Promise<void>((resolve) => server.once('listening', resolve));
     appUrl = `ws://127.0.0.1:${(server.address() as { port: number }).port}/`;
-    server.on('connection', (socket) => {
+    server.on('connection', (socket, request) => {
       const app: App = {
         messages: [],
         socket,
         closed: new Promise((resolve) => socket.on('close', () => resolve())),
+        headers: Object.fromEntries(
+          Object.entries(request.headers).filter(
+            (entry): entry is [string, string] => typeof entry[1] === 'string',
+          ),
+        ),
       };
       socket.on('message', (data) => app.messages.push(JSON.parse(data.toString())));
       connected(app);
@@ -238,6 +252,16 @@ describe('a media stream on the simulated PBX', () => {
     });
     const arrived = await arrive();
     const app = await appConnects;
+    // The upgrade is ours: signed with the organization's flow app secret, verifiable as a webhook is.
+    const secret = await api('GET', '/call-flows/signing-secret');
+    assert.equal(secret.status, 200, secret.text);
+    assert.match(app.headers['webhook-id'] ?? '', /^msg_/);
+    assert.deepEqual(new Webhook(secret.body.data.secret).verify('{}', app.headers), {});
+    assert.deepEqual(new SvixWebhook(secret.body.data.secret).verify('{}', app.headers), {});
+    assert.throws(
+      () => new Webhook(`whsec_${Buffer.alloc(32, 7).toString('base64')}`).verify('{}', app.headers),
+      /No matching signature/,
+    );
     await until(
       () => app.messages.filter((message) => message.event === 'media').length,
       (count) => count >= 5,

@@ -51,6 +51,9 @@ export interface FlowAppsDeps {
   checkSteps: (organizationId: string, steps: unknown) => Promise<FlowStep[]>;
 }
 
+/** What a media stream's upgrade is signed over (FlowApps.streamHeaders): it has no body of its own. */
+export const STREAM_SIGNED_BODY = '{}';
+
 export class FlowApps {
   constructor(private readonly deps: FlowAppsDeps) {}
 
@@ -110,6 +113,24 @@ export class FlowApps {
     } catch (error) {
       this.deps.log.error({ callId: request.callId, err: error }, 'call status to the app failed');
     }
+  }
+
+  /**
+   * The Standard Webhooks headers of a media stream's WebSocket upgrade (flow-stream.ts), signed with the flow
+   * app secret. The upgrade has no body: the signature is made over `{}`, an empty JSON object, which the
+   * verifiers of `standardwebhooks` and `svix` both take as it is (`verify('{}', headers)`; svix's parses what it
+   * verified, so an empty string would not do). The id is new for each connection, so an app may refuse a
+   * repeat. Throws when the secret cannot be opened: an unsigned stream would be refused by an app that checks.
+   */
+  async streamHeaders(organizationId: string): Promise<Record<string, string>> {
+    let secrets: string[];
+    try {
+      secrets = await this.deps.secrets.signing(organizationId);
+    } catch {
+      throw new Error('the signing secret cannot be opened; rotate it');
+    }
+    const now = this.deps.clock.now();
+    return signedHeaders(newId('msg', now.getTime()), now, STREAM_SIGNED_BODY, secrets);
   }
 
   private async post(

@@ -64,18 +64,23 @@ export async function checkStreamTarget(
 }
 
 /**
- * Opens the stream's WebSocket, checked as at save time (the rules may have changed, the name moved): resolves
- * once the handshake is done; rejects (StreamTargetRefused, or the connection's error) otherwise. No redirects
- * are followed and no compression is offered.
+ * Opens the stream's WebSocket with `headers` on its upgrade request (the signature: FlowApps.streamHeaders),
+ * checked as at save time (the rules may have changed, the name moved): resolves once the handshake is done;
+ * rejects (StreamTargetRefused, or the connection's error) otherwise. No redirects are followed and no
+ * compression is offered.
  */
-export async function openStreamSocket(url: string, options: StreamTargetOptions): Promise<WebSocket> {
+export async function openStreamSocket(
+  url: string,
+  options: StreamTargetOptions,
+  headers: Record<string, string> = {},
+): Promise<WebSocket> {
   const addresses = await checkStreamTarget(url, options);
   const socket = new WebSocket(url, {
     handshakeTimeout: CONNECT_TIMEOUT_MS,
     maxPayload: MAX_MESSAGE_BYTES,
     followRedirects: false,
     perMessageDeflate: false,
-    headers: { 'user-agent': 'commsplatform-media-streams/1' },
+    headers: { ...headers, 'user-agent': 'commsplatform-media-streams/1' },
     // ws hands its options to the socket's connect: the checked addresses are the only ones it may reach.
     ...(addresses ? { lookup: pinnedLookup(addresses) } : {}),
   } as WebSocket.ClientOptions);
