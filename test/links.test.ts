@@ -5,7 +5,7 @@
 // can ask for tracking too; the link matcher stays linear on adversarial text.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { findLinks } from '../src/modules/links/index.ts';
+import { findLinks, LINK_CLICKS_PER_CODE_RULE } from '../src/modules/links/index.ts';
 import { isShapeA, startTestApp, type TestApp } from './helpers/app.ts';
 import { campaignKit } from './helpers/campaigns.ts';
 import { runFor, sender } from './helpers/messaging.ts';
@@ -227,6 +227,47 @@ describe('link tracking', () => {
     );
     assert.equal(event?.data.campaignId, null);
     assert.equal(event?.data.recipientPhone, '+12025550189');
+  });
+
+  test('a burst of taps on one code: every tap redirected, five a minute counted (a leaked link cannot flood)', async () => {
+    t.ctx.clock.set(NOON_EASTERN);
+    const acme = await sender(t);
+    const tracked = await api(acme, 'POST', '/messages/send', {
+      to: '+12025550187',
+      message: `Burst ${LONG_URL}`,
+      trackLinks: true,
+    });
+    assert.equal(tracked.status, 202, tracked.text);
+    const [code] = codesOf(tracked.body.data.body);
+    const counted = async () =>
+      (
+        await t.ctx.db.query<{ count: number }>(
+          "SELECT count(*)::int AS count FROM events WHERE type = 'link.clicked' AND data->>'messageId' = $1",
+          [tracked.body.data.id],
+        )
+      )[0]!.count;
+    for (let tap = 0; tap < 8; tap++) {
+      const click = await follow(code!, PHONE_UA);
+      assert.equal(click.status, 302);
+      assert.equal(click.headers.get('location'), LONG_URL);
+    }
+    assert.equal(await counted(), LINK_CLICKS_PER_CODE_RULE.limit);
+    // Another recipient's code is not held back by it.
+    const other = await api(acme, 'POST', '/messages/send', {
+      to: '+12025550186',
+      message: `Burst ${LONG_URL}`,
+      trackLinks: true,
+    });
+    assert.equal((await follow(codesOf(other.body.data.body)[0]!, PHONE_UA)).status, 302);
+    const [otherEvent] = await t.ctx.db.query(
+      "SELECT 1 FROM events WHERE type = 'link.clicked' AND data->>'messageId' = $1",
+      [other.body.data.id],
+    );
+    assert.ok(otherEvent);
+    // A minute on, the code's taps count again.
+    t.ctx.clock.advance(61);
+    assert.equal((await follow(code!, PHONE_UA)).status, 302);
+    assert.equal(await counted(), LINK_CLICKS_PER_CODE_RULE.limit + 1);
   });
 
   test('the launch check counts tracked links short: a campaign that fits only with its short links launches', async () => {

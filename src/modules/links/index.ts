@@ -9,8 +9,10 @@ import { LinkService } from './service.ts';
 export const linksModule = defineModule({
   name: 'links',
   create: ({ platform }): LinksServices => {
-    const { db, clock, events, pagination, config } = platform;
-    return { links: new LinkService({ db, clock, events, pagination, publicUrl: config.publicUrl }) };
+    const { db, clock, events, pagination, config, rateLimiter } = platform;
+    return {
+      links: new LinkService({ db, clock, events, pagination, publicUrl: config.publicUrl, rateLimiter }),
+    };
   },
   routes: { public: [linkRoutes] },
   events: [LinkClicked],
@@ -18,5 +20,11 @@ export const linksModule = defineModule({
 });
 
 export { findLinks } from './matcher.ts';
-export { type Click, LINK_RETENTION_DAYS, type LinkService, type ShortenedText } from './service.ts';
+export {
+  type Click,
+  LINK_CLICKS_PER_CODE_RULE,
+  LINK_RETENTION_DAYS,
+  type LinkService,
+  type ShortenedText,
+} from './service.ts';
 export { LINK_UNFURLERS } from './unfurlers.ts';

@@ -11,6 +11,7 @@ import type { Database, Queryable } from '../../platform/db/index.ts';
 import type { EventOutbox } from '../../platform/events.ts';
 import { newId, randomSecret } from '../../platform/ids.ts';
 import type { PageQueryInput, Paginator } from '../../platform/pagination.ts';
+import type { RateLimiter, RateLimitRule } from '../../platform/rate-limit.ts';
 import { LinkClicked } from './events.ts';
 import { findLinks } from './matcher.ts';
 import { type ClickRow, LinkStore } from './store.ts';
@@ -44,12 +45,26 @@ export interface Click {
   userAgent: string | null;
 }
 
+/**
+ * Taps of one code counted in any minute. A code is one recipient's link, and a person does not tap faster;
+ * past this a burst on one code (a leaked link replayed by a script) is redirected all the same but counted
+ * nowhere, so it cannot flood a campaign's figures, its `link.clicked` webhooks or the database. Sliding, so a
+ * burst straddling a minute's turn gets no second budget.
+ */
+export const LINK_CLICKS_PER_CODE_RULE: RateLimitRule = {
+  name: 'link-clicks-code',
+  limit: 5,
+  windowSeconds: 60,
+  sliding: true,
+};
+
 export class LinkService {
   private readonly db: Database;
   private readonly clock: Clock;
   private readonly events: EventOutbox;
   private readonly pagination: Paginator;
   private readonly base: string;
+  private readonly rateLimiter: RateLimiter;
   private readonly store = new LinkStore();
 
   constructor(deps: {
@@ -58,11 +73,13 @@ export class LinkService {
     events: EventOutbox;
     pagination: Paginator;
     publicUrl: string;
+    rateLimiter: RateLimiter;
   }) {
     this.db = deps.db;
     this.clock = deps.clock;
     this.events = deps.events;
     this.pagination = deps.pagination;
+    this.rateLimiter = deps.rateLimiter;
     this.base = `${deps.publicUrl.replace(/\/+$/, '')}/l/`;
   }
 
@@ -117,6 +134,7 @@ export class LinkService {
     if (request.method !== 'GET' || request.prefetch || userAgent === null || isUnfurler(userAgent)) {
       return link.url;
     }
+    if (!(await this.rateLimiter.consume(LINK_CLICKS_PER_CODE_RULE, code)).allowed) return link.url;
     await this.db.transaction(async (tx) => {
       await this.store.insertClick(tx, { id: newId('clk', now.getTime()), link, userAgent, at: now });
       await this.events.record(tx, LinkClicked, {
