@@ -1,7 +1,7 @@
 // Claiming ahead (QueueOptions.claimAhead, src/platform/jobs/slots.ts): a queue with slots of its own claims
 // that many jobs more than its slots and holds them, each started the moment a slot frees, oldest claim
 // first; a held job never runs past its queue's concurrency; one held for a quarter of its lease is handed
-// back instead of started; a worker that stops hands its held jobs back. Against a real database: the held
+// back instead of started, even when no slot frees; a worker that stops hands its held jobs back at once. Against a real database: the held
 // jobs are claimed (running, under this worker's lease) and every job runs exactly once, in order.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -85,7 +85,7 @@ describe('the slots of a queue that claims ahead', () => {
 
 describe('a worker that claims ahead', () => {
   /** A JobWorker over scripted claims: each claim hands out the jobs it is given, up to its room. */
-  function scriptedWorker(clock: Clock, backlog: Job[]) {
+  function scriptedWorker(clock: Clock, backlog: Job[], queue: SlotQueue = ahead) {
     const started: string[] = [];
     /** How many claims had been made when each job started. */
     const claimsAtStart = new Map<string, number>();
@@ -99,7 +99,7 @@ describe('a worker that claims ahead', () => {
       concurrency: 4,
       pollIntervalMs: 60_000,
       scheduleStepMs: 0,
-      queues: () => [ahead],
+      queues: () => [queue],
       claim: async (claim: Claim) => {
         claims++;
         return backlog.splice(0, claim.quotas.find((quota) => quota.queue === 'q')?.limit ?? 0);
@@ -110,7 +110,7 @@ describe('a worker that claims ahead', () => {
         claimsAtStart.set(running.id, claims);
         return new Promise((resolve) => finish.set(running.id, () => resolve(undefined)));
       },
-      handBack: async (ids) => void handedBack.push(...ids),
+      handBack: async (ids) => handedBack.push(...ids) && ids.length,
       onError: (error) => errors.push(error),
     });
     return { worker, started, claimsAtStart, finish, handedBack, errors, claims: () => claims };
@@ -136,7 +136,7 @@ describe('a worker that claims ahead', () => {
     await waitFor(() => started.length === 7);
     assert.deepEqual(started, ['j1', 'j2', 'j3', 'j4', 'j5', 'j6', 'j7']);
     finish.get('j7')!();
-    assert.deepEqual(await worker.stop(), []);
+    assert.deepEqual(await worker.stop(), { unfinished: [], handedBack: 0 });
     assert.deepEqual(errors, []);
   });
 
@@ -155,14 +155,31 @@ describe('a worker that claims ahead', () => {
     backlog.push(job('j6'), job('j7'), job('j8'));
     clock.advance(0); // a move of the clock wakes the worker
     await waitFor(() => started.length === 3 && backlog.length === 0);
-    // Stopping without waiting: the two running and the two held come back, for the queue to hand back.
-    const unfinished = await worker.stop(0);
+    // Stopping without waiting: the two held go back at once, the two running are returned unfinished.
+    const stopped = await worker.stop(0);
     assert.deepEqual(
-      unfinished.map((held) => held.id),
-      ['j2', 'j6', 'j7', 'j8'],
+      stopped.unfinished.map((running) => running.id),
+      ['j2', 'j6'],
     );
+    assert.equal(stopped.handedBack, 2);
+    assert.deepEqual(handedBack, ['j3', 'j4', 'j5', 'j7', 'j8']);
     finish.get('j2')!();
     finish.get('j6')!();
+    assert.deepEqual(errors, []);
+  });
+
+  test('a held job past a quarter of its lease goes back on the worker’s own alarm, with no slot freeing and no clock moving', async () => {
+    const clock = new Clock(true);
+    const shortLease: SlotQueue = { ...ahead, leaseSeconds: 1 }; // stale 250 ms after it is held
+    const backlog = ['j1', 'j2', 'j3'].map((id) => job(id));
+    const { worker, started, finish, handedBack, errors } = scriptedWorker(clock, backlog, shortLease);
+    worker.start();
+    await waitFor(() => handedBack.length === 1);
+    assert.deepEqual(handedBack, ['j3']);
+    assert.deepEqual(started, ['j1', 'j2']);
+    finish.get('j1')!();
+    finish.get('j2')!();
+    await worker.stop();
     assert.deepEqual(errors, []);
   });
 });

@@ -483,7 +483,8 @@ export class JobQueue {
         await new Promise((resolve) => setImmediate(resolve));
       }
     }
-    await Promise.all(runs);
+    // A run that ends may start a held job (past maxRounds too): wait for those as well.
+    while (runs.size > 0) await Promise.all(runs);
     await Promise.all(handedBack);
     if (failure) throw failure.error;
     return total;
@@ -508,9 +509,9 @@ export class JobQueue {
    * Returns how many jobs were handed back.
    */
   async stop(options: { finishWithinMs?: number } = {}): Promise<{ handedBack: number }> {
-    const unfinished = await this.worker.stop(options.finishWithinMs);
+    const { unfinished, handedBack } = await this.worker.stop(options.finishWithinMs);
     await this.announcer.flush();
-    return { handedBack: await this.store.handBack(unfinished.map((job) => job.id)) };
+    return { handedBack: handedBack + (await this.store.handBack(unfinished.map((job) => job.id))) };
   }
 
   private slotQueues(): SlotQueue[] {

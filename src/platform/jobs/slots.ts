@@ -91,12 +91,16 @@ export class Slots {
     );
   }
 
-  /** Keeps a claimed job of `queue` until a slot of it frees; `nowMs` is the clock's time. */
-  hold(queue: SlotQueue, job: Job, nowMs: number): void {
+  /**
+   * Keeps a claimed job of `queue` until a slot of it frees; `nowMs` is the clock's time. Returns when (the
+   * clock's ms) it will have been held too long to start.
+   */
+  hold(queue: SlotQueue, job: Job, nowMs: number): number {
     const held = { job, staleAtMs: nowMs + queue.leaseSeconds * 1000 * HELD_LEASE_FRACTION };
     const hand = this.held.get(queue.name);
     if (hand) hand.push(held);
     else this.held.set(queue.name, [held]);
+    return held.staleAtMs;
   }
 
   /**

@@ -35,8 +35,8 @@ export interface JobWorkerOptions {
   nextRunAt: (quotas: Quota[]) => Promise<Date | undefined>;
   /** Runs one job to its recorded outcome; returns when it is to run again, if it was rescheduled. */
   run: (job: Job) => Promise<Date | undefined>;
-  /** Makes claimed jobs that were never started pending again (held too long: Slots). */
-  handBack: (ids: string[]) => Promise<unknown>;
+  /** Makes claimed jobs that were never started pending again (held too long: Slots); returns how many. */
+  handBack: (ids: string[]) => Promise<number>;
   onError: (error: unknown, job?: Job) => void;
 }
 
@@ -80,10 +80,10 @@ export class JobWorker {
 
   /**
    * Stops claiming, then waits for the jobs in hand to be finished and recorded: all of them, or with
-   * `finishWithinMs` no longer than that. Returns the jobs still running then and those claimed ahead and
-   * never started (for the caller to hand back).
+   * `finishWithinMs` no longer than that. Jobs claimed ahead and never started are handed back at once.
+   * Returns the jobs still running then (for the caller to hand back) and how many held ones went back.
    */
-  async stop(finishWithinMs = Number.POSITIVE_INFINITY): Promise<Job[]> {
+  async stop(finishWithinMs = Number.POSITIVE_INFINITY): Promise<{ unfinished: Job[]; handedBack: number }> {
     this.running = false;
     this.lastTurnAt = undefined;
     clearTimeout(this.timer);
@@ -96,9 +96,17 @@ export class JobWorker {
     const unlisten = await listening;
     await unlisten?.().catch((error) => this.options.onError(error));
     await this.pump;
-    // Jobs claimed ahead (the last claim's among them) never start now: they are returned with the unfinished
-    // ones, for the caller to hand back. (A slot freed from here on starts none: the worker is not running.)
+    // Jobs claimed ahead (the last claim's among them) never start now: they go back at once, not after the
+    // wait, so that another worker may take them. (A slot freed from here on starts none: the worker is not
+    // running.)
     const held = this.slots.releaseHeld();
+    const heldBack =
+      held.length === 0
+        ? Promise.resolve(0)
+        : this.options.handBack(held.map((job) => job.id)).catch((error) => {
+            this.options.onError(error);
+            return 0;
+          });
     const finished = Promise.allSettled([...this.runs.keys()]);
     if (Number.isFinite(finishWithinMs)) {
       let timer: NodeJS.Timeout | undefined;
@@ -112,7 +120,7 @@ export class JobWorker {
     } else {
       await finished;
     }
-    return [...this.runs.values(), ...held];
+    return { unfinished: [...this.runs.values()], handedBack: await heldBack };
   }
 
   /** Wakes the worker for jobs of `queue` just committed, if it works that queue (an announcement). */
@@ -149,8 +157,10 @@ export class JobWorker {
     const { clock, pollIntervalMs } = this.options;
     let nextLook = Date.now() + pollIntervalMs;
     this.lastTurnAt = Date.now();
-    this.handBack(this.slots.takeStale(clock.nowMs()));
     try {
+      // Jobs held too long go back before this turn claims: the claim must not meet them still ours.
+      const stale = this.slots.takeStale(clock.nowMs());
+      if (stale.length > 0) await this.options.handBack(stale.map((job) => job.id));
       while (this.running) {
         const queues = this.options.queues();
         const claim = this.slots.claimable(queues);
@@ -195,8 +205,14 @@ export class JobWorker {
       concurrency: this.slots.total,
       leaseSeconds: 0,
     };
-    if (this.slots.canStart(queue)) this.launch(job, queue);
-    else this.slots.hold(queue, job, this.options.clock.nowMs());
+    if (this.slots.canStart(queue)) {
+      this.launch(job, queue);
+      return;
+    }
+    // Held: a turn when it will have been held too long, so it goes back then even if no slot frees first.
+    const { clock } = this.options;
+    const staleAtMs = this.slots.hold(queue, job, clock.nowMs());
+    this.alarm(Date.now() + Math.max(0, staleAtMs - clock.nowMs()) + 1);
   }
 
   private launch(job: Job, queue: SlotQueue): void {
