@@ -4,7 +4,7 @@
 // stream on the simulated PBX through the HTTP API and the test controls: a silent caller, keys from the test
 // control as `dtmf`, the app closing (the flow goes on), the caller hanging up (`stop`), an app that cannot be
 // reached (the flow goes on), and a url with credentials refused when the flow is saved. The socket's upgrade
-// request is signed with the flow app secret (Standard Webhooks headers over the body `{}`).
+// request is signed with the flow app secret (Standard Webhooks headers over the JSON `{"url": …}`).
 import assert from 'node:assert/strict';
 import { createSocket } from 'node:dgram';
 import { after, before, describe, test } from 'node:test';
@@ -256,10 +256,17 @@ describe('a media stream on the simulated PBX', () => {
     const secret = await api('GET', '/call-flows/signing-secret');
     assert.equal(secret.status, 200, secret.text);
     assert.match(app.headers['webhook-id'] ?? '', /^msg_/);
-    assert.deepEqual(new Webhook(secret.body.data.secret).verify('{}', app.headers), {});
-    assert.deepEqual(new SvixWebhook(secret.body.data.secret).verify('{}', app.headers), {});
+    // Over the JSON of the step's url, as saved: worthless at another url.
+    const signed = JSON.stringify({ url: appUrl });
+    assert.deepEqual(new Webhook(secret.body.data.secret).verify(signed, app.headers), { url: appUrl });
+    assert.deepEqual(new SvixWebhook(secret.body.data.secret).verify(signed, app.headers), { url: appUrl });
     assert.throws(
-      () => new Webhook(`whsec_${Buffer.alloc(32, 7).toString('base64')}`).verify('{}', app.headers),
+      () =>
+        new Webhook(secret.body.data.secret).verify(JSON.stringify({ url: `${appUrl}other` }), app.headers),
+      /No matching signature/,
+    );
+    assert.throws(
+      () => new Webhook(`whsec_${Buffer.alloc(32, 7).toString('base64')}`).verify(signed, app.headers),
       /No matching signature/,
     );
     await until(

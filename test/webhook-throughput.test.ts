@@ -15,6 +15,7 @@ import {
 } from '../src/modules/webhooks/endpoint-pace.ts';
 import { WebhookTransport } from '../src/modules/webhooks/transport.ts';
 import { GroupBatch } from '../src/platform/db/group-batch.ts';
+import { RetryAt } from '../src/platform/jobs.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { createUser } from './helpers/portal.ts';
 
@@ -212,6 +213,35 @@ describe('webhook throughput', () => {
       // A receiver that keeps up earns a larger cap.
       assert.ok((await capOf(endpointId))!.cap > ENDPOINT_CONCURRENCY);
     } finally {
+      await receiver.close();
+    }
+  });
+
+  test('an attempt taken up while its endpoint is paused (held for a slot, or claimed as the pause was written) waits it out unsent', async () => {
+    const receiver = await startCountingReceiver(() => ({ status: 204 }));
+    const now = t.ctx.clock.freeze();
+    try {
+      const endpointId = await endpointWithEvents(receiver.url, 1);
+      const until = new Date(now.getTime() + 30_000);
+      await t.ctx.jobs.adjustKeyCap('webhooks.deliver', endpointId, { pause: { until } });
+      await t.ctx.jobs.drain(); // the event fans out; its delivery's job is not claimed while the key is paused
+      const [delivery] = await t.ctx.db.query<{ id: string }>(
+        'SELECT id FROM webhook_deliveries WHERE endpoint_id = $1',
+        [endpointId],
+      );
+      // The attempt itself, as a job claimed before the pause would make it.
+      await assert.rejects(t.ctx.webhookDelivery.attempt({ deliveryId: delivery!.id }), (error: unknown) => {
+        assert.ok(error instanceof RetryAt);
+        assert.equal(error.at.getTime(), until.getTime());
+        return true;
+      });
+      assert.equal(receiver.state.received, 0, 'nothing sent during the pause');
+      t.ctx.clock.advance(31);
+      await t.ctx.jobs.drain();
+      assert.deepEqual(await statuses(endpointId), { succeeded: 1 });
+      assert.equal(receiver.state.received, 1);
+    } finally {
+      t.ctx.clock.thaw();
       await receiver.close();
     }
   });

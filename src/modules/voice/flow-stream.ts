@@ -23,7 +23,7 @@ export async function stream(flow: FlowControl, run: Run, step: StreamStep): Pro
     // Signed as the flow's app requests are, so the app can tell the connection is ours.
     const apps = flow.deps.apps();
     if (!apps) throw new Error('the flow apps are not ready');
-    const headers = await apps.streamHeaders(row.organization_id);
+    const headers = await apps.streamHeaders(row.organization_id, step.url);
     const socket = await openStreamSocket(step.url, flow.deps.streams ?? { guarded: true }, headers);
     const start: MediaStreamStart = {
       streamSid,

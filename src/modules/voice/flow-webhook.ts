@@ -51,8 +51,10 @@ export interface FlowAppsDeps {
   checkSteps: (organizationId: string, steps: unknown) => Promise<FlowStep[]>;
 }
 
-/** What a media stream's upgrade is signed over (FlowApps.streamHeaders): it has no body of its own. */
-export const STREAM_SIGNED_BODY = '{}';
+/** What a media stream's upgrade to `url` is signed over (FlowApps.streamHeaders): it has no body of its own. */
+export function streamSignedBody(url: string): string {
+  return JSON.stringify({ url });
+}
 
 export class FlowApps {
   constructor(private readonly deps: FlowAppsDeps) {}
@@ -116,13 +118,14 @@ export class FlowApps {
   }
 
   /**
-   * The Standard Webhooks headers of a media stream's WebSocket upgrade (flow-stream.ts), signed with the flow
-   * app secret. The upgrade has no body: the signature is made over `{}`, an empty JSON object, which the
-   * verifiers of `standardwebhooks` and `svix` both take as it is (`verify('{}', headers)`; svix's parses what it
-   * verified, so an empty string would not do). The id is new for each connection, so an app may refuse a
-   * repeat. Throws when the secret cannot be opened: an unsigned stream would be refused by an app that checks.
+   * The Standard Webhooks headers of a media stream's WebSocket upgrade to `url` (flow-stream.ts), signed with
+   * the flow app secret. The upgrade has no body: the signature is made over `streamSignedBody(url)`, the JSON
+   * `{"url": …}` of the step's url as saved, which the app knows, so the headers are worth nothing at another
+   * of its URLs (or as a signed POST of another body). `standardwebhooks` and `svix` verify it as they are. The
+   * id is new for each connection, so an app may refuse a repeat. Throws when the secret cannot be opened: an
+   * unsigned stream would be refused by an app that checks.
    */
-  async streamHeaders(organizationId: string): Promise<Record<string, string>> {
+  async streamHeaders(organizationId: string, url: string): Promise<Record<string, string>> {
     let secrets: string[];
     try {
       secrets = await this.deps.secrets.signing(organizationId);
@@ -130,7 +133,7 @@ export class FlowApps {
       throw new Error('the signing secret cannot be opened; rotate it');
     }
     const now = this.deps.clock.now();
-    return signedHeaders(newId('msg', now.getTime()), now, STREAM_SIGNED_BODY, secrets);
+    return signedHeaders(newId('msg', now.getTime()), now, streamSignedBody(url), secrets);
   }
 
   private async post(

@@ -36,10 +36,13 @@ export class DeliveryBatches {
   private readonly fanOuts: GroupBatch<EventToFanOut>;
   private readonly reads: GroupBatch<string, DeliveryWithEndpoint | undefined>;
   private readonly successes: GroupBatch<Success>;
+  /** The delivery queue: its keys (the endpoints) carry the receivers' pauses. */
+  private readonly queue: string;
 
   constructor(deps: { db: Database; clock: Clock; jobs: JobQueue; queue: string }) {
     const { db, clock, jobs, queue } = deps;
     this.db = db;
+    this.queue = queue;
     this.fanOuts = new GroupBatch<EventToFanOut>({
       run: async (events) => {
         const now = clock.now();
@@ -133,10 +136,11 @@ export class DeliveryBatches {
   private async findDeliveriesWithEndpoint(deliveryIds: string[]): Promise<DeliveryWithEndpoint[]> {
     return this.db.query<DeliveryWithEndpoint>(
       `SELECT d.*, e.url, e.enabled, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at,
-              e.failing_since
+              e.failing_since, caps.paused_until
          FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+         LEFT JOIN job_key_caps caps ON caps.queue = $2 AND caps.concurrency_key = d.endpoint_id
         WHERE d.id = ANY($1::text[])`,
-      [deliveryIds],
+      [deliveryIds, this.queue],
     );
   }
 

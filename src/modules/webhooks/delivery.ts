@@ -254,6 +254,11 @@ export class WebhookDelivery {
     if (delivery.next_attempt_at && delivery.next_attempt_at.getTime() > this.clock.nowMs()) {
       throw new RetryAt(delivery.next_attempt_at);
     }
+    // Nor while its receiver asked us to wait: an attempt claimed before the pause (held for a free slot, or
+    // started as the pause was written) goes back to wait it out, unsent.
+    if (delivery.paused_until && delivery.paused_until.getTime() > this.clock.nowMs()) {
+      throw new RetryAt(delivery.paused_until, 'the endpoint asked us to wait');
+    }
     if (!delivery.enabled) {
       await this.store.failPending(this.db, delivery.id, 'Not attempted: the endpoint is disabled');
       return;

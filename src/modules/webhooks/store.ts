@@ -61,7 +61,10 @@ export type DeliveryWithEndpoint = DeliveryRow &
     | 'previous_secret_sealed'
     | 'previous_secret_expires_at'
     | 'failing_since'
-  >;
+  > & {
+    /** Until when the endpoint's receiver asked us to wait (its key's pause in job_key_caps), if it did. */
+    paused_until: Date | null;
+  };
 
 /** The state an endpoint is written back with after an edit. */
 export interface EndpointValues {
