@@ -10,12 +10,24 @@
 // the size of its free slots and refills a slot as soon as it frees, and successes are recorded in batches.
 // Fairness: a queue's `concurrency` bounds its slots in one worker; its `perKeyConcurrency` bounds the jobs of
 // one concurrency key (a webhook endpoint) running at once across every worker.
+// Beside this file: jobs/options.ts (what a queue and an enqueue may say), jobs/slots.ts (slots, claiming
+// ahead), jobs/worker.ts (the background loop), jobs/drain.ts (drain()), jobs/metrics.ts, jobs/announcer.ts
+// (wake-ups after autocommitted enqueues) and jobs/store.ts (the SQL).
 import { hostname } from 'node:os';
 import type { Clock } from './clock.ts';
 import { GroupBatch } from './db/group-batch.ts';
 import type { Database, Queryable } from './db/index.ts';
 import { newId } from './ids.ts';
 import { ANNOUNCE_INTERVAL_MS, JobAnnouncer } from './jobs/announcer.ts';
+import { drainJobs } from './jobs/drain.ts';
+import { declareJobMetrics, type JobMetrics } from './jobs/metrics.ts';
+import {
+  type EnqueueOptions,
+  type JobHandler,
+  type QueueOptions,
+  type RegisteredQueue,
+  RetryAt,
+} from './jobs/options.ts';
 import { type SlotQueue, Slots } from './jobs/slots.ts';
 import {
   type Claim,
@@ -27,88 +39,14 @@ import {
   type JobWakeUp,
   type KeyCapChange,
   notifyWorkers,
-  type OpenJobs,
   type SelectedJobs,
 } from './jobs/store.ts';
 import { DEFAULT_SCHEDULE_STEP_MS, JobWorker } from './jobs/worker.ts';
-import type { CounterMetric, HistogramMetric, Meter } from './metrics/index.ts';
+import type { Meter } from './metrics/index.ts';
 import { currentTraceparent, inJobSpan, tracingEnabled } from './telemetry/index.ts';
 
+export { type EnqueueOptions, type JobHandler, type QueueOptions, RetryAt } from './jobs/options.ts';
 export type { Job, KeyCapChange, SelectedJobs } from './jobs/store.ts';
-
-export type JobHandler<Payload = unknown> = (payload: Payload, job: Job<Payload>) => Promise<void>;
-
-/** Thrown by a handler to be tried again at a given time (e.g. a receiver's Retry-After). */
-export class RetryAt extends Error {
-  constructor(
-    readonly at: Date,
-    message = 'retry requested',
-  ) {
-    super(message);
-  }
-}
-
-export interface QueueOptions<Payload = never> {
-  /** Attempts before the job is marked dead. */
-  maxAttempts?: number;
-  /** Seconds to wait after the n-th failed attempt (index n-1); the last entry repeats. */
-  retryDelaysSeconds?: number[];
-  /** How long a claim lasts before another worker may take the job. */
-  leaseSeconds?: number;
-  /**
-   * At most this many jobs of the queue run at once in one worker (default: all its slots), so that a
-   * backlog of one queue (a campaign's sends) cannot take every slot from the others.
-   */
-  concurrency?: number;
-  /**
-   * At most this many jobs of one concurrency key (EnqueueOptions.concurrencyKey) run at once, across every
-   * worker on the database, so that one slow key (a webhook endpoint that hangs) holds that many slots and the
-   * jobs of other keys keep flowing through the rest. A job without a key is not limited.
-   */
-  perKeyConcurrency?: number;
-  /**
-   * The queue's `concurrency` is a pool of slots of its own, outside the worker's shared ones
-   * (WORKER_CONCURRENCY): for jobs that spend their time waiting on the network, not the CPU (a webhook
-   * delivery waits on its receiver), which would otherwise hold the slots the CPU's work needs and be held
-   * to that number themselves. Set `concurrency` with it.
-   */
-  ownSlots?: boolean;
-  /**
-   * With `ownSlots`: this many jobs more than its slots are claimed and held, each started the moment a slot
-   * frees instead of after the next claim's round trip (jobs/slots.ts). A held job is claimed: its lease runs
-   * and it counts against its key's room; one held for a quarter of its lease is handed back, not started.
-   * For queues whose jobs end in bursts and are claimed in numbers (event dispatch, webhook deliveries).
-   */
-  claimAhead?: number;
-  /**
-   * Called once when a job of the queue gives up (its last attempt failed; a RetryAt never gives up), with
-   * the error of that attempt, in the transaction that marks the job dead, so the job's death and its
-   * consequence commit together. Only the worker still holding the job calls it. If it throws, the job is
-   * marked dead all the same and the hook's error goes to `onError`.
-   */
-  onDead?: (tx: Queryable, job: Job<Payload>, error: unknown) => Promise<void>;
-}
-
-export interface EnqueueOptions {
-  runAt?: Date;
-  maxAttempts?: number;
-  /** A second enqueue with the same key is ignored while the first exists. */
-  dedupeKey?: string;
-  /** The job's concurrency group, limited by its queue's `perKeyConcurrency`. */
-  concurrencyKey?: string;
-}
-
-interface RegisteredQueue {
-  handler: JobHandler<never>;
-  onDead?: QueueOptions['onDead'];
-  maxAttempts: number;
-  retryDelaysSeconds: number[];
-  leaseSeconds: number;
-  concurrency: number;
-  perKeyConcurrency?: number;
-  ownSlots?: boolean;
-  claimAhead?: number;
-}
 
 const DEFAULT_RETRY_DELAYS = [5, 30, 120, 600, 1800, 3600];
 const DEFAULT_MAX_ATTEMPTS = 10;
@@ -136,13 +74,6 @@ export interface JobQueueOptions {
 
 /** How the background worker is doing: stopped (never started here), alive, or stalled in a turn. */
 export type WorkerState = 'stopped' | 'alive' | 'stalled';
-
-interface JobMetrics {
-  completed: CounterMetric<'queue'>;
-  failures: CounterMetric<'queue'>;
-  dead: CounterMetric<'queue'>;
-  duration: HistogramMetric<'queue'>;
-}
 
 export class JobQueue {
   readonly workerId: string;
@@ -199,59 +130,12 @@ export class JobQueue {
       onError: (error) => this.onError(error, { id: '-', queue: '-' } as Job),
       intervalMs: ANNOUNCE_INTERVAL_MS,
     });
-    if (options.meter) this.metrics = this.declareMetrics(options.meter);
-  }
-
-  /** Counters moved as jobs end, and the open jobs read from the table at scrape time. */
-  private declareMetrics(meter: Meter): JobMetrics {
-    const labels = ['queue'] as const;
-    meter.readings({
-      gauges: [
-        { name: 'comms_jobs_waiting', help: 'Jobs due and waiting for a worker', labels },
-        {
-          name: 'comms_jobs_scheduled',
-          help: 'Jobs pending for a later time (retries, paced sends)',
-          labels,
-        },
-        { name: 'comms_jobs_running', help: 'Jobs claimed by a worker and under way', labels },
-        {
-          name: 'comms_jobs_oldest_waiting_seconds',
-          help: 'How long the oldest due job has waited for a worker (0: none waiting)',
-          labels,
-        },
-      ],
-      read: async () => {
-        const open = new Map((await this.store.openJobs(this.clock.now())).map((row) => [row.queue, row]));
-        // Every queue this process knows, at 0 when it has nothing open, so an alert sees the series.
-        const queues = [...new Set([...this.queues.keys(), ...open.keys()])];
-        const sample = (value: (row: OpenJobs | undefined) => number) =>
-          queues.map((queue) => ({ labels: { queue }, value: value(open.get(queue)) }));
-        return {
-          comms_jobs_waiting: sample((row) => row?.waiting ?? 0),
-          comms_jobs_scheduled: sample((row) => row?.scheduled ?? 0),
-          comms_jobs_running: sample((row) => row?.running ?? 0),
-          comms_jobs_oldest_waiting_seconds: sample((row) => row?.oldest_seconds ?? 0),
-        };
-      },
-    });
-    return {
-      completed: meter.counter({ name: 'comms_jobs_completed_total', help: 'Jobs run to success', labels }),
-      failures: meter.counter({
-        name: 'comms_jobs_failures_total',
-        help: 'Job runs that failed (each is retried until its attempts run out)',
-        labels,
-      }),
-      dead: meter.counter({
-        name: 'comms_jobs_dead_total',
-        help: 'Jobs that failed their last attempt and will not run again',
-        labels,
-      }),
-      duration: meter.histogram({
-        name: 'comms_job_duration_seconds',
-        help: 'How long a job run took, whatever its outcome',
-        labels,
-      }),
-    };
+    if (options.meter) {
+      this.metrics = declareJobMetrics(options.meter, {
+        openJobs: () => this.store.openJobs(this.clock.now()),
+        queues: () => [...this.queues.keys()],
+      });
+    }
   }
 
   /**
@@ -423,71 +307,18 @@ export class JobQueue {
    * bounds the claims that found work (a job that keeps rescheduling itself to now ends there).
    */
   async drain(maxRounds = 1000): Promise<number> {
-    const slots = new Slots({ total: this.concurrency });
-    const runs = new Set<Promise<void>>();
-    let failure: { error: unknown } | undefined;
-    const handedBack: Promise<unknown>[] = [];
-    const launch = (job: Job, queue: SlotQueue): void => {
-      slots.take(queue);
-      const run: Promise<void> = this.execute(job)
-        .then(() => {})
-        .catch((error) => {
-          failure ??= { error };
-        })
-        .finally(() => {
-          runs.delete(run);
-          slots.release(queue);
-          // A job claimed ahead takes the freed slot at once (held too long, it is handed back instead).
-          const { job: next, stale } = slots.nextHeld(queue, this.clock.nowMs());
-          if (stale.length > 0) {
-            total -= stale.length; // claimed again later, and counted then
-            handedBack.push(this.store.handBack(stale.map((held) => held.id)));
-          }
-          if (next) launch(next, queue);
-        });
-      runs.add(run);
-    };
-    let total = 0;
-    let rounds = 0;
-    while (rounds < maxRounds) {
-      const claim = slots.claimable(this.slotQueues());
-      const wanted = claim.total;
-      let claimed = 0;
-      // Jobs that end while this claim is on its way may enqueue more (a dispatch its deliveries) and free
-      // their queue's slots, which the claim could not see: nothing found is only the end if nothing ran.
-      const runningAtClaim = runs.size;
-      if (wanted > 0) {
-        const jobs = await this.claim(claim);
-        claimed = jobs.length;
-        if (claimed > 0) rounds++;
-        total += claimed;
-        for (const job of jobs) {
-          const queue = this.slotQueue(job.queue);
-          if (slots.canStart(queue)) launch(job, queue);
-          else slots.hold(queue, job, this.clock.nowMs());
-        }
-      }
-      if (runs.size === 0) {
-        // Jobs handed back are pending again: the next claim takes them.
-        if (handedBack.length > 0) {
-          await Promise.all(handedBack.splice(0));
-          continue;
-        }
-        if (claimed === 0 && runningAtClaim === 0) break;
-        continue;
-      }
-      // A full claim leaves nothing free; a short one means nothing more is due until a running job ends.
-      if (claimed < wanted || slots.free === 0 || wanted <= 0) {
-        await Promise.race(runs);
-        // The jobs that end with it (those whose outcome one batch wrote) free their slots for the same claim.
-        await new Promise((resolve) => setImmediate(resolve));
-      }
-    }
-    // A run that ends may start a held job (past maxRounds too): wait for those as well.
-    while (runs.size > 0) await Promise.all(runs);
-    await Promise.all(handedBack);
-    if (failure) throw failure.error;
-    return total;
+    return drainJobs(
+      {
+        concurrency: this.concurrency,
+        queues: () => this.slotQueues(),
+        queue: (name) => this.slotQueue(name),
+        claim: (claim) => this.claim(claim),
+        run: (job) => this.execute(job),
+        handBack: (ids) => this.store.handBack(ids),
+        nowMs: () => this.clock.nowMs(),
+      },
+      maxRounds,
+    );
   }
 
   /** Removes jobs that finished (completed or dead) before `before` (retention); returns how many. */
