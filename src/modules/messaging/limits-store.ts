@@ -201,19 +201,14 @@ export class SendLimitStore {
   }
 
   /** Counts `messages` more trial messages unless that passes `limit`; false when it would. */
-  async countTrialMessages(
+  countTrialMessages(
     tx: Queryable,
     organizationId: string,
     messages: number,
     limit: number,
     now: Date,
   ): Promise<boolean> {
-    const counted = await tx.query(
-      `UPDATE send_limit_accounts SET trial_messages = trial_messages + $4, updated_at = $3
-        WHERE organization_id = $1 AND trial_messages + $4 <= $2 RETURNING trial_messages`,
-      [organizationId, limit, now, messages],
-    );
-    return counted.length > 0;
+    return this.countWithin(tx, 'trial_messages', organizationId, messages, limit, now);
   }
 
   /**
@@ -236,17 +231,29 @@ export class SendLimitStore {
   }
 
   /** Counts `segments` towards the new-account allowance unless that passes `limit`; false when it would. */
-  async countNewAccountSegments(
+  countNewAccountSegments(
     tx: Queryable,
     organizationId: string,
     segments: number,
     limit: number,
     now: Date,
   ): Promise<boolean> {
+    return this.countWithin(tx, 'first_72h_segments', organizationId, segments, limit, now);
+  }
+
+  /** Adds `by` to the account's `counter` unless that passes `limit` (a guarded update); false when it would. */
+  private async countWithin(
+    tx: Queryable,
+    counter: 'trial_messages' | 'first_72h_segments',
+    organizationId: string,
+    by: number,
+    limit: number,
+    now: Date,
+  ): Promise<boolean> {
     const counted = await tx.query(
-      `UPDATE send_limit_accounts SET first_72h_segments = first_72h_segments + $2, updated_at = $4
-        WHERE organization_id = $1 AND first_72h_segments + $2 <= $3 RETURNING first_72h_segments`,
-      [organizationId, segments, limit, now],
+      `UPDATE send_limit_accounts SET ${counter} = ${counter} + $2, updated_at = $4
+        WHERE organization_id = $1 AND ${counter} + $2 <= $3 RETURNING 1`,
+      [organizationId, by, limit, now],
     );
     return counted.length > 0;
   }

@@ -192,8 +192,7 @@ export class MessageSender {
       await this.links.save(tx, [{ owner, links }]);
       if (sendAt) await this.scheduled.schedule(tx, id, sendAt);
 
-      const result = sendResult(message, sender, count.encoding, media.count, sendAt);
-      return result;
+      return sendResult(message);
     });
   }
 
@@ -236,7 +235,7 @@ export class MessageSender {
       if (isPlainSendUncounted(error)) return undefined;
       throw uncheckedRefusal(error, false);
     }
-    return sendResult(message, sender, count.encoding, 0, undefined);
+    return sendResult(message);
   }
 
   private async pickSender(organization: Organization, from: string | undefined): Promise<Sender> {
@@ -286,23 +285,18 @@ function outbound(
   };
 }
 
-/** What a send answers for the message it wrote. */
-function sendResult(
-  message: { id: string; to: string; body: string; segments: number; now: Date },
-  sender: Sender,
-  encoding: SendResult['encoding'],
-  mediaCount: number,
-  sendAt: Date | undefined,
-): SendResult {
+/** What a send answers for the message it wrote: queued, or scheduled when it has a schedule. */
+function sendResult(message: OutboundValues): SendResult {
+  const sendAt = message.schedule?.sendAt;
   return {
     id: message.id,
     status: sendAt ? 'scheduled' : 'queued',
-    from: sender.number,
+    from: message.from,
     to: message.to,
     body: message.body,
     segments: message.segments,
-    encoding,
-    mediaCount,
+    encoding: message.encoding,
+    mediaCount: message.mediaCount,
     createdAt: message.now.toISOString(),
     ...(sendAt && { sendAt: sendAt.toISOString() }),
   };
